@@ -1,0 +1,32 @@
+#pragma once
+// Internal: how each backend folder exposes itself to the registry.
+
+#include <meanshift/config.hpp>
+#include <meanshift/registry.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace meanshift::detail {
+
+struct BackendFactory {
+    std::string name;
+    /// Probe devices; never throws. usable=false with a reason when nothing can run.
+    std::function<BackendStatus()> probe;
+    /// Create an instance; throws BackendUnavailable / DeviceError / InvalidArgument.
+    std::function<std::unique_ptr<Backend>(const BackendOptions&)> create;
+};
+
+BackendFactory serial_factory();
+#if MEANSHIFT_HAVE_OPENMP
+BackendFactory openmp_factory();
+#endif
+#if MEANSHIFT_HAVE_OPENCL
+BackendFactory opencl_factory();
+#endif
+#if MEANSHIFT_HAVE_CUDA
+BackendFactory cuda_factory();
+#endif
+
+}  // namespace meanshift::detail

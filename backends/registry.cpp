@@ -1,0 +1,114 @@
+#include "backends/factory.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <algorithm>
+#include <sstream>
+
+namespace meanshift {
+namespace {
+
+const std::vector<detail::BackendFactory>& factories()
+{
+    static const std::vector<detail::BackendFactory> all = [] {
+        std::vector<detail::BackendFactory> f;
+        f.push_back(detail::serial_factory());
+#if MEANSHIFT_HAVE_OPENMP
+        f.push_back(detail::openmp_factory());
+#endif
+#if MEANSHIFT_HAVE_OPENCL
+        f.push_back(detail::opencl_factory());
+#endif
+#if MEANSHIFT_HAVE_CUDA
+        f.push_back(detail::cuda_factory());
+#endif
+        return f;
+    }();
+    return all;
+}
+
+const char* const kKnown[] = {"serial", "openmp", "opencl", "cuda"};
+
+BackendStatus probe_safely(const detail::BackendFactory& f)
+{
+    try {
+        return f.probe();
+    } catch (const std::exception& e) {
+        BackendStatus s;
+        s.name = f.name;
+        s.compiled_in = true;
+        s.reason = std::string("device probe failed: ") + e.what();
+        return s;
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> compiled_backends()
+{
+    std::vector<std::string> names;
+    for (const auto& f : factories()) names.push_back(f.name);
+    return names;
+}
+
+std::vector<BackendStatus> list_backends()
+{
+    std::vector<BackendStatus> out;
+    for (const char* name : kKnown) {
+        auto it = std::find_if(factories().begin(), factories().end(),
+                               [&](const auto& f) { return f.name == name; });
+        if (it != factories().end()) {
+            out.push_back(probe_safely(*it));
+        } else {
+            BackendStatus s;
+            s.name = name;
+            s.reason = "not compiled into this build (see the CMake configuration summary)";
+            out.push_back(s);
+        }
+    }
+    return out;
+}
+
+std::string resolve_auto_backend()
+{
+    // Fastest usable first: CUDA, then OpenCL on a GPU, then OpenMP, then the serial oracle.
+    std::vector<BackendStatus> all = list_backends();
+    auto usable = [&](const std::string& n, bool need_gpu) {
+        for (const auto& s : all) {
+            if (s.name != n || !s.usable) continue;
+            if (!need_gpu) return true;
+            for (const auto& d : s.devices)
+                if (d.kind == "gpu") return true;
+        }
+        return false;
+    };
+    if (usable("cuda", false)) return "cuda";
+    if (usable("opencl", true)) return "opencl";
+    if (usable("openmp", false)) return "openmp";
+    return "serial";
+}
+
+std::unique_ptr<Backend> make_backend(const std::string& requested, const BackendOptions& options)
+{
+    const std::string name = requested == "auto" ? resolve_auto_backend() : requested;
+    auto it = std::find_if(factories().begin(), factories().end(),
+                           [&](const auto& f) { return f.name == name; });
+    if (it == factories().end()) {
+        std::ostringstream msg;
+        const bool known = std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
+        if (known)
+            msg << "backend '" << name << "' is not compiled into this build";
+        else
+            msg << "unknown backend '" << name << "'";
+        msg << "; compiled-in backends:";
+        for (const auto& f : factories()) msg << ' ' << f.name;
+        msg << " (or 'auto')";
+        throw BackendUnavailable(msg.str());
+    }
+    const BackendStatus status = probe_safely(*it);
+    if (!status.usable)
+        throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
+    return it->create(options);
+}
+
+}  // namespace meanshift

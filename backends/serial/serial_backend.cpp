@@ -1,0 +1,116 @@
+// serial: a plain float64 implementation of Alg. 1 driven by Alg. 4. It is the oracle every other
+// backend is tested against, so it favours clarity and accuracy over speed.
+#include "backends/factory.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <cmath>
+#include <vector>
+
+namespace meanshift {
+namespace {
+
+class SerialBackend final : public Backend {
+public:
+    std::string name() const override { return "serial"; }
+
+    std::vector<DeviceInfo> devices() const override { return {host_device()}; }
+
+    static DeviceInfo host_device()
+    {
+        DeviceInfo d;
+        d.name = "host CPU, one thread, float64";
+        d.kind = "cpu";
+        d.compute_units = 1;
+        d.pus_per_ppu = 1;
+        return d;
+    }
+
+    Topology resolve_topology(const Topology& requested, const PreparedData&) const override
+    {
+        // One PPU with one PU: Alg. 1 exactly. Anything else is a request this backend cannot honour.
+        Topology t;
+        t.ppus = t.pus_per_ppu = t.f_vppu = t.f_load = 1;
+        auto check = [](int v, const char* what) {
+            if (v != 0 && v != 1)
+                throw InvalidArgument(std::string("serial backend runs one PPU with one PU; ") + what +
+                                      " must be 1 (or 0 for the default), got " + std::to_string(v));
+        };
+        check(requested.ppus, "z (ppus)");
+        check(requested.pus_per_ppu, "tau (pus_per_ppu)");
+        check(requested.f_vppu, "f_vppu");
+        check(requested.f_load, "f_load");
+        validate_topology(t, name());
+        return t;
+    }
+
+    void bind(const PreparedData& data, const Topology&) override { data_ = &data; }
+
+    void step(const StepRequest& req) override
+    {
+        if (!data_) throw Error("serial backend: step() before bind()");
+        const PreparedData& D = *data_;
+        const int k = D.k();
+        const Index n = D.n();
+        std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+        for (Index q = 0; q < req.count; ++q) {
+            const double* y = req.positions + q * k;
+            std::fill(s0.begin(), s0.end(), 0.0);
+            std::fill(s1.begin(), s1.end(), 0.0);
+            auto visit = [&](Index i) {
+                const double* x = D.points.data() + i * k;
+                if (D.model == KernelModel::Shared) {
+                    double d2 = 0;
+                    for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
+                    const double e = std::exp(-0.5 * d2);
+                    for (int d = 0; d < k; ++d) {
+                        s0[d] += e;
+                        s1[d] += e * x[d];
+                    }
+                } else {
+                    const double* w = D.precision.data() + i * k;
+                    double d2 = 0;
+                    for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
+                    const double e = std::exp(D.log_weight[i] - 0.5 * d2);
+                    for (int d = 0; d < k; ++d) {
+                        s0[d] += e * w[d];
+                        s1[d] += e * w[d] * x[d];
+                    }
+                }
+            };
+            if (req.candidates) {
+                for (Index c = req.candidates->offsets[q]; c < req.candidates->offsets[q + 1]; ++c)
+                    visit(req.candidates->indices[c]);
+            } else {
+                for (Index i = 0; i < n; ++i) visit(i);
+            }
+            double* out = req.out + q * k;
+            for (int d = 0; d < k; ++d) out[d] = s0[d] > 0 ? s1[d] / s0[d] : y[d];
+        }
+    }
+
+private:
+    const PreparedData* data_ = nullptr;
+};
+
+}  // namespace
+
+namespace detail {
+BackendFactory serial_factory()
+{
+    BackendFactory f;
+    f.name = "serial";
+    f.probe = [] {
+        BackendStatus s;
+        s.name = "serial";
+        s.compiled_in = true;
+        s.usable = true;
+        s.devices = {SerialBackend::host_device()};
+        return s;
+    };
+    f.create = [](const BackendOptions&) { return std::unique_ptr<Backend>(new SerialBackend()); };
+    return f;
+}
+}  // namespace detail
+
+}  // namespace meanshift

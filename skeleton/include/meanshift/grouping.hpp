@@ -1,0 +1,32 @@
+#pragma once
+/// @file grouping.hpp
+/// Mode grouping on the host (Alg. 4 line 10).
+
+#include <meanshift/types.hpp>
+
+#include <vector>
+
+namespace meanshift {
+
+enum class GroupingMethod {
+    /// Alg. 6 (groupModes) as intended: visit modes in order; a mode joins the first existing
+    /// group whose representative (its first mode) lies within ε, otherwise it opens a new group.
+    Sequential,
+    /// Connected components (Panconi, 003): modes closer than δ are linked; groups are the
+    /// components of that graph (transitive, order-independent).
+    ConnectedComponents,
+};
+
+struct Grouping {
+    std::vector<int> labels;       ///< m labels in [0, c); groups numbered by decreasing size
+    MatrixD centres;               ///< c × k: mean of the modes of each group
+    std::vector<Index> sizes;      ///< c group sizes
+};
+
+/// Groups m modes (m × k row-major, in a space where the metric is Euclidean) with radius eps
+/// (> 0; eps == 0 groups only identical modes). Throws InvalidArgument for eps < 0 or non-finite.
+/// Uses a uniform grid of cell eps for k ≤ 8, so typical cost is O(m · groups in the
+/// neighbourhood) rather than O(m · c).
+Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method);
+
+}  // namespace meanshift
