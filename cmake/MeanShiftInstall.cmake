@@ -1,0 +1,1 @@
+# Installable, relocatable CMake package (filled in below).
