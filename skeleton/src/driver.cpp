@@ -1,0 +1,166 @@
+// Alg. 4 (mean shift clustering): the iteration driver shared by every backend. It owns
+// per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
+// costing work), and the final groupModes (Alg. 6) on the host.
+#include "prepare.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <sstream>
+
+namespace meanshift {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void validate_options(const Options& o)
+{
+    if (o.max_iterations < 1)
+        throw InvalidArgument("max_iterations (m_it) must be >= 1, got " + std::to_string(o.max_iterations));
+    if (!std::isfinite(o.tolerance) || o.tolerance < 0)
+        throw InvalidArgument("tolerance (t_d) must be finite and >= 0, got " + std::to_string(o.tolerance));
+    if (o.fixed_iterations && *o.fixed_iterations < 1)
+        throw InvalidArgument("fixed_iterations must be >= 1, got " + std::to_string(*o.fixed_iterations));
+    if (!std::isfinite(o.merge_eps) || o.merge_eps < 0)
+        throw InvalidArgument("merge_eps (epsilon of groupModes) must be finite and >= 0, got " +
+                              std::to_string(o.merge_eps));
+}
+
+Result run(Backend& backend, const float* data, Index n, int k, const Options& options, const float* seeds, Index m)
+{
+    const auto t_start = Clock::now();
+    validate_options(options);
+    if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
+
+    detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth);
+    const PreparedData& D = prep.data;
+    MatrixD Y = seeds ? detail::to_prepared(prep, seeds, m, "seeds") : D.points;
+    m = Y.rows();
+    // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
+    // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
+    const bool own_metric = !seeds && D.model == KernelModel::PerPoint;
+
+    Result r;
+    r.backend = backend.name();
+    r.topology = backend.resolve_topology(options.topology, D);
+    backend.bind(D, r.topology);
+    r.timing.seconds_prepare = seconds_since(t_start);
+
+    const int max_it = options.fixed_iterations ? *options.fixed_iterations : options.max_iterations;
+    const double tol2 = options.tolerance * options.tolerance;
+    r.iterations.assign(static_cast<std::size_t>(m), 0);
+    r.converged.assign(static_cast<std::size_t>(m), false);
+    std::vector<Index> active(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) active[std::size_t(i)] = i;
+    MatrixD in, out;
+
+    const auto t_iter = Clock::now();
+    int it = 0;
+    while (!active.empty() && it < max_it) {
+        const Index a = static_cast<Index>(active.size());
+        in.resize(a, k);
+        out.resize(a, k);
+        for (Index j = 0; j < a; ++j) in.row(j) = Y.row(active[std::size_t(j)]);
+        StepRequest req;
+        req.positions = in.data();
+        req.out = out.data();
+        req.count = a;
+        backend.step(req);
+        if (!out.allFinite())
+            throw Error("backend '" + backend.name() + "' produced non-finite mode positions (a backend defect)");
+
+        std::size_t kept = 0;
+        for (Index j = 0; j < a; ++j) {
+            const Index q = active[std::size_t(j)];
+            double d2 = 0;
+            for (int d = 0; d < k; ++d) {
+                const double t = out(j, d) - in(j, d);
+                d2 += own_metric ? D.precision(q, d) * t * t : t * t;
+            }
+            Y.row(q) = out.row(j);
+            ++r.iterations[std::size_t(q)];
+            if (!options.fixed_iterations && d2 <= tol2)
+                r.converged[std::size_t(q)] = true;
+            else
+                active[kept++] = q;
+        }
+        active.resize(kept);
+        r.timing.pair_interactions += static_cast<double>(a) * static_cast<double>(n);
+        ++it;
+        if (options.progress && !options.progress(it, static_cast<Index>(active.size()), m))
+            throw Error("cancelled by the progress callback");
+    }
+    if (options.fixed_iterations) r.converged.assign(static_cast<std::size_t>(m), true);
+    r.timing.iterations = it;
+    r.timing.seconds_iterate = seconds_since(t_iter);
+
+    const auto t_group = Clock::now();
+    Grouping g = group_modes(Y, options.merge_eps, options.grouping);
+    r.labels = std::move(g.labels);
+    r.cluster_sizes = std::move(g.sizes);
+    r.centres = detail::from_prepared(prep, g.centres);
+    r.modes = detail::from_prepared(prep, Y);
+    r.timing.seconds_group = seconds_since(t_group);
+    r.timing.seconds_total = seconds_since(t_start);
+    return r;
+}
+
+}  // namespace
+
+Result cluster(const float* data, Index n, int k, const Options& options, const float* seeds, Index m)
+{
+    validate_options(options);
+    auto backend = make_backend(options.backend, options.backend_options);
+    return run(*backend, data, n, k, options, seeds, m);
+}
+
+Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, const Eigen::Ref<const MatrixF>* seeds)
+{
+    Clusterer c(options);
+    return c.fit(data, seeds);
+}
+
+Clusterer::Clusterer(Options options) : options_(std::move(options))
+{
+    validate_options(options_);
+    backend_ = make_backend(options_.backend, options_.backend_options);
+}
+Clusterer::~Clusterer() = default;
+Clusterer::Clusterer(Clusterer&&) noexcept = default;
+Clusterer& Clusterer::operator=(Clusterer&&) noexcept = default;
+
+Backend& Clusterer::backend() { return *backend_; }
+
+Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const Eigen::Ref<const MatrixF>* seeds)
+{
+    // Eigen::Ref of a row-major matrix may still carry an outer stride: copy to dense then.
+    const Index n = data.rows();
+    const int k = static_cast<int>(data.cols());
+    MatrixF dense_data;
+    const float* dp = data.data();
+    if (n > 0 && data.outerStride() != k) {
+        dense_data = data;
+        dp = dense_data.data();
+    }
+    MatrixF dense_seeds;
+    const float* sp = nullptr;
+    Index m = 0;
+    if (seeds) {
+        if (seeds->cols() != data.cols())
+            throw InvalidArgument("seeds have " + std::to_string(seeds->cols()) + " columns, data have " +
+                                  std::to_string(k));
+        m = seeds->rows();
+        if (m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
+        dense_seeds = *seeds;
+        sp = dense_seeds.data();
+    }
+    return run(*backend_, dp, n, k, options_, sp, m);
+}
+
+}  // namespace meanshift

@@ -1,0 +1,103 @@
+#include "prepare.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <cmath>
+#include <sstream>
+
+namespace meanshift::detail {
+namespace {
+
+void check_finite(const float* x, Index m, int k, const char* what)
+{
+    for (Index i = 0; i < m; ++i)
+        for (int d = 0; d < k; ++d)
+            if (!std::isfinite(x[i * k + d])) {
+                std::ostringstream s;
+                s << what << ": value at row " << i << ", column " << d << " is " << x[i * k + d]
+                  << " (NaN/Inf are not allowed)";
+                throw InvalidArgument(s.str());
+            }
+}
+
+}  // namespace
+
+Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
+{
+    if (n < 1) throw InvalidArgument("data: need at least one point (n = 0)");
+    if (k < 1) throw InvalidArgument("data: need at least one dimension (k = 0)");
+    if (!data) throw InvalidArgument("data: null pointer");
+    check_finite(data, n, k, "data");
+
+    const auto& params = bw.parameters();
+    if (bw.kind() == BandwidthKind::Diagonal && static_cast<int>(params.size()) != k)
+        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) + " diagonal bandwidths given for k = " +
+                              std::to_string(k) + " dimensions");
+    if (bw.kind() == BandwidthKind::ExponentialLast && static_cast<int>(params.size()) != k)
+        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) + " Sec. IV sigmas given for k = " +
+                              std::to_string(k) + " dimensions");
+    if (bw.kind() == BandwidthKind::PerPoint &&
+        (bw.per_point_values().rows() != n || bw.per_point_values().cols() != k))
+        throw InvalidArgument("bandwidth: per-point bandwidths are " + std::to_string(bw.per_point_values().rows()) +
+                              " x " + std::to_string(bw.per_point_values().cols()) + ", data are " +
+                              std::to_string(n) + " x " + std::to_string(k));
+
+    Prepared p;
+    Eigen::Map<const MatrixF> X(data, n, k);
+    const MatrixD Xd = X.cast<double>();
+    p.centre = 0.5 * (Xd.colwise().minCoeff() + Xd.colwise().maxCoeff()).transpose();
+
+    PreparedData& D = p.data;
+    if (bw.shared()) {
+        D.model = KernelModel::Shared;
+        std::vector<double> var(static_cast<std::size_t>(k));
+        bw.covariance_diagonal(0, Xd.row(0).data(), k, var.data());
+        p.scale.resize(k);
+        for (int d = 0; d < k; ++d) p.scale[d] = 1.0 / std::sqrt(var[std::size_t(d)]);
+    } else {
+        D.model = KernelModel::PerPoint;
+        MatrixD prec(n, k);
+        VectorD logw(n);
+        std::vector<double> var(static_cast<std::size_t>(k));
+        for (Index i = 0; i < n; ++i) {
+            bw.covariance_diagonal(i, Xd.row(i).data(), k, var.data());
+            double logdet = 0;
+            for (int d = 0; d < k; ++d) {
+                prec(i, d) = 1.0 / var[std::size_t(d)];
+                logdet += std::log(var[std::size_t(d)]);
+            }
+            logw[i] = -0.5 * logdet;  // log |H_i|^{-1/2}
+        }
+        // Whiten by the geometric-mean precision so prepared coordinates and precisions are O(1).
+        p.scale.resize(k);
+        for (int d = 0; d < k; ++d) p.scale[d] = std::sqrt(std::exp(prec.col(d).array().log().mean()));
+        for (int d = 0; d < k; ++d) prec.col(d) /= p.scale[d] * p.scale[d];
+        // Only ratios of weights matter: shift so the largest c_i is 0 (no overflow in exp).
+        logw.array() -= logw.maxCoeff();
+        D.precision = std::move(prec);
+        D.log_weight = std::move(logw);
+        D.precision_f = D.precision.cast<float>();
+        D.log_weight_f = D.log_weight.cast<float>();
+    }
+    D.points = (Xd.rowwise() - p.centre.transpose()).array().rowwise() * p.scale.transpose().array();
+    D.points_f = D.points.cast<float>();
+    return p;
+}
+
+MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char* what)
+{
+    const int k = p.data.k();
+    if (!points) throw InvalidArgument(std::string(what) + ": null pointer");
+    check_finite(points, m, k, what);
+    Eigen::Map<const MatrixF> Y(points, m, k);
+    MatrixD out = (Y.cast<double>().rowwise() - p.centre.transpose()).array().rowwise() * p.scale.transpose().array();
+    return out;
+}
+
+MatrixF from_prepared(const Prepared& p, const MatrixD& y)
+{
+    MatrixD x = (y.array().rowwise() / p.scale.transpose().array()).matrix().rowwise() + p.centre.transpose();
+    return x.cast<float>();
+}
+
+}  // namespace meanshift::detail
