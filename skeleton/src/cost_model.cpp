@@ -24,12 +24,6 @@ int floor_log2(int v)
     return r;
 }
 
-int ceil_log2(int v)
-{
-    const int f = floor_log2(v);
-    return (1 << f) == v ? f : f + 1;
-}
-
 // Lawson-Hanson active-set NNLS: min |A x - b|, x ≥ 0. A is small (samples × kTerms), so a
 // column-pivoting QR per inner step is cheap and robust to nearly collinear columns.
 Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b)
@@ -121,9 +115,9 @@ CostTerms cost_terms(const Workload& w)
     c.waves = ceil_div(static_cast<double>(w.m), z * tau_prime);
     const double chunk = ceil_div(static_cast<double>(w.n), f_load);
     c.loop = chunk * (5.0 * k + lambda(w.kernel, w.k));
-    c.reduce_adds = 2.0 * ceil_log2(f_load) * k;
-    c.reduce_traffic = 2.0 * (l - 1) * k;
-    c.aleph = 2.0 * (f_load - l) * k;
+    c.reduce_adds = 2.0 * floor_log2(f_load) * k;
+    c.reduce_traffic = 2.0 * (f_load - 1) * k;
+    c.aleph = f_load != l ? 2.0 * k : 0.0;
     c.finalize = 2.0 * k;
     c.per_mode = static_cast<double>(w.m) * k;
     c.utilisation = static_cast<double>(w.m) * static_cast<double>(w.n) /

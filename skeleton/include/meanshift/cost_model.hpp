@@ -8,11 +8,12 @@
 /// One call of Backend::step() that advances m modes over n points in k dimensions costs
 ///
 ///   T = W · ( a·⌈n/f_load⌉·(5k+λ)          loop of Alg. 3 lines 11-16 (λ: cost of H_i, 0 or 2k+1)
-///           + b·2·⌈log2 f_load⌉·k          reduction adds, lines 17-18
-///           + c·2·(l-1)·k                  reduction traffic, Σ_{i=1}^{log2 l} l/2^i = l-1 partial
-///                                          sums fetched per reduction, l = 2^⌊log2 f_load⌋
-///           + d·ℵ(k, f_load)               ℵ = 2·(f_load-l)·k: PUs beyond the power of two, added
-///                                          sequentially (0 when f_load is a power of two)
+///           + b·2·⌊log2 f_load⌋·k          tree steps of the two vPPU reductions, lines 17-18
+///           + c·2·(f_load-1)·k             reduction traffic: every partial sum fetched once
+///                                          (Σ_{i=1}^{log2 l} l/2^i = l-1 in the tree, l = 2^⌊log2 f_load⌋,
+///                                          plus f_load-l folded into the tree first)
+///           + d·ℵ(k, f_load)               ℵ = 2k when f_load is not a power of two (the fold step
+///                                          before the tree, docs/topology.md), else 0
 ///           + e·2k )                       final y_p = H_h y_p,t (Theorem 3's 2k)
 ///     + g·m·k                              host work and transfers per mode (outside the theorems)
 ///     + h                                  per-step overhead: launch, synchronisation
@@ -53,9 +54,9 @@ const std::array<std::string, kTerms>& term_names();
 struct CostTerms {
     double waves = 0;           ///< W = ⌈m / (z·τ')⌉
     double loop = 0;            ///< ⌈n/f_load⌉·(5k+λ) per wave
-    double reduce_adds = 0;     ///< 2·⌈log2 f_load⌉·k per wave
-    double reduce_traffic = 0;  ///< 2·(l-1)·k per wave (the c term)
-    double aleph = 0;           ///< ℵ(k, f_load) = 2·(f_load-l)·k per wave
+    double reduce_adds = 0;     ///< 2·⌊log2 f_load⌋·k per wave
+    double reduce_traffic = 0;  ///< 2·(f_load-1)·k per wave (the c term)
+    double aleph = 0;           ///< ℵ(k, f_load): 2k per wave when f_load is not a power of two
     double finalize = 0;        ///< 2k per wave
     double per_mode = 0;        ///< m·k per step
     /// Fraction of the PU-slots of all waves that do loop work on a real point:
