@@ -1,6 +1,9 @@
 /* meanshift_device.h: device math shared by the OpenCL C 1.2 and CUDA kernels (and compilable
  * as C++ for host-side tests). It stays in the intersection of the three languages: no
  * templates, no std::, float literals with the f suffix, math through the MS_* macros.
+ * Pointers without an address-space qualifier are private (registers) in OpenCL C 1.2, so the
+ * ms_pair_* functions take private copies of a point record; the kernels copy a record from
+ * global or local memory first (the compiler keeps it in registers).
  *
  * The per-pair work of Alg. 3 lines 12-15 (Malysiak & Handmann), for diagonal H_i:
  *   D²  = Σ_d w_id (y_d - x_id)²                        (eq. 3, Mahalanobis distance)
@@ -9,8 +12,24 @@
  * For a shared H the skeleton whitens the data, so w_id = 1, c_i = 0 and only S0 (a scalar) and
  * S1_d are accumulated. The new mode is y_d = S1_d / S0_d.
  *
- * The direct form (y_d - x_id)² is used, not the expanded |y|² + |x|² - 2 y·x: with centred data
- * it keeps float32 accuracy for data far from the origin and with a large extent. */
+ * Two forms of the exponent:
+ *  - direct   (ms_sq_dist, ms_accumulate_*, ms_pair_direct_*): (y_d - x_id)², 3 instructions a
+ *    dimension, accurate wherever the data lie;
+ *  - expanded (ms_pair_expanded_*): |y|² + |x|² - 2 y·x with the point terms precomputed on the
+ *    host (ms_record_* layout below), 1-2 instructions a dimension. It cancels catastrophically
+ *    when |y| and |x| are large compared with the bandwidth, so the kernels evaluate it relative
+ *    to a reference point r_t of each tile of points (the tile's bounding-box centre): the
+ *    rounding error then scales with the tile's extent, not with the distance from the origin.
+ *
+ * Record layouts (one point of a tile, relative coordinates p' = x - r_t, L = log2(e)):
+ *   shared,   direct  : [p'_0 .. p'_{k-1}, a]   a = 0 (a = MS_PAD_LOG2W marks a padding point)
+ *   shared,   expanded: [p'_0 .. p'_{k-1}, a]   a = -L/2 |p'|²
+ *   per-point, direct  : [L c_i, p'_0 .. p'_{k-1}, w_0 .. w_{k-1}]
+ *   per-point, expanded: [A, B_0 .. B_{k-1}, C_0 .. C_{k-1}]
+ *                        A = L c_i - L/2 Σ_d w_d p'_d²,  B_d = L w_d p'_d,  C_d = -L/2 w_d
+ * The ms_pair_* functions accumulate the tile's partial sums s0, s1 in "raw" units; the fold
+ * functions add a tile's raw sums into the mode's totals S0, S1 (shift relative to the mode,
+ * y_new = y + S1 / S0). */
 #ifndef MEANSHIFT_DEVICE_H
 #define MEANSHIFT_DEVICE_H
 
@@ -20,12 +39,14 @@
 #  define MS_LOCAL __local
 #  define MS_CONST_GLOBAL __global const
 #  define MS_EXP2(x) native_exp2(x)
+#  define MS_FMA(a, b, c) mad((a), (b), (c))
 #elif defined(__CUDACC__)
 #  define MS_INLINE __device__ __forceinline__
 #  define MS_GLOBAL
 #  define MS_LOCAL
 #  define MS_CONST_GLOBAL const
 #  define MS_EXP2(x) exp2f(x)
+#  define MS_FMA(a, b, c) fmaf((a), (b), (c))
 #else
 #  include <math.h>
 #  define MS_INLINE static inline
@@ -33,12 +54,18 @@
 #  define MS_LOCAL
 #  define MS_CONST_GLOBAL const
 #  define MS_EXP2(x) exp2f(x)
+#  define MS_FMA(a, b, c) ((a) * (b) + (c))
 #endif
 
 /* -1/2 · log2(e): exp(-D²/2) = exp2(D² · MS_NEG_HALF_LOG2E). */
 #define MS_NEG_HALF_LOG2E (-0.72134752044448170368f)
 /* log2(e): exp(c) = exp2(c · MS_LOG2E). */
 #define MS_LOG2E (1.44269504088896340736f)
+/* Log2-weight of a padding record: exp2 of it is exactly 0, so padded tile entries never get
+ * weight (finite, so -cl-fast-relaxed-math may assume no infinities). */
+#define MS_PAD_LOG2W (-1.0e30f)
+
+/* ---- direct form on global memory (kept for the CUDA backend; names are stable) ---------- */
 
 /* Squared Euclidean distance between y (k values, private) and x (k values), shared model. */
 MS_INLINE float ms_sq_dist(const float* y, MS_CONST_GLOBAL float* x, int k)
@@ -84,6 +111,86 @@ MS_INLINE void ms_accumulate_per_point(const float* y, MS_CONST_GLOBAL float* x,
 MS_INLINE float ms_update(float s0, float s1, float y_old)
 {
     return s0 > 0.0f ? s1 / s0 : y_old;
+}
+
+/* ---- tile records (private copies), used by the OpenCL kernels --------------------------- */
+
+/* Shared model, direct form. q = y - r_t (k values); rec = [p', a]. s0 scalar, s1[k]. */
+MS_INLINE void ms_pair_direct_shared(const float* q, const float* rec, int k,
+                                     float* s0, float* s1)
+{
+    float d2 = 0.0f;
+    for (int d = 0; d < k; ++d) {
+        const float t = q[d] - rec[d];
+        d2 = MS_FMA(t, t, d2);
+    }
+    const float e = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, rec[k]));
+    *s0 += e;
+    for (int d = 0; d < k; ++d) s1[d] = MS_FMA(e, rec[d], s1[d]);
+}
+
+/* Shared model, expanded form. qs = L (y - r_t), cq = -L/2 |y - r_t|²; rec = [p', a]. */
+MS_INLINE void ms_pair_expanded_shared(const float* qs, float cq, const float* rec, int k,
+                                       float* s0, float* s1)
+{
+    float arg = cq + rec[k];
+    for (int d = 0; d < k; ++d) arg = MS_FMA(qs[d], rec[d], arg);
+    const float e = MS_EXP2(arg);
+    *s0 += e;
+    for (int d = 0; d < k; ++d) s1[d] = MS_FMA(e, rec[d], s1[d]);
+}
+
+/* Per-point model, direct form. q = y - r_t; rec = [L c, p', w]. s0[k] += e w, s1[k] += e w p'. */
+MS_INLINE void ms_pair_direct_per_point(const float* q, const float* rec, int k,
+                                        float* s0, float* s1)
+{
+    float d2 = 0.0f;
+    for (int d = 0; d < k; ++d) {
+        const float t = q[d] - rec[1 + d];
+        d2 = MS_FMA(rec[1 + k + d] * t, t, d2);
+    }
+    const float e = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, rec[0]));
+    for (int d = 0; d < k; ++d) {
+        const float ew = e * rec[1 + k + d];
+        s0[d] += ew;
+        s1[d] = MS_FMA(ew, rec[1 + d], s1[d]);
+    }
+}
+
+/* Per-point model, expanded form. q = y - r_t, q2 = q²; rec = [A, B, C].
+ * Raw sums: s0[d] += e C_d (= -L/2 e w_d), s1[d] += e B_d (= L e w_d p'_d). */
+MS_INLINE void ms_pair_expanded_per_point(const float* q, const float* q2, const float* rec,
+                                          int k, float* s0, float* s1)
+{
+    float arg = rec[0];
+    for (int d = 0; d < k; ++d) arg = MS_FMA(rec[1 + d], q[d], arg);
+    for (int d = 0; d < k; ++d) arg = MS_FMA(rec[1 + k + d], q2[d], arg);
+    const float e = MS_EXP2(arg);
+    for (int d = 0; d < k; ++d) {
+        s0[d] = MS_FMA(e, rec[1 + k + d], s0[d]);
+        s1[d] = MS_FMA(e, rec[1 + d], s1[d]);
+    }
+}
+
+/* Fold a tile's raw sums into the mode's totals. rmq = r_t - y (k values). The totals satisfy
+ * y_new = y + S1 / S0 (per dimension for the per-point model). `s0_scale` converts raw s0 to
+ * the unit of raw s1: 1 for the direct forms and the shared expanded form, -2 for the per-point
+ * expanded form (raw s0 = -L/2 Σ e w, raw s1 = L Σ e w p'). */
+MS_INLINE void ms_fold_shared(const float* rmq, float s0, const float* s1, int k,
+                              float* S0, float* S1)
+{
+    *S0 += s0;
+    for (int d = 0; d < k; ++d) S1[d] += MS_FMA(rmq[d], s0, s1[d]);
+}
+
+MS_INLINE void ms_fold_per_point(const float* rmq, const float* s0, const float* s1,
+                                 float s0_scale, int k, float* S0, float* S1)
+{
+    for (int d = 0; d < k; ++d) {
+        const float t = s0_scale * s0[d];
+        S0[d] += t;
+        S1[d] += MS_FMA(rmq[d], t, s1[d]);
+    }
 }
 
 #endif /* MEANSHIFT_DEVICE_H */

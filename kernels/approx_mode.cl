@@ -1,0 +1,50 @@
+/* approx_mode.cl: Alg. 3 (approxMode, Malysiak & Handmann) in OpenCL C 1.2. Every PU reads the
+ * point records straight from global memory (no preloading; see approx_modes_preload.cl for
+ * Alg. 7). Options and mapping: approx_mode_common.clh.
+ *
+ * The n-loop of a vPPU is shared by its first F_LOAD PUs: PU `lane` visits the points
+ * lane, lane + F_LOAD, lane + 2·F_LOAD, ... of each tile. That is Alg. 3's split into F_LOAD
+ * parts of ⌈n/F_LOAD⌉ points, interleaved instead of contiguous so that neighbouring PUs read
+ * neighbouring records (coalesced). Tiles are walked in order; each has its reference point r_t. */
+#ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
+#include "approx_mode_common.clh"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
+void approx_mode(__global const float4* records,  /* ntiles · TILE · STRIDE floats */
+                 __global const float* tile_ref,  /* ntiles · K: r_t */
+                 const int ntiles,
+                 __global const float* queries,   /* count · K: y_p */
+                 __global float* out,             /* count · K: new y_p */
+                 const int count,
+                 const int nblocks)
+{
+    const int lid = (int)get_local_id(0);
+    const int vppu = lid / F_VPPU;
+    const int lane = lid % F_VPPU;
+#if F_LOAD > 1
+    __local float red[TAU];
+#endif
+    for (int blk = (int)get_group_id(0); blk < nblocks; blk += (int)get_num_groups(0)) {
+        ms_modes s;
+        ms_load_modes(&s, queries, count, blk, vppu);
+        if (lane < F_LOAD) {
+            for (int t = 0; t < ntiles; ++t) {
+                __global const float* ref = tile_ref + t * K;
+                __global const float4* tile4 = records + t * (TILE * STRIDE / 4);
+                ms_begin_tile(&s, ref);
+#pragma unroll 4
+                for (int i = lane; i < TILE; i += F_LOAD) {
+                    float rec[STRIDE];
+                    MS_COPY_RECORD(rec, tile4, i);
+                    ms_visit(&s, rec);
+                }
+                ms_end_tile(&s, ref);
+            }
+        }
+#if F_LOAD > 1
+        ms_reduce_modes(&s, red, lid, lane);
+#endif
+        ms_store_modes(&s, out, count, blk, vppu, lane);
+    }
+}

@@ -1,0 +1,54 @@
+/* approx_modes_preload.cl: Alg. 7 (approxModes with preloading, Malysiak & Handmann) in
+ * OpenCL C 1.2. The work-group stages one tile (TILE = preload_size points) at a time in local
+ * memory, all its PUs copying in parallel; synchronisation s1 (barrier) makes the batch visible,
+ * the vPPUs then run Alg. 3 lines 11-16 on it from local memory, and s2 (barrier) keeps the batch
+ * until every PU is done with it. The vPPU-local reduction (Alg. 7 lines 12-13) is done once
+ * after the last batch rather than after every batch: the partial sums are additive, so the
+ * result is the same with fewer barriers. Options and mapping: approx_mode_common.clh. */
+#ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
+#include "approx_mode_common.clh"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
+void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · STRIDE floats */
+                          __global const float* tile_ref,  /* ntiles · K: r_t */
+                          const int ntiles,
+                          __global const float* queries,   /* count · K: y_p */
+                          __global float* out,             /* count · K: new y_p */
+                          const int count,
+                          const int nblocks)
+{
+    const int lid = (int)get_local_id(0);
+    const int vppu = lid / F_VPPU;
+    const int lane = lid % F_VPPU;
+    __local float4 batch[TILE * STRIDE / 4];
+#if F_LOAD > 1
+    __local float red[TAU];
+#endif
+    for (int blk = (int)get_group_id(0); blk < nblocks; blk += (int)get_num_groups(0)) {
+        ms_modes s;
+        ms_load_modes(&s, queries, count, blk, vppu);
+        for (int t = 0; t < ntiles; ++t) {
+            /* preload batch t (coalesced: consecutive PUs copy consecutive float4s) */
+            __global const float4* src = records + t * (TILE * STRIDE / 4);
+            for (int v = lid; v < TILE * STRIDE / 4; v += TAU) batch[v] = src[v];
+            barrier(CLK_LOCAL_MEM_FENCE); /* s1 */
+            if (lane < F_LOAD) {
+                __global const float* ref = tile_ref + t * K;
+                ms_begin_tile(&s, ref);
+#pragma unroll 4
+                for (int i = lane; i < TILE; i += F_LOAD) {
+                    float rec[STRIDE];
+                    MS_COPY_RECORD(rec, batch, i);
+                    ms_visit(&s, rec);
+                }
+                ms_end_tile(&s, ref);
+            }
+            barrier(CLK_LOCAL_MEM_FENCE); /* s2 */
+        }
+#if F_LOAD > 1
+        ms_reduce_modes(&s, red, lid, lane);
+#endif
+        ms_store_modes(&s, out, count, blk, vppu, lane);
+    }
+}
