@@ -1,0 +1,303 @@
+// openmp: Alg. 3/4 of Malysiak & Handmann on CPU threads and SIMD lanes, float32.
+//   PPU  = one OpenMP thread (z = topology.ppus, BackendOptions::threads or all of them);
+//   PU   = one float32 SIMD lane (τ = 16 for AVX-512, 8 for AVX2, 4 for SSE2/generic);
+//   vPPU = f_vppu consecutive lanes; f_load of them share the n-loop.
+// Threads take blocks of modes dynamically; the SIMD kernels (kernel_*.cpp) advance one block.
+// See docs/backend-openmp.md.
+#include "backends/factory.hpp"
+#include "backends/openmp/cpu_features.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace meanshift {
+namespace {
+
+using openmp_detail::KernelData;
+using openmp_detail::KernelTable;
+
+constexpr double kLog2e = 1.44269504088896340736;
+
+std::string isa_label(const KernelTable& t)
+{
+    return std::string(t.isa) + " (" + std::to_string(t.width) + " float lanes)";
+}
+
+std::size_t physical_memory()
+{
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
+}
+
+DeviceInfo host_device(int threads)
+{
+    const KernelTable& widest = *openmp_detail::usable_kernels().front();
+    DeviceInfo d;
+    d.name = std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + isa_label(widest);
+    d.kind = "cpu";
+    d.compute_units = threads;
+    d.pus_per_ppu = widest.width;
+    d.global_memory = physical_memory();
+    return d;
+}
+
+class OpenMPBackend final : public Backend {
+public:
+    explicit OpenMPBackend(const BackendOptions& options) : options_(options)
+    {
+        if (options.threads < 0)
+            throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
+                                  std::to_string(options.threads));
+    }
+
+    std::string name() const override { return "openmp"; }
+
+    std::vector<DeviceInfo> devices() const override { return {host_device(default_threads())}; }
+
+    Topology resolve_topology(const Topology& requested, const PreparedData& data) const override
+    {
+        if (data.n() < 1 || data.k() < 1)
+            throw InvalidArgument("openmp backend: data must have n >= 1 points and k >= 1 dimensions");
+        Topology t = requested;
+        if (t.ppus == 0) {
+            t.ppus = default_threads();
+        } else if (options_.threads > 0 && options_.threads != t.ppus) {
+            throw InvalidArgument("openmp backend: z (ppus) = " + std::to_string(t.ppus) +
+                                  " conflicts with threads = " + std::to_string(options_.threads) +
+                                  "; both name the number of OpenMP threads, set only one");
+        }
+        if (t.pus_per_ppu == 0) t.pus_per_ppu = openmp_detail::usable_kernels().front()->width;
+        if (t.f_vppu == 0) t.f_vppu = 1;  // one mode per lane: the fast path
+        if (t.f_load == 0) t.f_load = t.f_vppu;
+        validate_topology(t, name());
+        if (!openmp_detail::kernel_for_width(t.pus_per_ppu)) {
+            std::string widths;
+            for (const KernelTable* k : openmp_detail::usable_kernels())
+                widths += (widths.empty() ? "" : ", ") + std::to_string(k->width) + " (" + k->isa + ")";
+            throw InvalidArgument("invalid topology for backend 'openmp' (" + t.to_string() +
+                                  "): tau must be a SIMD width in float32 lanes that this CPU runs: " +
+                                  widths + ", or 0 for the widest");
+        }
+        return t;
+    }
+
+    void bind(const PreparedData& data, const Topology& topology) override
+    {
+        // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
+        const Topology t = resolve_topology(topology, data);
+        const Index n = data.n();
+        const int k = data.k();
+        const bool per_point = data.model == KernelModel::PerPoint;
+        if (per_point && (data.precision.rows() != n || data.precision.cols() != k || data.log_weight.size() != n))
+            throw InvalidArgument("openmp backend: per-point model needs precision (n x k) and log_weight (n)");
+
+        data_ = nullptr;
+        topology_ = t;
+        table_ = openmp_detail::kernel_for_width(t.pus_per_ppu);
+        kd_ = KernelData{};
+        kd_.per_point = per_point;
+        kd_.n = n;
+        kd_.k = k;
+        kd_.f_vppu = t.f_vppu;
+        kd_.f_load = t.f_load;
+        build_layout(data);
+        data_ = &data;
+    }
+
+    void step(const StepRequest& req) override
+    {
+        if (!data_) throw Error("openmp backend: step() before bind()");
+        if (req.count < 0) throw InvalidArgument("openmp backend: negative mode count");
+        if (req.count == 0) return;
+        if (!req.positions || !req.out) throw InvalidArgument("openmp backend: null positions/out");
+        if (req.candidates) {
+            step_candidates(req);
+            return;
+        }
+
+        const int z = topology_.ppus;
+        KernelData kd = kd_;
+        // Two vectors of modes per block hide the exp2 latency best; drop to one when that
+        // would leave threads without a block (few active modes near convergence).
+        kd.regs = 2;
+        if (kd.f_vppu == 1 && (req.count + 2 * table_->width - 1) / (2 * table_->width) < z) kd.regs = 1;
+        const openmp_detail::RunBlockFn run = table_->select(kd);
+        if (!run) throw Error("openmp backend: no kernel for " + topology_.to_string());
+        const Index per_block = table_->modes_per_block(kd);
+        const Index blocks = (req.count + per_block - 1) / per_block;
+        const std::size_t scratch_bytes = table_->scratch_bytes(kd);
+        scratch_.resize(scratch_bytes * static_cast<std::size_t>(z));  // before the parallel region: may throw
+
+        const int k = kd.k;
+#pragma omp parallel num_threads(z)
+        {
+            unsigned char* scratch = scratch_.data() + scratch_bytes * static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp for schedule(dynamic, 1)
+            for (Index b = 0; b < blocks; ++b) {
+                const Index first = b * per_block;
+                const int m = static_cast<int>(std::min(per_block, req.count - first));
+                run(kd, req.positions + first * k, m, req.out + first * k, scratch);
+            }
+        }
+    }
+
+private:
+    int default_threads() const { return options_.threads > 0 ? options_.threads : omp_get_max_threads(); }
+
+    /// Converts the prepared data into the kernel's float32 layout and units (simd_kernel.hpp).
+    void build_layout(const PreparedData& data)
+    {
+        const Index n = data.n();
+        const int k = data.k();
+        const bool per_point = kd_.per_point;
+        const double sigma = std::sqrt(0.5 * kLog2e);  // exp(-r²/2) = exp2(-(σr)²)
+        const double x_scale = per_point ? 1.0 : sigma;
+        kd_.y_scale = x_scale;
+        x_.clear(); w_.clear(); wx_.clear(); c2_.clear();
+        x_.shrink_to_fit(); w_.shrink_to_fit(); wx_.shrink_to_fit(); c2_.shrink_to_fit();
+
+        auto x_at = [&](Index i, int d) { return data.points(i, d) * x_scale; };
+        auto w_at = [&](Index i, int d) { return 0.5 * kLog2e * data.precision(i, d); };
+        auto c_at = [&](Index i) { return kLog2e * data.log_weight[i]; };
+
+        if (kd_.f_vppu == 1) {  // row-major: one point's coordinates are broadcast together
+            const std::size_t nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
+            x_.resize(nk);
+            if (per_point) { w_.resize(nk); wx_.resize(nk); c2_.resize(static_cast<std::size_t>(n)); }
+            for (Index i = 0; i < n; ++i) {
+                for (int d = 0; d < k; ++d) {
+                    const std::size_t o = static_cast<std::size_t>(i * k + d);
+                    x_[o] = static_cast<float>(x_at(i, d));
+                    if (per_point) {
+                        w_[o] = static_cast<float>(w_at(i, d));
+                        wx_[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
+                    }
+                }
+                if (per_point) c2_[static_cast<std::size_t>(i)] = static_cast<float>(c_at(i));
+            }
+            kd_.x = x_.data();
+            kd_.w = per_point ? w_.data() : nullptr;
+            kd_.wx = per_point ? wx_.data() : nullptr;
+            kd_.c2 = per_point ? c2_.data() : nullptr;
+            kd_.stride = 0;
+            kd_.xs = kd_.ws = kd_.wxs = kd_.c2s = nullptr;
+        } else {  // dimension-major, zero-padded: the lanes of a vPPU load consecutive points
+            const Index stride = (n + 2 * table_->width + 15) / 16 * 16;
+            const std::size_t sk = static_cast<std::size_t>(stride) * static_cast<std::size_t>(k);
+            x_.assign(sk, 0.0f);
+            if (per_point) { w_.assign(sk, 0.0f); wx_.assign(sk, 0.0f); c2_.assign(static_cast<std::size_t>(stride), 0.0f); }
+            for (int d = 0; d < k; ++d)
+                for (Index i = 0; i < n; ++i) {
+                    const std::size_t o = static_cast<std::size_t>(d * stride + i);
+                    x_[o] = static_cast<float>(x_at(i, d));
+                    if (per_point) {
+                        w_[o] = static_cast<float>(w_at(i, d));
+                        wx_[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
+                    }
+                }
+            if (per_point)
+                for (Index i = 0; i < n; ++i) c2_[static_cast<std::size_t>(i)] = static_cast<float>(c_at(i));
+            kd_.stride = stride;
+            kd_.xs = x_.data();
+            kd_.ws = per_point ? w_.data() : nullptr;
+            kd_.wxs = per_point ? wx_.data() : nullptr;
+            kd_.c2s = per_point ? c2_.data() : nullptr;
+            kd_.x = kd_.w = kd_.wx = kd_.c2 = nullptr;
+        }
+    }
+
+    /// Truncated-kernel candidate lists: a plain loop per mode over its candidates (float32
+    /// data, float64 sums), modes spread over the threads. The topology's lane mapping does not
+    /// apply here: candidate sets differ per mode, so lanes would gather from scattered points.
+    void step_candidates(const StepRequest& req)
+    {
+        const CandidateList& c = *req.candidates;
+        const PreparedData& D = *data_;
+        const Index n = D.n();
+        const int k = D.k();
+        if (static_cast<Index>(c.offsets.size()) != req.count + 1 || c.offsets.front() != 0 ||
+            c.offsets.back() != static_cast<Index>(c.indices.size()))
+            throw InvalidArgument("openmp backend: candidate list needs count + 1 offsets from 0 to indices.size()");
+        for (Index q = 0; q < req.count; ++q)
+            if (c.offsets[q] > c.offsets[q + 1])
+                throw InvalidArgument("openmp backend: candidate offsets must not decrease");
+        for (Index i : c.indices)
+            if (i < 0 || i >= n) throw InvalidArgument("openmp backend: candidate index out of range");
+
+        const bool per_point = D.model == KernelModel::PerPoint;
+#pragma omp parallel num_threads(topology_.ppus)
+        {
+            std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+            std::vector<float> y(static_cast<std::size_t>(k));
+#pragma omp for schedule(dynamic, 16)
+            for (Index q = 0; q < req.count; ++q) {
+                const double* yq = req.positions + q * k;
+                for (int d = 0; d < k; ++d) y[d] = static_cast<float>(yq[d]);
+                std::fill(s0.begin(), s0.end(), 0.0);
+                std::fill(s1.begin(), s1.end(), 0.0);
+                for (Index j = c.offsets[q]; j < c.offsets[q + 1]; ++j) {
+                    const Index i = c.indices[j];
+                    const float* x = D.points_f.data() + i * k;
+                    float d2 = 0.0f;
+                    if (per_point) {
+                        const float* w = D.precision_f.data() + i * k;
+                        for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
+                        const float e = std::exp(D.log_weight_f[i] - 0.5f * d2);
+                        for (int d = 0; d < k; ++d) {
+                            s0[d] += static_cast<double>(e * w[d]);
+                            s1[d] += static_cast<double>(e * w[d] * x[d]);
+                        }
+                    } else {
+                        for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
+                        const float e = std::exp(-0.5f * d2);
+                        for (int d = 0; d < k; ++d) {
+                            s0[d] += static_cast<double>(e);
+                            s1[d] += static_cast<double>(e * x[d]);
+                        }
+                    }
+                }
+                double* out = req.out + q * k;
+                for (int d = 0; d < k; ++d) out[d] = s0[d] > 0 ? s1[d] / s0[d] : yq[d];
+            }
+        }
+    }
+
+    BackendOptions options_;
+    const PreparedData* data_ = nullptr;
+    Topology topology_;
+    const KernelTable* table_ = nullptr;
+    KernelData kd_;
+    std::vector<float> x_, w_, wx_, c2_;  // kernel layout, see build_layout()
+    std::vector<unsigned char> scratch_;  // per-thread kernel scratch
+};
+
+}  // namespace
+
+namespace detail {
+BackendFactory openmp_factory()
+{
+    BackendFactory f;
+    f.name = "openmp";
+    f.probe = [] {
+        BackendStatus s;
+        s.name = "openmp";
+        s.compiled_in = true;
+        s.usable = true;  // the generic kernel runs on any CPU
+        s.devices = {host_device(omp_get_max_threads())};
+        return s;
+    };
+    f.create = [](const BackendOptions& o) { return std::unique_ptr<Backend>(new OpenMPBackend(o)); };
+    return f;
+}
+}  // namespace detail
+
+}  // namespace meanshift

@@ -1,0 +1,66 @@
+#pragma once
+// Internal interface between the OpenMP backend (threads, data layout, dispatch) and its SIMD
+// kernels. Each kernel translation unit (kernel_avx512.cpp, kernel_avx2.cpp, kernel_generic.cpp)
+// is compiled with its own instruction-set flags and exports one KernelTable; nothing else
+// crosses the boundary, so no inline function compiled for AVX-512 can be picked by the linker
+// for code that runs on a CPU without it.
+//
+// Units: every array holds float32 values in "kernel units", prepared by bind():
+//   Shared   : x = σ·x_prepared with σ = sqrt(½·log2 e), so exp(-|y-x|²/2) = exp2(-|y'-x'|²);
+//   PerPoint : x unscaled, w = ½·log2(e)·precision, wx = w·x, c2 = log2(e)·log_weight, so
+//              e = exp2(c2 - Σ_d w_d (y_d - x_d)²) and the sums Σ e·w, Σ e·w·x carry a common
+//              factor ½·log2 e that cancels in y = Σ e w x / Σ e w.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace meanshift::openmp_detail {
+
+struct KernelData {
+    bool per_point = false;
+    std::int64_t n = 0;
+    int k = 0;
+    int f_vppu = 1;  ///< PUs (SIMD lanes) per vPPU, divides the SIMD width
+    int f_load = 1;  ///< lanes of a vPPU that share the n-loop, 1 ≤ f_load ≤ f_vppu
+    int regs = 1;    ///< f_vppu = 1 only: SIMD vectors of modes held in registers per block
+
+    // f_vppu = 1 (one mode per lane, points broadcast): row-major n × k.
+    const float* x = nullptr;
+    const float* w = nullptr;   ///< PerPoint only
+    const float* wx = nullptr;  ///< PerPoint only
+    const float* c2 = nullptr;  ///< PerPoint only, n values
+
+    // f_vppu > 1 (lanes of a vPPU split the n-loop): dimension-major k × stride, zero-padded to
+    // stride ≥ n + SIMD width so vector loads past n stay inside the arrays.
+    std::int64_t stride = 0;
+    const float* xs = nullptr;
+    const float* ws = nullptr;   ///< PerPoint only
+    const float* wxs = nullptr;  ///< PerPoint only
+    const float* c2s = nullptr;  ///< PerPoint only, stride values
+
+    double y_scale = 1.0;  ///< kernel units per prepared unit (σ for Shared, 1 for PerPoint)
+};
+
+/// Advances modes [0, m) of one block: positions and out are m × k row-major, prepared units.
+/// scratch holds at least KernelTable::scratch_bytes(data) bytes, any alignment.
+using RunBlockFn = void (*)(const KernelData& data, const double* positions, int m, double* out,
+                            void* scratch);
+
+struct KernelTable {
+    int width = 0;              ///< τ: float32 lanes per vector
+    const char* isa = "";       ///< "AVX-512", "AVX2", "SSE2", "generic"
+    /// Modes one block advances together: regs·τ for f_vppu = 1, τ / f_vppu otherwise.
+    int (*modes_per_block)(const KernelData& data) = nullptr;
+    std::size_t (*scratch_bytes)(const KernelData& data) = nullptr;
+    /// The specialisation for (k, f_vppu, regs, model); never null for a valid KernelData.
+    RunBlockFn (*select)(const KernelData& data) = nullptr;
+};
+
+/// Kernel tables of the instruction sets compiled into this build; nullptr when not compiled
+/// (non-x86 builds have only the generic one). Whether the CPU can run them is checked by the
+/// caller (cpu_features.hpp).
+const KernelTable* kernel_table_avx512();
+const KernelTable* kernel_table_avx2();
+const KernelTable* kernel_table_generic();
+
+}  // namespace meanshift::openmp_detail

@@ -1,0 +1,441 @@
+#pragma once
+// Alg. 3 (approxMode) of Malysiak & Handmann on the SIMD lanes of one CPU thread (one PPU).
+// Included by exactly one kernel TU per instruction set, after it defines MS_SIMD_WIDTH.
+//
+// Two loop shapes, chosen by f_vppu:
+//  * f_vppu = 1 ("one mode per lane"): each lane (PU = vPPU) owns a mode; a block holds
+//    regs · τ modes in registers and every data point is broadcast to all lanes. Per point and
+//    lane: k subtractions, k FMAs, one polynomial exp2, 1 + k FMAs (Shared model).
+//  * f_vppu > 1 ("lanes share a mode"): lane l works for mode j = l / f_vppu of the block as PU
+//    pu = l mod f_vppu. PUs pu < f_load visit points i = pu + f_load·t (cyclic distribution:
+//    same per-PU count as Alg. 3's contiguous chunks, but one contiguous vector load per step);
+//    PUs pu ≥ f_load are idle: they run in lock-step but their weights are masked to 0. After
+//    the loop the f_vppu partial sums of each vPPU are combined by a tree reduction.
+//
+// Accuracy: weights are summed in float32 over chunks of at most kChunk points, and the chunk
+// sums are added into float64 accumulators, so n = millions of points keeps ~1e-6 relative
+// accuracy instead of the ~n·ε drift of one long float32 sum.
+
+#include "simd_exp2.hpp"
+#include "simd_kernel.hpp"
+
+namespace meanshift::openmp_detail {
+namespace {
+
+using Index = std::int64_t;
+
+constexpr Index kChunk = 512;  // float32 terms per lane before the float64 flush
+
+inline Index min_index(Index a, Index b) { return a < b ? a : b; }
+
+/// Adds the W lanes of v into acc[0..W) (float64).
+inline void flush(double* acc, vf v)
+{
+    float tmp[W];
+    storeu(tmp, v);
+    for (int l = 0; l < W; ++l) acc[l] += static_cast<double>(tmp[l]);
+}
+
+inline void zero(double* p, Index count)
+{
+    for (Index i = 0; i < count; ++i) p[i] = 0.0;
+}
+
+/// Writes the new position of one mode from its float64 sums (Alg. 3 line 20). s0 has k entries
+/// for PerPoint (H_h,t is diagonal), one for Shared; `stride` separates entries of one sum. A
+/// dimension without support (sum underflowed to 0) keeps its old coordinate.
+inline void write_mode(const KernelData& D, const double* s0, const double* s1, Index stride,
+                       const double* old_y, double* out)
+{
+    const int k = D.k;
+    for (int d = 0; d < k; ++d) {
+        const double w = D.per_point ? s0[d * stride] : s0[0];
+        out[d] = w > 0.0 ? s1[d * stride] / w / D.y_scale : old_y[d];
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// f_vppu = 1: one mode per lane, R vectors of modes, fixed k = K.
+
+template <int K, int R, bool PP>
+void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+{
+    constexpr int NS0 = PP ? K : 1;
+    constexpr int NC = NS0 + K;  // sums per lane
+    // acc[(r·NC + c)·W + l]: float64 sum c of lane l in vector r.
+    double* acc = static_cast<double*>(align64(scratch));
+    zero(acc, Index{R} * NC * W);
+
+    vf Y[R][K];
+    for (int r = 0; r < R; ++r)
+        for (int l = 0; l < W; ++l) {
+            const int q = r * W + l < m ? r * W + l : 0;  // surplus lanes copy mode 0
+            for (int d = 0; d < K; ++d)
+                Y[r][d][l] = static_cast<float>(pos[q * K + d] * D.y_scale);
+        }
+
+    const Index n = D.n;
+    for (Index i0 = 0; i0 < n; i0 += kChunk) {
+        const Index i1 = min_index(n, i0 + kChunk);
+        vf S0[R][NS0], S1[R][K];
+#pragma GCC unroll 16
+        for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+            for (int c = 0; c < NS0; ++c) S0[r][c] = vf{};
+#pragma GCC unroll 16
+            for (int d = 0; d < K; ++d) S1[r][d] = vf{};
+        }
+        for (Index i = i0; i < i1; ++i) {
+            const float* xi = D.x + i * K;
+            if constexpr (!PP) {
+#pragma GCC unroll 16
+                for (int r = 0; r < R; ++r) {
+                    vf a = vf{};
+#pragma GCC unroll 16
+                    for (int d = 0; d < K; ++d) {
+                        const vf t = Y[r][d] - xi[d];
+                        a -= t * t;  // a = -|y - x|² in kernel units = log2 of the weight
+                    }
+                    const vf e = exp2_poly(a);
+                    S0[r][0] += e;
+#pragma GCC unroll 16
+                    for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
+                }
+            } else {
+                const float* wi = D.w + i * K;
+                const float* wxi = D.wx + i * K;
+                const float ci = D.c2[i];
+#pragma GCC unroll 16
+                for (int r = 0; r < R; ++r) {
+                    vf a = splat(ci);
+#pragma GCC unroll 16
+                    for (int d = 0; d < K; ++d) {
+                        const vf t = Y[r][d] - xi[d];
+                        a -= wi[d] * (t * t);
+                    }
+                    const vf e = exp2_poly(a);
+#pragma GCC unroll 16
+                    for (int d = 0; d < K; ++d) {
+                        S0[r][d] += e * wi[d];
+                        S1[r][d] += e * wxi[d];
+                    }
+                }
+            }
+        }
+        for (int r = 0; r < R; ++r) {
+            for (int c = 0; c < NS0; ++c) flush(acc + (r * NC + c) * W, S0[r][c]);
+            for (int d = 0; d < K; ++d) flush(acc + (r * NC + NS0 + d) * W, S1[r][d]);
+        }
+    }
+
+    for (int r = 0; r < R; ++r)
+        for (int l = 0; l < W; ++l) {
+            const int q = r * W + l;
+            if (q >= m) continue;
+            const double* base = acc + r * NC * W + l;
+            write_mode(D, base, base + NS0 * W, W, pos + q * K, out + q * K);
+        }
+}
+
+// f_vppu = 1, any k: the same loop with the per-dimension vectors in scratch memory (L1).
+template <bool PP>
+void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+{
+    const int k = D.k;
+    const int ns0 = PP ? k : 1;
+    const int nc = ns0 + k;
+    vf* Y = static_cast<vf*>(align64(scratch));
+    vf* S = Y + k;  // S[0..ns0) = S0, S[ns0..nc) = S1
+    double* acc = reinterpret_cast<double*>(S + nc);
+    zero(acc, Index{nc} * W);
+
+    for (int l = 0; l < W; ++l) {
+        const int q = l < m ? l : 0;
+        for (int d = 0; d < k; ++d) Y[d][l] = static_cast<float>(pos[q * k + d] * D.y_scale);
+    }
+
+    const Index n = D.n;
+    for (Index i0 = 0; i0 < n; i0 += kChunk) {
+        const Index i1 = min_index(n, i0 + kChunk);
+        for (int c = 0; c < nc; ++c) S[c] = vf{};
+        for (Index i = i0; i < i1; ++i) {
+            const float* xi = D.x + i * k;
+            if constexpr (!PP) {
+                vf a = vf{};
+                for (int d = 0; d < k; ++d) {
+                    const vf t = Y[d] - xi[d];
+                    a -= t * t;
+                }
+                const vf e = exp2_poly(a);
+                S[0] += e;
+                for (int d = 0; d < k; ++d) S[1 + d] += e * xi[d];
+            } else {
+                const float* wi = D.w + i * k;
+                const float* wxi = D.wx + i * k;
+                vf a = splat(D.c2[i]);
+                for (int d = 0; d < k; ++d) {
+                    const vf t = Y[d] - xi[d];
+                    a -= wi[d] * (t * t);
+                }
+                const vf e = exp2_poly(a);
+                for (int d = 0; d < k; ++d) {
+                    S[d] += e * wi[d];
+                    S[k + d] += e * wxi[d];
+                }
+            }
+        }
+        for (int c = 0; c < nc; ++c) flush(acc + c * W, S[c]);
+    }
+
+    for (int l = 0; l < m && l < W; ++l)
+        write_mode(D, acc + l, acc + ns0 * W + l, W, pos + l * k, out + l * k);
+}
+
+// ----------------------------------------------------------------------------------------------
+// f_vppu = G > 1: τ/G modes per vector, G lanes (PUs) per mode, f_load of them active.
+
+/// Tree reduction of the G partial sums of every vPPU (lanes j·G … j·G+G-1) into lane j·G,
+/// for `rows` sums of W lanes each. G divides τ, and τ is a power of two, so G is one too and
+/// the tree has exactly log2 G levels (the paper's ℵ term is 0); idle PUs enter it as zeros.
+template <int G>
+void reduce_vppu(double* acc, int rows)
+{
+    for (int c = 0; c < rows; ++c) {
+        double* a = acc + c * W;
+        for (int s = G / 2; s >= 1; s /= 2)
+            for (int l = 0; l < W; ++l)
+                if (l % G < s) a[l] += a[l + s];
+    }
+}
+
+/// Lane mask: 1 for PUs pu = l mod G < active, 0 for idle PUs.
+template <int G>
+vf pu_mask(int active)
+{
+    vf mask;
+    for (int l = 0; l < W; ++l) mask[l] = (l % G) < active ? 1.0f : 0.0f;
+    return mask;
+}
+
+template <int G, int K, bool PP>
+void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+{
+    static_assert(G > 1 && W % G == 0, "f_vppu must divide the SIMD width");
+    constexpr int NS0 = PP ? K : 1;
+    constexpr int NC = NS0 + K;
+    double* acc = static_cast<double*>(align64(scratch));
+    zero(acc, Index{NC} * W);
+
+    vf Y[K];
+    for (int l = 0; l < W; ++l) {
+        const int j = l / G < m ? l / G : 0;  // mode of this lane's vPPU
+        for (int d = 0; d < K; ++d) Y[d][l] = static_cast<float>(pos[j * K + d] * D.y_scale);
+    }
+
+    const Index n = D.n, stride = D.stride;
+    const int f_load = D.f_load;
+    const Index steps = n / f_load;  // loop steps where every active PU has a point
+    const int rest = static_cast<int>(n % f_load);
+
+    // One step of the n-loop: PU pu of every vPPU visits point base + pu.
+    auto visit = [&](Index base, vf mask, vf* S0, vf* S1) {
+        vf x[K];
+#pragma GCC unroll 16
+        for (int d = 0; d < K; ++d) x[d] = load_replicated<G>(D.xs + d * stride + base);
+        if constexpr (!PP) {
+            vf a = vf{};
+#pragma GCC unroll 16
+            for (int d = 0; d < K; ++d) {
+                const vf t = Y[d] - x[d];
+                a -= t * t;
+            }
+            const vf e = exp2_poly(a) * mask;
+            S0[0] += e;
+#pragma GCC unroll 16
+            for (int d = 0; d < K; ++d) S1[d] += e * x[d];
+        } else {
+            vf a = load_replicated<G>(D.c2s + base);
+            vf w[K];
+#pragma GCC unroll 16
+            for (int d = 0; d < K; ++d) {
+                w[d] = load_replicated<G>(D.ws + d * stride + base);
+                const vf t = Y[d] - x[d];
+                a -= w[d] * (t * t);
+            }
+            const vf e = exp2_poly(a) * mask;
+#pragma GCC unroll 16
+            for (int d = 0; d < K; ++d) {
+                S0[d] += e * w[d];
+                S1[d] += e * load_replicated<G>(D.wxs + d * stride + base);
+            }
+        }
+    };
+    auto flush_all = [&](const vf* S0, const vf* S1) {
+        for (int c = 0; c < NS0; ++c) flush(acc + c * W, S0[c]);
+        for (int d = 0; d < K; ++d) flush(acc + (NS0 + d) * W, S1[d]);
+    };
+
+    const vf active = pu_mask<G>(f_load);
+    for (Index t0 = 0; t0 < steps; t0 += kChunk) {
+        const Index t1 = min_index(steps, t0 + kChunk);
+        vf S0[NS0] = {}, S1[K] = {};
+        for (Index t = t0; t < t1; ++t) visit(t * f_load, active, S0, S1);
+        flush_all(S0, S1);
+    }
+    if (rest > 0) {  // ragged end: only PUs pu < n mod f_load still have a point
+        vf S0[NS0] = {}, S1[K] = {};
+        visit(steps * f_load, pu_mask<G>(rest), S0, S1);
+        flush_all(S0, S1);
+    }
+
+    reduce_vppu<G>(acc, NC);
+    for (int j = 0; j < m && j < W / G; ++j)
+        write_mode(D, acc + j * G, acc + NS0 * W + j * G, W, pos + j * K, out + j * K);
+}
+
+template <int G, bool PP>
+void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+{
+    const int k = D.k;
+    const int ns0 = PP ? k : 1;
+    const int nc = ns0 + k;
+    vf* Y = static_cast<vf*>(align64(scratch));
+    vf* S = Y + k;
+    vf* X = S + nc;  // the current step's coordinates
+    double* acc = reinterpret_cast<double*>(X + k);
+    zero(acc, Index{nc} * W);
+
+    for (int l = 0; l < W; ++l) {
+        const int j = l / G < m ? l / G : 0;
+        for (int d = 0; d < k; ++d) Y[d][l] = static_cast<float>(pos[j * k + d] * D.y_scale);
+    }
+
+    const Index n = D.n, stride = D.stride;
+    const int f_load = D.f_load;
+    const Index steps = n / f_load;
+    const int rest = static_cast<int>(n % f_load);
+
+    auto visit = [&](Index base, vf mask) {
+        vf a = PP ? load_replicated<G>(D.c2s + base) : vf{};
+        for (int d = 0; d < k; ++d) {
+            X[d] = load_replicated<G>(D.xs + d * stride + base);
+            const vf t = Y[d] - X[d];
+            if constexpr (PP)
+                a -= load_replicated<G>(D.ws + d * stride + base) * (t * t);
+            else
+                a -= t * t;
+        }
+        const vf e = exp2_poly(a) * mask;
+        if constexpr (!PP) {
+            S[0] += e;
+            for (int d = 0; d < k; ++d) S[1 + d] += e * X[d];
+        } else {
+            for (int d = 0; d < k; ++d) {
+                S[d] += e * load_replicated<G>(D.ws + d * stride + base);
+                S[k + d] += e * load_replicated<G>(D.wxs + d * stride + base);
+            }
+        }
+    };
+    auto flush_all = [&] {
+        for (int c = 0; c < nc; ++c) {
+            flush(acc + c * W, S[c]);
+            S[c] = vf{};
+        }
+    };
+
+    for (int c = 0; c < nc; ++c) S[c] = vf{};
+    const vf active = pu_mask<G>(f_load);
+    for (Index t0 = 0; t0 < steps; t0 += kChunk) {
+        const Index t1 = min_index(steps, t0 + kChunk);
+        for (Index t = t0; t < t1; ++t) visit(t * f_load, active);
+        flush_all();
+    }
+    if (rest > 0) {
+        visit(steps * f_load, pu_mask<G>(rest));
+        flush_all();
+    }
+
+    reduce_vppu<G>(acc, nc);
+    for (int j = 0; j < m && j < W / G; ++j)
+        write_mode(D, acc + j * G, acc + ns0 * W + j * G, W, pos + j * k, out + j * k);
+}
+
+// ----------------------------------------------------------------------------------------------
+// Dispatch on (f_vppu, k, regs, model).
+
+constexpr int kMaxFixedK = 8;      // f_vppu = 1 specialisations k = 1..8
+constexpr int kMaxFixedKVppu = 4;  // f_vppu > 1 specialisations k = 1..4
+
+template <int K>
+RunBlockFn pick_lanes(const KernelData& D)
+{
+    if (D.per_point)
+        return D.regs >= 2 ? &lanes_fixed_k<K, 2, true> : &lanes_fixed_k<K, 1, true>;
+    return D.regs >= 2 ? &lanes_fixed_k<K, 2, false> : &lanes_fixed_k<K, 1, false>;
+}
+
+template <int G, int K>
+RunBlockFn pick_vppu_k(const KernelData& D)
+{
+    return D.per_point ? &vppu_fixed_k<G, K, true> : &vppu_fixed_k<G, K, false>;
+}
+
+template <int G>
+RunBlockFn pick_vppu(const KernelData& D)
+{
+    switch (D.k) {
+    case 1: return pick_vppu_k<G, 1>(D);
+    case 2: return pick_vppu_k<G, 2>(D);
+    case 3: return pick_vppu_k<G, 3>(D);
+    case 4: return pick_vppu_k<G, 4>(D);
+    default: return D.per_point ? &vppu_any_k<G, true> : &vppu_any_k<G, false>;
+    }
+}
+
+RunBlockFn select_kernel(const KernelData& D)
+{
+    if (D.f_vppu == 1) {
+        switch (D.k) {
+        case 1: return pick_lanes<1>(D);
+        case 2: return pick_lanes<2>(D);
+        case 3: return pick_lanes<3>(D);
+        case 4: return pick_lanes<4>(D);
+        case 5: return pick_lanes<5>(D);
+        case 6: return pick_lanes<6>(D);
+        case 7: return pick_lanes<7>(D);
+        case 8: return pick_lanes<8>(D);
+        default: return D.per_point ? &lanes_any_k<true> : &lanes_any_k<false>;
+        }
+    }
+    switch (D.f_vppu) {
+    case 2: return pick_vppu<2>(D);
+    case 4: return pick_vppu<4>(D);
+#if MS_SIMD_WIDTH >= 8
+    case 8: return pick_vppu<8>(D);
+#endif
+#if MS_SIMD_WIDTH >= 16
+    case 16: return pick_vppu<16>(D);
+#endif
+    default: return nullptr;
+    }
+}
+
+int modes_per_block(const KernelData& D)
+{
+    if (D.f_vppu == 1) return (D.k <= kMaxFixedK && D.regs >= 2 ? 2 : 1) * W;
+    return W / D.f_vppu;
+}
+
+std::size_t scratch_bytes(const KernelData& D)
+{
+    // Largest layout of the kernels above: float64 sums for 2 vectors of modes, plus the
+    // any-k vectors (Y, S, X) in front of them, plus 64 bytes of alignment slack.
+    const std::size_t k = static_cast<std::size_t>(D.k);
+    const std::size_t nc = 2 * k + 1;
+    return 2 * nc * W * sizeof(double) + (k + nc + k) * W * sizeof(float) + 64;
+}
+
+static_assert(kMaxFixedKVppu <= kMaxFixedK, "vPPU specialisations are a subset");
+
+}  // namespace
+}  // namespace meanshift::openmp_detail
