@@ -1,0 +1,227 @@
+// bench_cuda: pair interactions per second of the cuda backend's step() (one mean-shift
+// iteration, float32 on the device) and the seeds' end-to-end benchmark through cluster().
+//
+//   bench_cuda [section ...]   sections: throughput tiles modes topology e2e (default: all)
+//   MEANSHIFT_BENCH_N=<n>      points of the throughput runs (default 2^20)
+//
+// Throughput: every query against every point, timed around Backend::step() (host conversion and
+// transfers included, median of 3 after one warm-up step). Results go to stdout as a table.
+#include <meanshift/meanshift.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ms = meanshift;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// make_blobs as in paper 000: `centres` centres uniform in [-10, 10]^k, isotropic std `sd`.
+ms::MatrixF make_blobs(ms::Index n, int k, int centres, double sd, unsigned seed)
+{
+    std::mt19937_64 rng(seed);
+    std::uniform_real_distribution<double> box(-10.0, 10.0);
+    std::normal_distribution<double> g(0.0, sd);
+    ms::MatrixD c(centres, k);
+    for (int i = 0; i < centres; ++i)
+        for (int d = 0; d < k; ++d) c(i, d) = box(rng);
+    ms::MatrixF x(n, k);
+    for (ms::Index i = 0; i < n; ++i)
+        for (int d = 0; d < k; ++d) x(i, d) = static_cast<float>(c(i % centres, d) + g(rng));
+    return x;
+}
+
+/// What the skeleton hands a backend: centred, whitened (shared) or with per-point precisions.
+ms::PreparedData prepare(const ms::MatrixF& raw, double h, ms::KernelModel model, unsigned seed)
+{
+    ms::PreparedData p;
+    p.model = model;
+    const ms::Index n = raw.rows();
+    const int k = static_cast<int>(raw.cols());
+    ms::MatrixD x = raw.cast<double>();
+    for (int d = 0; d < k; ++d) {
+        const double mid = 0.5 * (x.col(d).minCoeff() + x.col(d).maxCoeff());
+        x.col(d).array() -= mid;
+    }
+    if (model == ms::KernelModel::Shared) {
+        p.points = x / h;
+    } else {
+        std::mt19937_64 rng(seed);
+        std::uniform_real_distribution<double> u(0.75, 1.25);
+        p.points = x;
+        p.precision.resize(n, k);
+        p.log_weight.resize(n);
+        for (ms::Index i = 0; i < n; ++i) {
+            double lw = 0;
+            for (int d = 0; d < k; ++d) {
+                const double hi = h * u(rng);
+                p.precision(i, d) = 1.0 / (hi * hi);
+                lw -= std::log(hi);
+            }
+            p.log_weight[i] = lw;
+        }
+        p.log_weight.array() -= p.log_weight.maxCoeff();
+        p.precision_f = p.precision.cast<float>();
+        p.log_weight_f = p.log_weight.cast<float>();
+    }
+    p.points_f = p.points.cast<float>();
+    return p;
+}
+
+struct Config {
+    std::string label;
+    bool preload = true;
+    int tile = 0;
+    int r = 0;  // modes per PU (fast kernels), 0 = default
+    ms::Topology topology;
+    ms::Index queries = 0;  // 0 = all n
+};
+
+/// Median pairs/s of 3 timed steps (after one warm-up) for one configuration.
+double pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topology* resolved)
+{
+    if (c.r > 0)
+        setenv("MEANSHIFT_CUDA_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
+    else
+        unsetenv("MEANSHIFT_CUDA_MODES_PER_PU");
+    ms::BackendOptions o;
+    o.preload = c.preload;
+    o.preload_size = c.tile;
+    auto b = ms::make_backend("cuda", o);
+    const ms::Topology t = b->resolve_topology(c.topology, data);
+    if (resolved) *resolved = t;
+    b->bind(data, t);
+    const ms::Index m = c.queries > 0 ? std::min(c.queries, data.n()) : data.n();
+    std::vector<double> out(static_cast<std::size_t>(m * data.k()));
+    ms::StepRequest req;
+    req.positions = data.points.data();
+    req.out = out.data();
+    req.count = m;
+    b->step(req);
+    std::vector<double> s;
+    for (int rep = 0; rep < 3; ++rep) {
+        const auto t0 = Clock::now();
+        b->step(req);
+        s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+    std::sort(s.begin(), s.end());
+    return static_cast<double>(m) * static_cast<double>(data.n()) / s[1];
+}
+
+void row(const char* model, const Config& c, const ms::PreparedData& data)
+{
+    ms::Topology t;
+    try {
+        const double r = pairs_per_second(data, c, &t);
+        std::printf("%-9s %-30s %-40s %.3e\n", model, c.label.c_str(), t.to_string().c_str(), r);
+    } catch (const std::exception& e) {
+        std::printf("%-9s %-30s failed: %s\n", model, c.label.c_str(), e.what());
+    }
+    std::fflush(stdout);
+}
+
+bool wanted(int argc, char** argv, const char* s)
+{
+    if (argc < 2) return true;
+    for (int i = 1; i < argc; ++i)
+        if (std::string(argv[i]) == s) return true;
+    return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        for (const auto& s : ms::list_backends())
+            if (s.name == "cuda") {
+                std::printf("cuda backend: %s%s\n", s.usable ? "usable" : "not usable: ", s.reason.c_str());
+                for (const auto& d : s.devices)
+                    std::printf("  device %d: %s, %d SMs, %.1f GiB\n", d.index, d.name.c_str(), d.compute_units,
+                                d.global_memory / 1073741824.0);
+                if (!s.usable) return 77;
+            }
+        const char* nenv = std::getenv("MEANSHIFT_BENCH_N");
+        const ms::Index n = nenv ? std::atoll(nenv) : (ms::Index(1) << 20);
+        const ms::MatrixF raw = make_blobs(n, 3, 3, 1.5, 42);
+        const ms::PreparedData iso = prepare(raw, 2.0, ms::KernelModel::Shared, 1);
+        const ms::PreparedData pp = prepare(raw, 2.0, ms::KernelModel::PerPoint, 1);
+        std::printf("\nn = %lld points, k = 3, float32, one iteration, pairs/s = queries * n / step time\n",
+                    static_cast<long long>(n));
+        std::printf("%-9s %-30s %-40s %s\n", "model", "variant", "topology", "pairs/s");
+
+        if (wanted(argc, argv, "throughput")) {
+            for (const auto* d : {&iso, &pp}) {
+                const char* m = d == &iso ? "isotropic" : "per-point";
+                row(m, {"default (preload, W=256)", true, 0, 0, {}, 0}, *d);
+                row(m, {"naive (no preload, W=256)", false, 0, 0, {}, 0}, *d);
+            }
+        }
+        if (wanted(argc, argv, "tiles")) {
+            for (const auto* d : {&iso, &pp})
+                for (bool pre : {true, false})
+                    for (int w : {32, 64, 128, 256, 512, 1024}) {
+                        Config c{std::string(pre ? "preload" : "naive") + " W=" + std::to_string(w), pre, w, 0, {}, 0};
+                        row(d == &iso ? "isotropic" : "per-point", c, *d);
+                    }
+        }
+        if (wanted(argc, argv, "modes")) {
+            for (const auto* d : {&iso, &pp})
+                for (int r : {1, 2, 4, 8})
+                    for (int tau : {128, 256}) {
+                        Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), true, 0, r, {}, 0};
+                        c.topology.pus_per_ppu = tau;
+                        row(d == &iso ? "isotropic" : "per-point", c, *d);
+                    }
+        }
+        if (wanted(argc, argv, "topology")) {
+            // Alg. 3 kernels (direct form), 2^14 queries against all n points.
+            const int combos[][2] = {{1, 1}, {2, 2}, {4, 4}, {8, 8}, {8, 2}, {32, 32}, {32, 8}, {64, 64}, {128, 128}, {128, 32}};
+            for (const auto* d : {&iso, &pp})
+                for (bool pre : {false, true})
+                    for (const auto& fv : combos) {
+                        Config c{std::string("alg3 ") + (pre ? "preload" : "naive") + " fv=" + std::to_string(fv[0]) +
+                                     " fl=" + std::to_string(fv[1]),
+                                 pre, 0, 0, {}, ms::Index(1) << 14};
+                        c.topology.f_vppu = fv[0];
+                        c.topology.f_load = fv[1];
+                        if (fv[0] == 1) c.topology.f_vppu = 1;  // fast path, for comparison
+                        row(d == &iso ? "isotropic" : "per-point", c, *d);
+                    }
+        }
+        if (wanted(argc, argv, "e2e")) {
+            // Paper 000 / 002: make_blobs 3 centres std 1.5, 1,000,000 points, bandwidth 2, 10 iterations.
+            const ms::MatrixF x = make_blobs(1000000, 3, 3, 1.5, 7);
+            ms::Options opt;
+            opt.backend = "cuda";
+            opt.bandwidth = ms::Bandwidth::isotropic(2.0);
+            opt.fixed_iterations = 10;
+            opt.backend_options.preload = true;
+            for (int rep = 0; rep < 2; ++rep) {
+                const auto t0 = Clock::now();
+                const ms::Result r = ms::cluster(x, opt);
+                const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+                std::printf("\ne2e 1,000,000 points, k=3, h=2, 10 iterations (run %d): wall %.3f s; total %.3f "
+                            "prepare %.3f iterate %.3f group %.3f s; %.3e pairs/s in iterate; %zu clusters\n",
+                            rep + 1, wall, r.timing.seconds_total, r.timing.seconds_prepare, r.timing.seconds_iterate,
+                            r.timing.seconds_group, r.timing.pairs_per_second(), r.cluster_sizes.size());
+                for (std::size_t c = 0; c < std::min<std::size_t>(r.cluster_sizes.size(), 5); ++c)
+                    std::printf("  cluster %zu: %lld points at (%.3f, %.3f, %.3f)\n", c,
+                                static_cast<long long>(r.cluster_sizes[c]), r.centres(c, 0), r.centres(c, 1),
+                                r.centres(c, 2));
+                std::fflush(stdout);
+            }
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_cuda: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

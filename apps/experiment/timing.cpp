@@ -1,0 +1,90 @@
+#include "timing.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace experiment {
+
+using Clock = std::chrono::steady_clock;
+
+Stats summarize(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    Stats s;
+    s.repeats = static_cast<int>(v.size());
+    s.min = v.front();
+    s.max = v.back();
+    const std::size_t h = v.size() / 2;
+    s.median = v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+    return s;
+}
+
+StepBench::StepBench(const std::string& backend, const meanshift::BackendOptions& options)
+    : backend_(meanshift::make_backend(backend, options))
+{
+}
+
+StepBench::~StepBench() = default;
+
+meanshift::Topology StepBench::bind(const meanshift::PreparedData& data, const meanshift::Topology& requested)
+{
+    const meanshift::Topology t = backend_->resolve_topology(requested, data);
+    backend_->bind(data, t);
+    data_ = &data;
+    return t;
+}
+
+Stats StepBench::time_step(meanshift::Index m, int repeats, double min_seconds)
+{
+    if (!data_) throw meanshift::Error("StepBench: time_step() before bind()");
+    const int k = data_->k();
+    const meanshift::Index n = data_->n();
+    std::vector<double> pos(static_cast<std::size_t>(m * k)), out(pos.size());
+    for (meanshift::Index q = 0; q < m; ++q)
+        for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(q * k + d)] = data_->points(q % n, d);
+    meanshift::StepRequest req;
+    req.positions = pos.data();
+    req.out = out.data();
+    req.count = m;
+
+    auto once = [&] {
+        const auto t0 = Clock::now();
+        backend_->step(req);
+        return std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    once();  // warm-up: first launch, JIT, page faults
+    const double probe = once();
+    const int inner = probe >= min_seconds ? 1 : static_cast<int>(std::ceil(min_seconds / std::max(probe, 1e-9)));
+    std::vector<double> samples;
+    for (int r = 0; r < std::max(1, repeats); ++r) {
+        const auto t0 = Clock::now();
+        for (int i = 0; i < inner; ++i) backend_->step(req);
+        samples.push_back(std::chrono::duration<double>(Clock::now() - t0).count() / inner);
+    }
+    return summarize(samples);
+}
+
+std::string StepBench::name() const { return backend_->name(); }
+
+std::string StepBench::device() const
+{
+    const auto d = backend_->devices();
+    return d.empty() ? std::string() : d.front().name;
+}
+
+Stats time_cluster(const meanshift::MatrixF& data, const meanshift::Options& options, int repeats, bool warmup,
+                   meanshift::Result* last)
+{
+    std::vector<double> samples;
+    meanshift::Clusterer clusterer(options);  // backend and its device context built once
+    if (warmup) clusterer.fit(data);
+    for (int r = 0; r < std::max(1, repeats); ++r) {
+        meanshift::Result res = clusterer.fit(data);
+        samples.push_back(res.timing.seconds_total);
+        if (last) *last = std::move(res);
+    }
+    return summarize(samples);
+}
+
+}  // namespace experiment

@@ -1,0 +1,89 @@
+#include "cli_options.hpp"
+
+#include <cfloat>
+#include <cmath>
+#include <cstdio>
+
+namespace mscli {
+
+void RunOptions::add_to(CLI::App& app)
+{
+    app.add_option("--backend,-b", backend,
+                   "serial, openmp, opencl, cuda, or auto (fastest usable; see `meanshift backends`)")
+        ->capture_default_str();
+    app.add_option("--device", device, "OpenCL device as P:D (platform:device index)");
+    app.add_option("--devices", devices, "device indices for multi-device backends, e.g. 0,1")->delimiter(',');
+    app.add_flag("--preload", preload, "stage points in local/shared memory (Alg. 7; OpenCL, CUDA)");
+    app.add_option("--threads", threads, "OpenMP threads (0 = all)")->check(CLI::NonNegativeNumber);
+    app.add_option("--ppus", ppus, "z: processing units (SMs/compute units/cores); 0 = all")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--tau", tau, "tau: PUs per PPU (work-group/block size); 0 = backend default")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--f-vppu", f_vppu, "PUs per vPPU (must divide tau); 0 = backend default")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--f-load", f_load, "PUs of a vPPU sharing the loop over points (1..f_vppu); 0 = f_vppu")
+        ->check(CLI::NonNegativeNumber);
+    app.add_flag("--quiet,-q", quiet, "no progress display");
+}
+
+void RunOptions::apply(meanshift::Options& o) const
+{
+    o.backend = backend;
+    o.backend_options.device_spec = device;
+    o.backend_options.devices = devices;
+    o.backend_options.preload = preload;
+    o.backend_options.threads = threads;
+    o.topology.ppus = ppus;
+    o.topology.pus_per_ppu = tau;
+    o.topology.f_vppu = f_vppu;
+    o.topology.f_load = f_load;
+}
+
+void ConvergenceOptions::add_to(CLI::App& app)
+{
+    app.add_option("--max-iter", max_iterations, "at most this many iterations per mode")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    app.add_option("--tol", tolerance, "stop a mode when its shift is <= this (in bandwidth units)")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--fixed-iterations", fixed_iterations,
+                   "run exactly N iterations per mode, no convergence test (benchmarks)")
+        ->check(CLI::PositiveNumber);
+    app.add_option("--merge-eps", merge_eps, "modes closer than this (bandwidth units) form one cluster")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    app.add_option("--grouping", grouping,
+                   "sequential (Alg. 6: join the first group within eps) or components (transitive)")
+        ->check(CLI::IsMember({"sequential", "components"}))
+        ->capture_default_str();
+}
+
+void ConvergenceOptions::apply(meanshift::Options& o) const
+{
+    o.max_iterations = max_iterations;
+    o.tolerance = tolerance;
+    if (fixed_iterations > 0) o.fixed_iterations = fixed_iterations;
+    o.merge_eps = merge_eps;
+    o.grouping = grouping == "components" ? meanshift::GroupingMethod::ConnectedComponents
+                                          : meanshift::GroupingMethod::Sequential;
+}
+
+meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what)
+{
+    for (meanshift::Index i = 0; i < m.size(); ++i) {
+        if (std::fabs(m.data()[i]) > FLT_MAX)
+            throw meanshift::InvalidArgument(what + ": value " + std::to_string(m.data()[i]) +
+                                             " does not fit in float32");
+    }
+    return m.cast<float>();
+}
+
+std::string sci(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+    return buf;
+}
+
+}  // namespace mscli

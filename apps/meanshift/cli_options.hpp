@@ -1,0 +1,48 @@
+#pragma once
+/// @file cli_options.hpp
+/// Option groups shared by the subcommands of the `meanshift` tool.
+
+#include <meanshift/meanshift.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace mscli {
+
+/// Backend choice, device and topology (--backend, --device, --devices, --preload, --threads,
+/// --ppus, --tau, --f-vppu, --f-load) and --quiet.
+struct RunOptions {
+    std::string backend = "auto";
+    std::string device;
+    std::vector<int> devices;
+    bool preload = false;
+    int threads = 0;
+    int ppus = 0, tau = 0, f_vppu = 0, f_load = 0;
+    bool quiet = false;
+
+    void add_to(CLI::App& app);
+    void apply(meanshift::Options& options) const;
+};
+
+/// Convergence and grouping (--max-iter, --tol, --fixed-iterations, --merge-eps, --grouping).
+struct ConvergenceOptions {
+    int max_iterations = 100;
+    double tolerance = 1e-3;
+    int fixed_iterations = 0;  // 0 = not set
+    double merge_eps = 0.5;
+    std::string grouping = "sequential";
+
+    void add_to(CLI::App& app);
+    void apply(meanshift::Options& options) const;
+};
+
+/// float64 matrix -> float32 matrix for cluster(); throws InvalidArgument naming `what` if a
+/// value does not fit in float32.
+meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what);
+
+/// "1.23e+09" style figure for printing rates.
+std::string sci(double v);
+
+}  // namespace mscli

@@ -1,0 +1,118 @@
+// meanshift cluster IN.{csv,npy} (--bandwidth H | --bandwidths h1,..,hk | --per-point-bandwidths F) -o OUT
+#include "cli_options.hpp"
+#include "commands.hpp"
+#include "io_matrix.hpp"
+#include "progress.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mscli {
+namespace {
+
+struct ClusterArgs {
+    std::string input;
+    std::string output;
+    std::string modes_output;
+    double bandwidth = 0;
+    std::vector<double> bandwidths;
+    std::string per_point;
+    RunOptions run;
+    ConvergenceOptions conv;
+};
+
+meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, meanshift::Index n, int k)
+{
+    if (!a.per_point.empty()) {
+        meanshift::MatrixD h = read_matrix(a.per_point);
+        if (h.rows() != n || h.cols() != k)
+            throw meanshift::InvalidArgument(a.per_point + ": per-point bandwidths must be " + std::to_string(n) +
+                                             " x " + std::to_string(k) + " (one row of standard deviations per "
+                                             "point), got " + std::to_string(h.rows()) + " x " +
+                                             std::to_string(h.cols()));
+        return meanshift::Bandwidth::per_point(std::move(h));
+    }
+    if (!a.bandwidths.empty()) {
+        if (static_cast<int>(a.bandwidths.size()) != k)
+            throw meanshift::InvalidArgument("--bandwidths has " + std::to_string(a.bandwidths.size()) +
+                                             " values but the data have " + std::to_string(k) + " dimensions");
+        return meanshift::Bandwidth::diagonal(a.bandwidths);
+    }
+    return meanshift::Bandwidth::isotropic(a.bandwidth);
+}
+
+void run_cluster(const ClusterArgs& a)
+{
+    format_of(a.output);  // reject a bad output name before the (long) run
+    if (!a.modes_output.empty()) format_of(a.modes_output);
+
+    const meanshift::MatrixF data = to_float(read_matrix(a.input), a.input);
+    const meanshift::Index n = data.rows();
+    const int k = static_cast<int>(data.cols());
+
+    meanshift::Options opt;
+    opt.bandwidth = make_bandwidth(a, n, k);
+    a.run.apply(opt);
+    a.conv.apply(opt);
+    TerminalProgress progress(!a.run.quiet);
+    opt.progress = progress.callback();
+
+    const meanshift::Result r = meanshift::cluster(data, opt);
+    progress.finish();
+
+    const std::string centres_path = sibling_path(a.output, "centres");
+    write_labels(a.output, r.labels);
+    write_matrix(centres_path, r.centres);
+    if (!a.modes_output.empty()) write_matrix(a.modes_output, r.modes);
+
+    meanshift::Index not_converged = 0;
+    for (bool c : r.converged) not_converged += c ? 0 : 1;
+    const meanshift::Timing& t = r.timing;
+    std::printf("points      %lld x %d\n", static_cast<long long>(n), k);
+    std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
+    std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
+    for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
+        std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
+    std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
+    std::printf("iterations  %d (modes not converged: %lld)\n", t.iterations, static_cast<long long>(not_converged));
+    std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total,
+                t.seconds_prepare, t.seconds_iterate, t.seconds_group);
+    std::printf("pairs/s     %s\n", sci(t.pairs_per_second()).c_str());
+    std::printf("labels  ->  %s\ncentres ->  %s\n", a.output.c_str(), centres_path.c_str());
+    if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", a.modes_output.c_str());
+}
+
+}  // namespace
+
+void add_cluster_command(CLI::App& app)
+{
+    auto a = std::make_shared<ClusterArgs>();
+    CLI::App* sub = app.add_subcommand("cluster", "Cluster the points of a CSV or NPY file (one point per row)");
+    sub->add_option("input", a->input, "input matrix, n x k (.csv or .npy)")->required();
+    sub->add_option("-o,--output", a->output,
+                    "labels file (.csv or .npy); the centres go to the sibling OUT.centres.{csv,npy}")
+        ->required();
+    sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
+    auto* h = sub->add_option("--bandwidth", a->bandwidth, "isotropic bandwidth (standard deviation, data units)")
+                  ->check(CLI::PositiveNumber);
+    auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
+                   ->delimiter(',')
+                   ->check(CLI::PositiveNumber);
+    auto* pp = sub->add_option("--per-point-bandwidths", a->per_point,
+                               "file with n x k standard deviations, row i for point i (.csv or .npy)");
+    h->excludes(hs)->excludes(pp);
+    hs->excludes(pp);
+    a->run.add_to(*sub);
+    a->conv.add_to(*sub);
+    sub->callback([a, h, hs, pp] {
+        if (h->count() + hs->count() + pp->count() == 0)
+            throw CLI::RequiredError("one of --bandwidth, --bandwidths, --per-point-bandwidths");
+        run_cluster(*a);
+    });
+}
+
+}  // namespace mscli

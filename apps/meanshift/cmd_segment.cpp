@@ -1,0 +1,172 @@
+// meanshift segment IMAGE --spatial-bandwidth HS --range-bandwidth HR -o OUT.png
+// Joint spatial-range mean shift (Comaniciu & Meer 2002): every pixel is a point (x, y, L*, a*, b*)
+// with the diagonal bandwidth (hs, hs, hr, hr, hr).
+#include "cli_options.hpp"
+#include "colour.hpp"
+#include "commands.hpp"
+#include "io_image.hpp"
+#include "io_matrix.hpp"
+#include "progress.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mscli {
+namespace {
+
+struct SegmentArgs {
+    std::string input;
+    std::string output;
+    std::string labels_output;
+    double spatial = 4.0;
+    double range = 6.0;
+    long long max_pixels = 20000;
+    RunOptions run;
+    ConvergenceOptions conv;
+};
+
+bool ends_with_png(const std::string& s)
+{
+    if (s.size() < 4) return false;
+    std::string ext = s.substr(s.size() - 4);
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ext == ".png";
+}
+
+// Distinct colours for neighbouring label numbers: hues step by the golden ratio.
+void false_colour(int label, std::uint8_t rgb[3])
+{
+    const double h = std::fmod(label * 0.6180339887498949, 1.0) * 6.0;
+    const double s = label % 2 == 0 ? 0.75 : 0.55;
+    const double v = label % 3 == 0 ? 0.95 : (label % 3 == 1 ? 0.8 : 0.65);
+    const int i = static_cast<int>(h) % 6;
+    const double f = h - std::floor(h);
+    const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
+    double r = v, g = t, b = p;
+    switch (i) {
+    case 1: r = q; g = v; b = p; break;
+    case 2: r = p; g = v; b = t; break;
+    case 3: r = p; g = q; b = v; break;
+    case 4: r = t; g = p; b = v; break;
+    case 5: r = v; g = p; b = q; break;
+    default: break;
+    }
+    rgb[0] = static_cast<std::uint8_t>(std::lround(r * 255));
+    rgb[1] = static_cast<std::uint8_t>(std::lround(g * 255));
+    rgb[2] = static_cast<std::uint8_t>(std::lround(b * 255));
+}
+
+void run_segment(const SegmentArgs& a)
+{
+    if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
+    if (!a.labels_output.empty()) format_of(a.labels_output);
+    const auto t0 = std::chrono::steady_clock::now();
+
+    const RgbImage original = load_rgb(a.input);
+    int w = 0, h = 0;
+    fitted_size(original.width, original.height, a.max_pixels, w, h);
+    const RgbImage img = downscale_area(original, w, h);
+    const meanshift::Index n = static_cast<meanshift::Index>(img.count());
+
+    // Features: x, y in pixels of the clustered image, then CIELAB.
+    meanshift::MatrixF features(n, 5);
+    for (int y = 0; y < h; ++y) {
+        for (int x = 0; x < w; ++x) {
+            const meanshift::Index i = static_cast<meanshift::Index>(y) * w + x;
+            const std::uint8_t* p = &img.pixels[static_cast<std::size_t>(i) * 3];
+            float lab[3];
+            srgb_to_lab(p[0], p[1], p[2], lab);
+            features(i, 0) = static_cast<float>(x);
+            features(i, 1) = static_cast<float>(y);
+            features(i, 2) = lab[0];
+            features(i, 3) = lab[1];
+            features(i, 4) = lab[2];
+        }
+    }
+
+    meanshift::Options opt;
+    opt.bandwidth = meanshift::Bandwidth::diagonal({a.spatial, a.spatial, a.range, a.range, a.range});
+    a.run.apply(opt);
+    a.conv.apply(opt);
+    TerminalProgress progress(!a.run.quiet);
+    opt.progress = progress.callback();
+    const meanshift::Result r = meanshift::cluster(features, opt);
+    progress.finish();
+
+    // Paint each segment with the mean colour of its pixels (averaged in linear light).
+    const std::size_t c = r.cluster_sizes.size();
+    std::vector<double> sum(c * 3, 0.0);
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const std::size_t l = static_cast<std::size_t>(r.labels[static_cast<std::size_t>(i)]);
+        for (int ch = 0; ch < 3; ++ch) sum[l * 3 + ch] += srgb_to_linear(img.pixels[static_cast<std::size_t>(i) * 3 + ch]);
+    }
+    std::vector<std::uint8_t> mean(c * 3);
+    for (std::size_t l = 0; l < c; ++l)
+        for (int ch = 0; ch < 3; ++ch)
+            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(r.cluster_sizes[l]));
+
+    RgbImage segmented = img, labels = img;
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const int l = r.labels[static_cast<std::size_t>(i)];
+        std::uint8_t* s = &segmented.pixels[static_cast<std::size_t>(i) * 3];
+        for (int ch = 0; ch < 3; ++ch) s[ch] = mean[static_cast<std::size_t>(l) * 3 + ch];
+        false_colour(l, &labels.pixels[static_cast<std::size_t>(i) * 3]);
+    }
+    const std::string labels_png = a.output.substr(0, a.output.size() - 4) + "-labels.png";
+    write_png(a.output, segmented);
+    write_png(labels_png, labels);
+    if (!a.labels_output.empty()) write_int_matrix(a.labels_output, r.labels, h, w);
+
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("image       %s, %d x %d", a.input.c_str(), original.width, original.height);
+    if (w != original.width || h != original.height)
+        std::printf(", downscaled to %d x %d (--max-pixels %lld)", w, h, a.max_pixels);
+    std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
+    std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
+    std::printf("segments    %zu\n", c);
+    std::printf("iterations  %d\n", r.timing.iterations);
+    std::printf("time        %.2f s clustering, %.2f s in all\n", r.timing.seconds_total, wall);
+    std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
+    std::printf("segmented   %s\nlabels      %s", a.output.c_str(), labels_png.c_str());
+    if (!a.labels_output.empty()) std::printf(" (label ids: %s)", a.labels_output.c_str());
+    std::printf("\n");
+}
+
+}  // namespace
+
+void add_segment_command(CLI::App& app)
+{
+    auto a = std::make_shared<SegmentArgs>();
+    CLI::App* sub = app.add_subcommand(
+        "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
+    sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
+    sub->add_option("-o,--output", a->output,
+                    "segmented image OUT.png (each pixel painted with its segment's mean colour); "
+                    "a false-colour label image goes to OUT-labels.png")
+        ->required();
+    sub->add_option("--spatial-bandwidth,--hs", a->spatial,
+                    "spatial bandwidth in pixels of the clustered (downscaled) image")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub->add_option("--range-bandwidth,--hr", a->range, "colour bandwidth in CIELAB units (L* runs 0..100)")
+        ->check(CLI::PositiveNumber)
+        ->capture_default_str();
+    sub->add_option("--max-pixels", a->max_pixels,
+                    "downscale (area averaging) to at most this many pixels first; 0 = full size. "
+                    "Brute-force cost grows with the square of the pixel count")
+        ->check(CLI::NonNegativeNumber)
+        ->capture_default_str();
+    sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
+    a->run.add_to(*sub);
+    a->conv.add_to(*sub);
+    sub->callback([a] { run_segment(*a); });
+}
+
+}  // namespace mscli

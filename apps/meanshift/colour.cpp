@@ -1,0 +1,54 @@
+#include "colour.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace mscli {
+namespace {
+
+const std::array<double, 256>& linear_table()
+{
+    static const std::array<double, 256> table = [] {
+        std::array<double, 256> t{};
+        for (int i = 0; i < 256; ++i) {
+            const double c = i / 255.0;
+            t[i] = c <= 0.04045 ? c / 12.92 : std::pow((c + 0.055) / 1.055, 2.4);
+        }
+        return t;
+    }();
+    return table;
+}
+
+// CIE 1976 companding function f(t) with the linear segment below (6/29)³.
+double lab_f(double t)
+{
+    constexpr double delta = 6.0 / 29.0;
+    return t > delta * delta * delta ? std::cbrt(t) : t / (3 * delta * delta) + 4.0 / 29.0;
+}
+
+}  // namespace
+
+double srgb_to_linear(std::uint8_t c) { return linear_table()[c]; }
+
+std::uint8_t linear_to_srgb(double v)
+{
+    v = std::clamp(v, 0.0, 1.0);
+    const double c = v <= 0.0031308 ? 12.92 * v : 1.055 * std::pow(v, 1 / 2.4) - 0.055;
+    return static_cast<std::uint8_t>(std::lround(std::clamp(c, 0.0, 1.0) * 255.0));
+}
+
+void srgb_to_lab(std::uint8_t r8, std::uint8_t g8, std::uint8_t b8, float lab[3])
+{
+    const double r = srgb_to_linear(r8), g = srgb_to_linear(g8), b = srgb_to_linear(b8);
+    // sRGB primaries -> CIE XYZ, then normalised by the D65 reference white.
+    const double x = (0.4124564 * r + 0.3575761 * g + 0.1804375 * b) / 0.95047;
+    const double y = (0.2126729 * r + 0.7151522 * g + 0.0721750 * b) / 1.00000;
+    const double z = (0.0193339 * r + 0.1191920 * g + 0.9503041 * b) / 1.08883;
+    const double fx = lab_f(x), fy = lab_f(y), fz = lab_f(z);
+    lab[0] = static_cast<float>(116 * fy - 16);
+    lab[1] = static_cast<float>(500 * (fx - fy));
+    lab[2] = static_cast<float>(200 * (fy - fz));
+}
+
+}  // namespace mscli

@@ -1,0 +1,19 @@
+#pragma once
+/// @file colour.hpp
+/// sRGB <-> CIELAB (D65 white) for joint spatial-range segmentation. CIELAB is used, as in
+/// Comaniciu & Meer (2002, who use CIELUV or CIELAB), because Euclidean distance in it roughly
+/// follows perceived colour difference, so one range bandwidth means the same everywhere;
+/// in sRGB the same distance is a large change in dark colours and a small one in bright ones.
+
+#include <cstdint>
+
+namespace mscli {
+
+/// 8-bit sRGB channel -> linear-light value in [0, 1] (IEC 61966-2-1 transfer function).
+double srgb_to_linear(std::uint8_t c);
+/// Linear-light value -> 8-bit sRGB channel (clamped, rounded).
+std::uint8_t linear_to_srgb(double v);
+/// 8-bit sRGB -> CIELAB: L in [0, 100], a and b roughly in [-110, 110].
+void srgb_to_lab(std::uint8_t r, std::uint8_t g, std::uint8_t b, float lab[3]);
+
+}  // namespace mscli

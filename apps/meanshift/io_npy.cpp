@@ -1,0 +1,226 @@
+// NPY matrices. Debian 12 ships no NPY library for C++ (no libcnpy), so this is a small reader
+// and writer for the format's documented layout: magic "\x93NUMPY", version, header length,
+// a Python-literal dict {'descr': .., 'fortran_order': .., 'shape': (..)}, then the raw array.
+#include "io_matrix.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace mscli {
+namespace {
+
+using meanshift::Index;
+using meanshift::IoError;
+
+bool host_is_little_endian()
+{
+    const std::uint16_t one = 1;
+    unsigned char b;
+    std::memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+std::uint32_t read_le(const unsigned char* p, int bytes)
+{
+    std::uint32_t v = 0;
+    for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+// Value of `key` in the header dict, as the raw literal text (up to the next top-level ',' or '}').
+std::string dict_value(const std::string& header, const std::string& key, const std::string& name)
+{
+    std::size_t k = header.find("'" + key + "'");
+    if (k == std::string::npos) k = header.find("\"" + key + "\"");
+    if (k == std::string::npos) throw IoError(name + ": NPY header has no '" + key + "'");
+    std::size_t colon = header.find(':', k);
+    if (colon == std::string::npos) throw IoError(name + ": malformed NPY header");
+    std::size_t b = header.find_first_not_of(" ", colon + 1);
+    if (b == std::string::npos) throw IoError(name + ": malformed NPY header");
+    if (header[b] == '(') {
+        std::size_t e = header.find(')', b);
+        if (e == std::string::npos) throw IoError(name + ": malformed NPY shape");
+        return header.substr(b, e - b + 1);
+    }
+    std::size_t e = header.find_first_of(",}", b);
+    if (e == std::string::npos) throw IoError(name + ": malformed NPY header");
+    std::string v = header.substr(b, e - b);
+    while (!v.empty() && v.back() == ' ') v.pop_back();
+    return v;
+}
+
+std::vector<Index> parse_shape(const std::string& text, const std::string& name)
+{
+    std::vector<Index> dims;
+    std::string inner = text.substr(1, text.size() - 2);
+    std::stringstream ss(inner);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        std::size_t b = item.find_first_not_of(" L");
+        if (b == std::string::npos) continue;  // trailing comma of "(n,)"
+        std::size_t e = item.find_last_not_of(" L");
+        std::string num = item.substr(b, e - b + 1);
+        char* end = nullptr;
+        long long v = std::strtoll(num.c_str(), &end, 10);
+        if (end == num.c_str() || *end != '\0' || v < 0) throw IoError(name + ": bad NPY shape " + text);
+        dims.push_back(static_cast<Index>(v));
+    }
+    return dims;
+}
+
+template <class T>
+double load_as_double(const unsigned char* p, bool swap)
+{
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, p, sizeof(T));
+    if (swap)
+        for (std::size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    T v;
+    std::memcpy(&v, b, sizeof(T));
+    return static_cast<double>(v);
+}
+
+template <class T>
+void append_le(std::string& out, T v)
+{
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &v, sizeof(T));
+    if (!host_is_little_endian())
+        for (std::size_t i = 0; i < sizeof(T) / 2; ++i) std::swap(b[i], b[sizeof(T) - 1 - i]);
+    out.append(reinterpret_cast<const char*>(b), sizeof(T));
+}
+
+// Version 1.0 file: header padded with spaces so that the data start is 64-byte aligned.
+std::string npy_header(const std::string& descr, const std::vector<Index>& shape)
+{
+    std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': (";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        dict += std::to_string(shape[i]);
+        if (shape.size() == 1 || i + 1 < shape.size()) dict += ",";
+        if (i + 1 < shape.size()) dict += " ";
+    }
+    dict += "), }";
+    std::size_t total = 10 + dict.size() + 1;
+    dict.append((64 - total % 64) % 64, ' ');
+    dict += '\n';
+    std::string out("\x93NUMPY\x01\x00", 8);
+    const std::uint16_t len = static_cast<std::uint16_t>(dict.size());
+    out.push_back(static_cast<char>(len & 0xff));
+    out.push_back(static_cast<char>(len >> 8));
+    return out + dict;
+}
+
+void write_bytes(const std::string& path, const std::string& bytes)
+{
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw IoError(path + ": cannot open for writing");
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    f.close();
+    if (!f) throw IoError(path + ": write failed");
+}
+
+}  // namespace
+
+meanshift::MatrixD read_npy(const std::string& path)
+{
+    const std::string bytes = read_file(path);
+    const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
+    if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
+        throw IoError(path + ": not an NPY file (bad magic)");
+    const int major = u[6];
+    std::size_t header_len, offset;
+    if (major == 1) {
+        header_len = read_le(u + 8, 2);
+        offset = 10;
+    } else if (major == 2 || major == 3) {
+        if (bytes.size() < 12) throw IoError(path + ": truncated NPY header");
+        header_len = read_le(u + 8, 4);
+        offset = 12;
+    } else {
+        throw IoError(path + ": unsupported NPY version " + std::to_string(major));
+    }
+    if (bytes.size() < offset + header_len) throw IoError(path + ": truncated NPY header");
+    const std::string header = bytes.substr(offset, header_len);
+    offset += header_len;
+
+    std::string descr = dict_value(header, "descr", path);
+    if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
+        throw IoError(path + ": unsupported NPY dtype " + descr + " (structured arrays are not supported)");
+    descr = descr.substr(1, descr.size() - 2);
+    const bool fortran = dict_value(header, "fortran_order", path) == "True";
+    const std::vector<Index> shape = parse_shape(dict_value(header, "shape", path), path);
+
+    if (descr.size() < 3) throw IoError(path + ": unsupported NPY dtype '" + descr + "'");
+    const char order = descr[0];
+    const char kind = descr[1];
+    const int size = std::atoi(descr.c_str() + 2);
+    const bool big = order == '>' || (order == '=' && !host_is_little_endian());
+    const bool swap = size > 1 && (big == host_is_little_endian());
+
+    if (shape.empty() || shape.size() > 2)
+        throw IoError(path + ": expected a 1-D or 2-D array, got " + std::to_string(shape.size()) + "-D");
+    const Index n = shape[0];
+    const Index k = shape.size() == 2 ? shape[1] : 1;
+    if (n == 0 || k == 0) throw IoError(path + ": the array is empty");
+    if (n > std::numeric_limits<Index>::max() / k / 8) throw IoError(path + ": array too large");
+    const std::size_t count = static_cast<std::size_t>(n * k);
+
+    double (*load)(const unsigned char*, bool) = nullptr;
+    if (kind == 'f' && size == 4) load = load_as_double<float>;
+    else if (kind == 'f' && size == 8) load = load_as_double<double>;
+    else if (kind == 'i' && size == 1) load = load_as_double<std::int8_t>;
+    else if (kind == 'i' && size == 2) load = load_as_double<std::int16_t>;
+    else if (kind == 'i' && size == 4) load = load_as_double<std::int32_t>;
+    else if (kind == 'i' && size == 8) load = load_as_double<std::int64_t>;
+    else if (kind == 'u' && size == 1) load = load_as_double<std::uint8_t>;
+    else if (kind == 'u' && size == 2) load = load_as_double<std::uint16_t>;
+    else if (kind == 'u' && size == 4) load = load_as_double<std::uint32_t>;
+    else if (kind == 'u' && size == 8) load = load_as_double<std::uint64_t>;
+    else if (kind == 'b' && size == 1) load = load_as_double<std::uint8_t>;
+    else
+        throw IoError(path + ": unsupported NPY dtype '" + descr + "' (use float32/float64 or integers)");
+
+    if (bytes.size() - offset < count * static_cast<std::size_t>(size))
+        throw IoError(path + ": truncated NPY data (expected " + std::to_string(count * size) + " bytes)");
+
+    meanshift::MatrixD m(n, k);
+    for (Index i = 0; i < n; ++i) {
+        for (Index d = 0; d < k; ++d) {
+            const Index src = fortran ? d * n + i : i * k + d;
+            const double v = load(u + offset + static_cast<std::size_t>(src) * size, swap);
+            if (!std::isfinite(v)) {
+                std::ostringstream msg;
+                msg << path << ": element [" << i << ", " << d << "] is not finite (NaN and Inf are not allowed)";
+                throw IoError(msg.str());
+            }
+            m(i, d) = v;
+        }
+    }
+    return m;
+}
+
+void write_npy_float(const std::string& path, const meanshift::MatrixF& m)
+{
+    std::string out = npy_header("<f4", {m.rows(), m.cols()});
+    out.reserve(out.size() + static_cast<std::size_t>(m.size()) * 4);
+    for (Index i = 0; i < m.size(); ++i) append_le<float>(out, m.data()[i]);
+    write_bytes(path, out);
+}
+
+void write_npy_int(const std::string& path, const std::vector<int>& v, const std::vector<Index>& shape)
+{
+    std::string out = npy_header("<i4", shape);
+    out.reserve(out.size() + v.size() * 4);
+    for (int x : v) append_le<std::int32_t>(out, static_cast<std::int32_t>(x));
+    write_bytes(path, out);
+}
+
+}  // namespace mscli
