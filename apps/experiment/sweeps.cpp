@@ -91,7 +91,8 @@ void step_row(const std::string& sweep, const SweepConfig& c, StepBench& bench, 
     r.note = note;
     try {
         set_topology(r, bench.bind(data, requested));
-        set_stats(r, bench.time_step(m, c.repeats, c.min_seconds));
+        set_stats(r, bench.time_step(m, c.repeats, c.min_seconds, c.cpu_clock));
+        if (c.cpu_clock) r.note += std::string(r.note.empty() ? "" : "; ") + "cpu clock";
     } catch (const meanshift::InvalidArgument& e) {
         skipped(sweep + " n=" + std::to_string(r.n) + " " + requested.to_string(), e);
         return;

@@ -23,6 +23,7 @@ struct SweepConfig {
     std::string kernel = "shared";            ///< shared | perpoint (step sweeps)
     int repeats = 5;
     double min_seconds = 0.02;                ///< per timing; shorter runs are repeated inside it
+    bool cpu_clock = false;                   ///< step sweeps: process CPU time instead of wall time
     std::vector<long long> n_list;
     long long modes = 0;                      ///< modes per step; 0 = n
     std::vector<double> mode_fractions;       ///< model: m = fraction · n

@@ -30,7 +30,10 @@ public:
     meanshift::Topology bind(const meanshift::PreparedData& data, const meanshift::Topology& requested);
 
     /// Seconds for one step() advancing m modes (the first m points, cycling), median of `repeats`.
-    Stats time_step(meanshift::Index m, int repeats, double min_seconds);
+    /// cpu_clock: measure the process's CPU time instead of wall time. For a single-threaded
+    /// backend this is the work itself, unaffected by other jobs taking the core away (the CI
+    /// gate on a shared machine); for several threads it is their sum, not a duration.
+    Stats time_step(meanshift::Index m, int repeats, double min_seconds, bool cpu_clock = false);
 
     std::string name() const;
     std::string device() const;

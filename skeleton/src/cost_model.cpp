@@ -85,7 +85,7 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b)
 const std::array<std::string, kTerms>& term_names()
 {
     static const std::array<std::string, kTerms> names = {
-        "loop", "reduce_adds", "reduce_traffic", "aleph", "finalize", "per_mode", "per_step"};
+        "loop", "loop_distinct", "reduce_adds", "reduce_traffic", "aleph", "finalize", "per_mode", "per_step"};
     return names;
 }
 
@@ -93,7 +93,7 @@ int lambda(KernelModel kernel, int k) { return kernel == KernelModel::PerPoint ?
 
 std::array<double, kTerms> CostTerms::row() const
 {
-    return {waves * loop, waves * reduce_adds, waves * reduce_traffic, waves * aleph,
+    return {waves * loop, waves * loop_distinct, waves * reduce_adds, waves * reduce_traffic, waves * aleph,
             waves * finalize, per_mode, 1.0};
 }
 
@@ -115,6 +115,7 @@ CostTerms cost_terms(const Workload& w)
     c.waves = ceil_div(static_cast<double>(w.m), z * tau_prime);
     const double chunk = ceil_div(static_cast<double>(w.n), f_load);
     c.loop = chunk * (5.0 * k + lambda(w.kernel, w.k));
+    c.loop_distinct = t.f_vppu > 1 ? chunk * k : 0.0;
     c.reduce_adds = 2.0 * floor_log2(f_load) * k;
     c.reduce_traffic = 2.0 * (f_load - 1) * k;
     c.aleph = f_load != l ? 2.0 * k : 0.0;

@@ -8,6 +8,10 @@
 /// One call of Backend::step() that advances m modes over n points in k dimensions costs
 ///
 ///   T = W · ( a·⌈n/f_load⌉·(5k+λ)          loop of Alg. 3 lines 11-16 (λ: cost of H_i, 0 or 2k+1)
+///           + c'·⌈n/f_load⌉·k·[f_vppu > 1] the loop's point reads when a vPPU spans several PUs, so
+///                                          the PUs of a PPU read different points (no broadcast;
+///                                          the paper's Sec. V / Fig. 3 effect, outside Theorem 1's
+///                                          uniform access cost c)
 ///           + b·2·⌊log2 f_load⌋·k          tree steps of the two vPPU reductions, lines 17-18
 ///           + c·2·(f_load-1)·k             reduction traffic: every partial sum fetched once
 ///                                          (Σ_{i=1}^{log2 l} l/2^i = l-1 in the tree, l = 2^⌊log2 f_load⌋,
@@ -20,7 +24,7 @@
 ///
 /// with W = ⌈m / (z·τ')⌉ waves of modes (Theorem 2: z·τ' modes advance in parallel). A run of
 /// `iterations` steps (fixed-iteration mode) costs `iterations` times that. The constants
-/// a, b, c, d, e, g, h (seconds per unit) are fitted by non-negative least squares on the relative
+/// a, c', b, c, d, e, g, h (seconds per unit) are fitted by non-negative least squares on the relative
 /// error, so small and large runs weigh the same.
 
 #include <meanshift/backend.hpp>
@@ -44,16 +48,17 @@ struct Workload {
 };
 
 /// Number of terms (columns of the design matrix) of the model.
-inline constexpr int kTerms = 7;
+inline constexpr int kTerms = 8;
 
-/// Names of the terms, in column order: "loop", "reduce_adds", "reduce_traffic", "aleph",
-/// "finalize", "per_mode", "per_step".
+/// Names of the terms, in column order: "loop", "loop_distinct", "reduce_adds", "reduce_traffic",
+/// "aleph", "finalize", "per_mode", "per_step".
 const std::array<std::string, kTerms>& term_names();
 
 /// The counts of Theorems 1-3 for one workload, one step (before multiplying by constants).
 struct CostTerms {
     double waves = 0;           ///< W = ⌈m / (z·τ')⌉
     double loop = 0;            ///< ⌈n/f_load⌉·(5k+λ) per wave
+    double loop_distinct = 0;   ///< ⌈n/f_load⌉·k per wave when f_vppu > 1, else 0
     double reduce_adds = 0;     ///< 2·⌊log2 f_load⌋·k per wave
     double reduce_traffic = 0;  ///< 2·(f_load-1)·k per wave (the c term)
     double aleph = 0;           ///< ℵ(k, f_load): 2k per wave when f_load is not a power of two
@@ -65,8 +70,8 @@ struct CostTerms {
     /// (m not a multiple of z·τ'), idle PUs of a vPPU (f_load < f_vppu) and the ragged last
     /// chunk of the n-loop (f_load ∤ n).
     double utilisation = 0;
-    /// Design-matrix row for one step: {W·loop, W·reduce_adds, W·reduce_traffic, W·aleph,
-    /// W·finalize, per_mode, 1}.
+    /// Design-matrix row for one step: {W·loop, W·loop_distinct, W·reduce_adds, W·reduce_traffic,
+    /// W·aleph, W·finalize, per_mode, 1}.
     std::array<double, kTerms> row() const;
 };
 
