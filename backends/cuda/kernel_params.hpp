@@ -1,0 +1,71 @@
+#pragma once
+// Launch parameters shared by the host code (cuda_backend.cpp, plain C++) and the kernels (.cu).
+// Plain structs passed by value to cudaLaunchKernel; no CUDA headers needed here.
+
+namespace meanshift::cuda {
+
+/// Accumulator layout written by every kernel, per query: [S0 (1 value for the shared model,
+/// k for per-point), S1 (k values)], with S1 *relative to the query*:
+///   shared:    S0 = Σ e_i,      S1_d = Σ e_i (x_id - y_d)
+///   per-point: S0_d = Σ e_i w_id, S1_d = Σ e_i w_id (x_id - y_d)
+/// so the new mode is y_d + S1_d / S0_d (the shift keeps float32 accuracy even for data far
+/// from the origin). Kernels add into it (atomicAdd), so point chunks and point slices of
+/// several launches sum up.
+inline int accumulator_stride(int k, bool per_point) { return per_point ? 2 * k : k + 1; }
+
+/// "Fast" family: f_vppu = 1, each PU (thread) carries r modes (register blocking), points in
+/// the tiled layout built by tiled_layout.hpp (tile-centred, expanded exponent).
+struct FastParams {
+    const float* data = nullptr;     ///< tiles × tile × stride floats (16-byte aligned rows)
+    const float* centres = nullptr;  ///< tiles × k tile centres
+    long long tiles = 0;             ///< tiles in this launch
+    int tile = 0;                    ///< points per tile (W); also the preload width
+    const float* queries = nullptr;  ///< count × k
+    float* acc = nullptr;            ///< count × accumulator_stride
+    long long count = 0;
+    long long groups = 0;            ///< query groups of threads·r queries
+    long long units = 0;             ///< groups × slices work units
+    long long tiles_per_slice = 0;   ///< tiles of one point slice
+};
+
+/// "Topology" family: Alg. 3 / Alg. 7 as written, any f_vppu (power of two) and f_load, direct
+/// form, points in the prepared row-major layout.
+struct TopologyParams {
+    const float* points = nullptr;      ///< n × k
+    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* log_weight = nullptr;  ///< n (per-point model), natural log
+    long long n = 0;
+    int k = 0;
+    int f_vppu = 1;
+    int f_load = 1;
+    int tile = 0;                       ///< preload width (Alg. 7 preload_size)
+    const float* queries = nullptr;     ///< count × k
+    float* acc = nullptr;               ///< count × accumulator_stride
+    long long count = 0;
+    float* scratch = nullptr;           ///< generic-k path: 3k floats per thread of the grid
+};
+
+/// Kernel entry points (nullptr when that combination is not instantiated).
+/// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32.
+const void* fast_kernel_shared(int k, int r, bool preload);
+const void* fast_kernel_per_point(int k, int r, bool preload);
+/// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
+const void* topology_kernel(int k, bool per_point, bool preload);
+
+/// Floats per point in the tiled layout (rounded up to whole float4).
+inline int fast_stride(int k, bool per_point)
+{
+    const int floats = per_point ? 2 * k + 1 : k + 1;
+    return (floats + 3) / 4 * 4;
+}
+
+/// Dynamic shared memory of a topology launch: preload tile plus the reduction buffer.
+inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, int tile, int threads)
+{
+    unsigned long floats = static_cast<unsigned long>(threads / 32);
+    if (preload)
+        floats += static_cast<unsigned long>(tile) * static_cast<unsigned long>(per_point ? 2 * k + 1 : k);
+    return floats * sizeof(float);
+}
+
+}  // namespace meanshift::cuda
