@@ -175,7 +175,7 @@ int main(int argc, char** argv)
         if (wanted(argc, argv, "modes")) {
             for (const auto* d : {&iso, &pp})
                 for (int r : {1, 2, 4, 8})
-                    for (int tau : {128, 256}) {
+                    for (int tau : {256}) {
                         Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), true, 0, r, {}, 0};
                         c.topology.pus_per_ppu = tau;
                         row(d == &iso ? "isotropic" : "per-point", c, *d);

@@ -167,7 +167,8 @@ private:
 
         auto x_at = [&](Index i, int d) { return data.points(i, d) * x_scale; };
         auto w_at = [&](Index i, int d) { return 0.5 * kLog2e * data.precision(i, d); };
-        auto c_at = [&](Index i) { return kLog2e * data.log_weight[i]; };
+        // c_i ≤ 0 by construction; the min() guarantees the kernel's exp2 precondition (exponent ≤ 0).
+        auto c_at = [&](Index i) { return std::min(0.0, kLog2e * data.log_weight[i]); };
 
         if (kd_.f_vppu == 1) {  // row-major: one point's coordinates are broadcast together
             const std::size_t nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);

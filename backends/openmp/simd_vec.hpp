@@ -12,6 +12,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__SSE2__)
+#  include <immintrin.h>
+#endif
+
 namespace meanshift::openmp_detail {
 namespace {
 
@@ -32,24 +36,53 @@ inline vf loadu(const float* p)
 
 inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
 
+/// Lane-wise maximum (one instruction; a vector ?: is not turned into max without fast-math).
+inline vf vmax(vf a, vf b)
+{
+#if MS_SIMD_WIDTH == 16 && defined(__AVX512F__)
+    return (vf)_mm512_max_ps((__m512)a, (__m512)b);
+#elif MS_SIMD_WIDTH == 8 && defined(__AVX__)
+    return (vf)_mm256_max_ps((__m256)a, (__m256)b);
+#elif MS_SIMD_WIDTH == 4 && defined(__SSE2__)
+    return (vf)_mm_max_ps((__m128)a, (__m128)b);
+#else
+    return a > b ? a : b;
+#endif
+}
+
 /// Lane l receives p[l mod G]: the G points of one vPPU's n-loop step, replicated to every vPPU
-/// of the vector (reads exactly G floats).
+/// of the vector (reads exactly G floats; one broadcast-load instruction on x86).
 template <int G>
 inline vf load_replicated(const float* p)
 {
+    static_assert(G >= 1 && W % G == 0, "G must divide the SIMD width");
     if constexpr (G == W) {
         return loadu(p);
+    } else if constexpr (G == 1) {
+        return splat(*p);
+    } else if constexpr (G == 2) {  // two floats = one 64-bit value, broadcast
+        typedef std::uint64_t vq __attribute__((vector_size(W * sizeof(float))));
+        std::uint64_t bits;
+        std::memcpy(&bits, p, sizeof bits);
+        return (vf)(vq{} + bits);
     } else {
-        vf v = {};
-        std::memcpy(&v, p, G * sizeof(float));
-#if defined(__clang__)
-        vf r;
-        for (int l = 0; l < W; ++l) r[l] = v[l % G];
-        return r;
+#if MS_SIMD_WIDTH == 16 && defined(__AVX512F__)
+        // (The all-lanes zero-masked forms avoid GCC 12's bogus -Wmaybe-uninitialized in
+        // the unmasked intrinsics; they compile to the same broadcast.)
+        if constexpr (G == 4) {
+            return (vf)_mm512_maskz_broadcast_f32x4(0xFFFF, _mm_loadu_ps(p));
+        } else {
+            static_assert(G == 8, "");
+            const __m256d half = _mm256_loadu_pd(reinterpret_cast<const double*>(p));
+            return (vf)_mm512_castpd_ps(_mm512_maskz_broadcast_f64x4(0xFF, half));
+        }
+#elif MS_SIMD_WIDTH == 8 && defined(__AVX__)
+        static_assert(G == 4, "");
+        return (vf)_mm256_broadcast_ps(reinterpret_cast<const __m128*>(p));
 #else
-        vi idx;
-        for (int l = 0; l < W; ++l) idx[l] = l % G;  // constant-folded into one permute
-        return __builtin_shuffle(v, idx);
+        vf r;
+        for (int l = 0; l < W; ++l) r[l] = p[l % G];
+        return r;
 #endif
     }
 }

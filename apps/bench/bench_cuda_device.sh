@@ -1,0 +1,28 @@
+#!/bin/bash
+# Runs the cuda backend's checks and benchmarks on the GPU machine, from the repository root, with
+# the build folder build-cuda (Release, -DMEANSHIFT_CUDA=ON) carried along. Logs go to $OUT.
+#   bash apps/bench/bench_cuda_device.sh [steps...]   steps: smi test bench sass memcheck racecheck sweeps
+set -u
+B=${BUILD:-build-cuda}
+export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+OUT=${OUT:-/tmp/ms-out}
+mkdir -p "$OUT"
+T=$B/bin/test_cuda_dev
+[ -x "$T" ] || T=$B/bin/meanshift_tests
+steps=${*:-smi test bench sass memcheck racecheck sweeps}
+for s in $steps; do
+  echo "=== $s ($(date -u +%H:%M:%S))"
+  case $s in
+    smi) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv ;;
+    test) timeout 150 $T -tc='cuda*' 2>&1 | tail -25 ;;
+    bench) timeout 200 $B/bin/bench_cuda throughput modes e2e 2>&1 | tee "$OUT/bench.txt" ;;
+    sass) for f in _ZN9meanshift4cuda11fast_kernelILi3ELi4ELb0ELb1EEEvNS0_10FastParamsE \
+                   _ZN9meanshift4cuda11fast_kernelILi3ELi2ELb1ELb1EEEvNS0_10FastParamsE; do
+            cuobjdump --dump-sass -fun "$f" $B/lib/libmeanshift.so > "$OUT/$f.sass" 2>&1
+            echo "$f: $(grep -cE 'FFMA' "$OUT/$f.sass") FFMA, $(grep -cE 'FADD' "$OUT/$f.sass") FADD, $(grep -cE 'MUFU' "$OUT/$f.sass") MUFU, $(grep -cE 'LDS' "$OUT/$f.sass") LDS, $(grep -cE 'STL|LDL' "$OUT/$f.sass") local"
+          done ;;
+    memcheck) timeout 120 compute-sanitizer --tool memcheck --leak-check full $T -tc='*topologies*,*chunked*,*split*,*errors*' 2>&1 | tail -8 ;;
+    racecheck) timeout 120 compute-sanitizer --tool racecheck $T -tc='*topologies*,*tile widths*' 2>&1 | tail -8 ;;
+    sweeps) timeout 200 $B/bin/bench_cuda tiles topology 2>&1 | tee "$OUT/sweeps.txt" ;;
+  esac
+done

@@ -1,0 +1,220 @@
+// bench_opencl: pair interactions per second of the OpenCL backend's step() (one mean-shift
+// iteration of all n modes against all n points), for a list of kernel configurations, timed
+// by OpenCL profiling events (kernel alone) and by the wall clock around step() (conversion,
+// transfers and kernel). One JSON line per configuration on stdout; each also reports the largest
+// deviation from the float64 serial backend over a sample of modes (speed never buys accuracy).
+//
+//   bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] [--check M] [--device P:D]
+//                [--config "preload=1,tile=256,tau=128,fvppu=1,fload=1,r=4,form=expanded"]...
+// Without --config a built-in sweep runs (preloading on/off, tile sizes, r, f_vppu/f_load).
+#include "backends/opencl/opencl_backend.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace meanshift;
+
+struct Config {
+    bool preload = false;
+    int tile = 0;  // 0 = backend default
+    int tau = 128;
+    int f_vppu = 1;
+    int f_load = 0;
+    int r = 0;  // 0 = backend default
+    std::string form = "expanded";
+};
+
+Config parse_config(const std::string& text)
+{
+    Config c;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        const auto eq = item.find('=');
+        if (eq == std::string::npos) throw InvalidArgument("bench_opencl: bad config item '" + item + "'");
+        const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
+        if (key == "preload") c.preload = val == "1";
+        else if (key == "tile") c.tile = std::stoi(val);
+        else if (key == "tau") c.tau = std::stoi(val);
+        else if (key == "fvppu") c.f_vppu = std::stoi(val);
+        else if (key == "fload") c.f_load = std::stoi(val);
+        else if (key == "r") c.r = std::stoi(val);
+        else if (key == "form") c.form = val;
+        else throw InvalidArgument("bench_opencl: unknown config key '" + key + "'");
+    }
+    return c;
+}
+
+std::vector<std::string> default_sweep(bool per_point)
+{
+    std::vector<std::string> s;
+    // f_vppu = 1, each PU carrying r modes, points from global memory (Alg. 3) ...
+    for (int r : per_point ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8})
+        s.push_back("preload=0,tau=128,r=" + std::to_string(r));
+    // ... and preloaded into local memory (Alg. 7), batch sizes and work-group sizes
+    for (int tile : {128, 256, 512, 1024}) s.push_back("preload=1,tau=128,r=" + std::string(per_point ? "2" : "4") + ",tile=" + std::to_string(tile));
+    for (const char* extra : per_point ? std::vector<const char*>{"tau=256,r=2", "tau=64,r=4", "tau=128,r=1", "tau=128,r=4"}
+                                       : std::vector<const char*>{"tau=256,r=4", "tau=64,r=8", "tau=128,r=8", "tau=256,r=2"})
+        s.push_back(std::string("preload=1,tile=256,") + extra);
+    // the paper's mapping: vPPUs of f_vppu PUs that reduce in local memory
+    for (int fv : {2, 4, 8, 32}) {
+        s.push_back("preload=0,tau=128,fvppu=" + std::to_string(fv));
+        s.push_back("preload=1,tile=256,tau=128,fvppu=" + std::to_string(fv));
+    }
+    s.push_back("preload=1,tile=256,tau=128,fvppu=8,fload=4");
+    // direct exponent for comparison
+    s.push_back(std::string("preload=1,tile=256,tau=128,form=direct,r=") + (per_point ? "2" : "4"));
+    s.push_back(std::string("preload=0,tau=128,form=direct,r=") + (per_point ? "2" : "4"));
+    return s;
+}
+
+PreparedData make_data(Index n, int k, bool per_point, std::uint64_t seed)
+{
+    // Centred data in bandwidth units (what the skeleton hands a backend): uniform in a cube
+    // whose side gives about 8 points per unit volume in 3-D.
+    std::mt19937_64 rng(seed);
+    const double side = std::pow(static_cast<double>(n) / 8.0, 1.0 / k);
+    std::uniform_real_distribution<double> U(-side / 2, side / 2);
+    PreparedData D;
+    D.model = per_point ? KernelModel::PerPoint : KernelModel::Shared;
+    D.points.resize(n, k);
+    for (Index i = 0; i < n; ++i)
+        for (int d = 0; d < k; ++d) D.points(i, d) = U(rng);
+    D.points_f = D.points.cast<float>();
+    if (per_point) {
+        std::uniform_real_distribution<double> L(-0.7, 0.7);
+        D.precision.resize(n, k);
+        D.log_weight.resize(n);
+        for (Index i = 0; i < n; ++i) {
+            double logdet = 0;
+            for (int d = 0; d < k; ++d) {
+                D.precision(i, d) = std::exp(L(rng));
+                logdet -= std::log(D.precision(i, d));
+            }
+            D.log_weight[i] = -0.5 * logdet;
+        }
+        D.log_weight.array() -= D.log_weight.maxCoeff();
+        D.precision_f = D.precision.cast<float>();
+        D.log_weight_f = D.log_weight.cast<float>();
+    }
+    return D;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    Index n = Index(1) << 20;
+    int k = 3, reps = 3, check = 256;
+    std::string model = "shared", device;
+    std::vector<std::string> configs;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto next = [&]() -> std::string {
+            if (i + 1 >= argc) {
+                std::fprintf(stderr, "bench_opencl: %s needs a value\n", a.c_str());
+                std::exit(2);
+            }
+            return argv[++i];
+        };
+        if (a == "--n") n = std::stoll(next());
+        else if (a == "--k") k = std::stoi(next());
+        else if (a == "--model") model = next();
+        else if (a == "--reps") reps = std::stoi(next());
+        else if (a == "--check") check = std::stoi(next());
+        else if (a == "--device") device = next();
+        else if (a == "--config") configs.push_back(next());
+        else {
+            std::fprintf(stderr, "usage: bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] "
+                                 "[--check M] [--device P:D] [--config key=value,...]...\n");
+            return 2;
+        }
+    }
+    const bool per_point = model == "perpoint";
+    if (configs.empty()) configs = default_sweep(per_point);
+
+    try {
+        const PreparedData D = make_data(n, k, per_point, 42);
+        MatrixD Q = D.points;  // every point is a mode (one full iteration)
+        // float64 oracle for a sample of modes spread over the data
+        const Index m = std::min<Index>(check, n);
+        MatrixD Qs(m, k), ref(m, k);
+        for (Index j = 0; j < m; ++j) Qs.row(j) = Q.row(j * (n / m));
+        {
+            auto serial = make_backend("serial");
+            serial->bind(D, serial->resolve_topology(Topology{}, D));
+            StepRequest r{Qs.data(), ref.data(), m, nullptr};
+            serial->step(r);
+        }
+        MatrixD out(n, k);
+        for (const std::string& text : configs) {
+            const Config c = parse_config(text);
+            if (c.r > 0) setenv("MEANSHIFT_OPENCL_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
+            else unsetenv("MEANSHIFT_OPENCL_MODES_PER_PU");
+            setenv("MEANSHIFT_OPENCL_EXPONENT", c.form.c_str(), 1);
+            BackendOptions o;
+            o.device_spec = device;
+            o.preload = c.preload;
+            o.preload_size = c.tile;
+            detail::OpenCLBackend b(o);
+            Topology want;
+            want.pus_per_ppu = c.tau;
+            want.f_vppu = c.f_vppu;
+            want.f_load = c.f_load;
+            const auto t0 = std::chrono::steady_clock::now();
+            const Topology t = b.resolve_topology(want, D);
+            b.bind(D, t);
+            const double bind_s = seconds_since(t0);
+            std::vector<double> kernel, wall;
+            for (int rep = 0; rep < reps; ++rep) {
+                const auto t1 = std::chrono::steady_clock::now();
+                StepRequest r{Q.data(), out.data(), n, nullptr};
+                b.step(r);
+                wall.push_back(seconds_since(t1));
+                kernel.push_back(b.last_kernel_seconds());
+                if (wall.back() > 2.0) break;  // slow configuration: one repetition is enough
+            }
+            double dev = 0;
+            for (Index j = 0; j < m; ++j)
+                for (int d = 0; d < k; ++d) dev = std::max(dev, std::abs(out(j * (n / m), d) - ref(j, d)));
+            const double pairs = static_cast<double>(n) * static_cast<double>(n);
+            const auto& kc = b.kernel_config();
+            std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\",\"preload\":%d,"
+                        "\"tile\":%d,\"tau\":%d,\"f_vppu\":%d,\"f_load\":%d,\"r\":%d,\"form\":\"%s\",\"z\":%d,"
+                        "\"bind_s\":%.4f,\"kernel_s\":%.5f,\"step_s\":%.5f,\"pairs_per_s_kernel\":%.4e,"
+                        "\"pairs_per_s_step\":%.4e,\"max_dev_vs_float64\":%.3e,\"reps\":%zu}\n",
+                        b.devices()[0].name.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
+                        kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu, c.form.c_str(),
+                        t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel), pairs / median(wall), dev,
+                        wall.size());
+            std::fflush(stdout);
+        }
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_opencl: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
