@@ -245,21 +245,27 @@ int main(int argc, char** argv)
             finish(c, "256,512,1024,2048");
             return run_ci(c, ci_r2, ci_worst);
         }
+        // Step sweeps accept --backend a,b: one CSV, one block of rows per backend.
+        auto each_backend = [&](auto sweep) {
+            experiment::CsvWriter out(c.out);
+            for (const std::string& b : parse_names(c.cfg.backend)) {
+                SweepConfig cfg = c.cfg;
+                cfg.backend = b;
+                sweep(cfg, out);
+            }
+        };
         if (n->parsed()) {
             finish(c, "64:2048:64");
-            experiment::CsvWriter out(c.out);
-            experiment::sweep_n(c.cfg, out);
+            each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_n(cfg, out); });
         } else if (fload->parsed()) {
             if (c.f_vppu_spec.empty()) c.f_vppu_spec = "1,4,16,64";
             if (c.f_load_spec.empty()) c.f_load_spec = "1:64:1";
             finish(c, "4096");
-            experiment::CsvWriter out(c.out);
-            experiment::sweep_fload(c.cfg, out);
+            each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_fload(cfg, out); });
         } else if (preload->parsed()) {
             if (c.sizes_spec.empty()) c.sizes_spec = "0";
             finish(c, "1024,4096,16384");
-            experiment::CsvWriter out(c.out);
-            experiment::sweep_preload(c.cfg, out);
+            each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_preload(cfg, out); });
         } else if (error->parsed()) {
             finish(c, "128,256,512,1024,2048");
             experiment::CsvWriter out(c.out);
@@ -275,8 +281,7 @@ int main(int argc, char** argv)
             experiment::sweep_threads(c.cfg, out);
         } else if (model->parsed()) {
             finish(c, "256,1024,4096");
-            experiment::CsvWriter out(c.out);
-            experiment::sweep_model(c.cfg, out);
+            each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_model(cfg, out); });
         }
     } catch (const meanshift::Error& e) {
         std::cerr << "meanshift-experiment: " << e.what() << '\n';
