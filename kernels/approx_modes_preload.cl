@@ -16,19 +16,23 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
                           __global const float* queries,   /* count · K: y_p */
                           __global float* out,             /* count · K: new y_p */
                           const int count,
-                          const int nblocks)
+                          const int nblocks,
+                          const int segments,              /* n-loop segments per mode block */
+                          __global float* partial)         /* segments · count · NACC (segments > 1) */
 {
     const int lid = (int)get_local_id(0);
     const int vppu = lid / F_VPPU;
     const int lane = lid % F_VPPU;
     __local float4 batch[TILE * STRIDE / 4];
 #if F_LOAD > 1
-    __local float red[TAU];
+    __local float red[NACC * TAU];
 #endif
-    for (int blk = (int)get_group_id(0); blk < nblocks; blk += (int)get_num_groups(0)) {
+    for (int u = (int)get_group_id(0); u < nblocks * segments; u += (int)get_num_groups(0)) {
+        int blk, t0, t1;
+        ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
         ms_load_modes(&s, queries, count, blk, vppu);
-        for (int t = 0; t < ntiles; ++t) {
+        for (int t = t0; t < t1; ++t) {
             /* preload batch t (coalesced: consecutive PUs copy consecutive float4s) */
             __global const float4* src = records + t * (TILE * STRIDE / 4);
             for (int v = lid; v < TILE * STRIDE / 4; v += TAU) batch[v] = src[v];
@@ -49,6 +53,9 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        ms_store_modes(&s, out, count, blk, vppu, lane);
+        if (segments == 1)
+            ms_store_modes(&s, out, count, blk, vppu, lane);
+        else
+            ms_store_partial(&s, partial, count, blk, vppu, lane, u % segments);
     }
 }

@@ -18,7 +18,7 @@ std::size_t KernelConfig::local_bytes() const noexcept
 {
     std::size_t bytes = 0;
     if (preload) bytes += static_cast<std::size_t>(tile) * static_cast<std::size_t>(stride()) * sizeof(float);
-    if (f_load > 1) bytes += static_cast<std::size_t>(tau) * sizeof(float);
+    if (f_load > 1) bytes += static_cast<std::size_t>(reduction_floats()) * sizeof(float);
     return bytes;
 }
 
@@ -32,6 +32,7 @@ std::string KernelConfig::build_options() const
       // exp2 through the hardware unit, denormals flushed (weights below 2^-126 are noise);
       // the padding records use a finite log-weight, so finite-math is safe.
       << " -cl-fast-relaxed-math -cl-mad-enable -cl-denorms-are-zero";
+    if (!extra_build_options.empty()) o << ' ' << extra_build_options;
     return o.str();
 }
 
@@ -45,6 +46,14 @@ KernelTuning KernelTuning::from_environment()
             throw InvalidArgument(std::string("MEANSHIFT_OPENCL_MODES_PER_PU must be 0 (automatic) .. 16, got '") + r + "'");
         t.modes_per_pu = static_cast<int>(v);
     }
+    if (const char* g = std::getenv("MEANSHIFT_OPENCL_SEGMENTS"); g && *g) {
+        char* end = nullptr;
+        const long v = std::strtol(g, &end, 10);
+        if (*end != '\0' || v < 0 || v > (1 << 20))
+            throw InvalidArgument(std::string("MEANSHIFT_OPENCL_SEGMENTS must be 0 (automatic) .. 1048576, got '") + g + "'");
+        t.segments = static_cast<int>(v);
+    }
+    if (const char* b = std::getenv("MEANSHIFT_OPENCL_BUILD_OPTIONS"); b) t.extra_build_options = b;
     if (const char* f = std::getenv("MEANSHIFT_OPENCL_EXPONENT"); f && *f) {
         const std::string s = f;
         if (s == "expanded")
@@ -75,11 +84,15 @@ void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_si
         o << "opencl: the kernel needs " << cfg.local_bytes() << " bytes of local memory";
         if (cfg.preload)
             o << " (preload batch " << cfg.tile << " points x " << cfg.stride() << " floats";
-        if (cfg.f_load > 1) o << (cfg.preload ? " + " : " (") << "reduction buffer " << cfg.tau << " floats";
+        if (cfg.f_load > 1)
+            o << (cfg.preload ? " + " : " (") << "vPPU reduction buffer " << cfg.tau << " PUs x "
+              << cfg.reduction_floats() / cfg.tau << " accumulators";
         o << ") but CL_DEVICE_LOCAL_MEM_SIZE = " << local_mem_size << " bytes on " << device_name;
-        if (cfg.preload)
-            o << "; use preload_size <= "
-              << (local_mem_size - (cfg.f_load > 1 ? cfg.tau * sizeof(float) : 0)) / (cfg.stride() * sizeof(float));
+        const std::size_t red = cfg.f_load > 1 ? cfg.reduction_floats() * sizeof(float) : 0;
+        if (cfg.preload && red < local_mem_size)
+            o << "; use a smaller tau or preload_size <= " << (local_mem_size - red) / (cfg.stride() * sizeof(float));
+        else
+            o << "; use a smaller tau (work-group size)";
         throw InvalidArgument(o.str());
     }
 }

@@ -27,20 +27,29 @@ struct KernelConfig {
     int stride() const noexcept;
     /// Modes one work-group handles per block: (tau / f_vppu) · r.
     int modes_per_block() const noexcept { return tau / f_vppu * modes_per_pu; }
+    /// Floats of the vPPU reduction buffer: tau PUs x (S0 + S1) accumulators.
+    int reduction_floats() const noexcept { return tau * ((per_point ? k : 1) + k); }
     /// Local memory the kernel declares: the preload batch and the reduction buffer.
     std::size_t local_bytes() const noexcept;
     /// Kernel function name.
     const char* kernel_name() const noexcept { return preload ? "approx_modes_preload" : "approx_mode"; }
     /// "-D K=3 -D STRIDE=4 ... -cl-fast-relaxed-math ..."
     std::string build_options() const;
+    std::string extra_build_options;  ///< appended to build_options()
 };
 
-/// Backend-level choices the Topology does not carry, read once from the environment:
-/// MEANSHIFT_OPENCL_MODES_PER_PU (r, 0/empty = automatic) and MEANSHIFT_OPENCL_EXPONENT
-/// ("expanded" default, or "direct"). Throws InvalidArgument for bad values.
+/// Backend-level choices the Topology does not carry, read once from the environment (for
+/// experiments and benchmarks; docs/backend-opencl.md):
+///   MEANSHIFT_OPENCL_MODES_PER_PU   r, modes per PU when f_vppu = 1 (0/unset = automatic)
+///   MEANSHIFT_OPENCL_EXPONENT       "expanded" (default) or "direct"
+///   MEANSHIFT_OPENCL_SEGMENTS       n-loop segments per mode block (0/unset = automatic)
+///   MEANSHIFT_OPENCL_BUILD_OPTIONS  appended to the kernel build options (e.g. -cl-nv-verbose)
+/// Throws InvalidArgument for bad values.
 struct KernelTuning {
     int modes_per_pu = 0;
     ExponentForm form = ExponentForm::Expanded;
+    int segments = 0;
+    std::string extra_build_options;
     static KernelTuning from_environment();
 };
 

@@ -51,6 +51,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.f_vppu = t.f_vppu;
     c.f_load = t.f_load;
     c.modes_per_pu = 1;
+    c.extra_build_options = tuning_.extra_build_options;
     if (c.f_vppu == 1)
         c.modes_per_pu = tuning_.modes_per_pu > 0 ? tuning_.modes_per_pu : default_modes_per_pu(c.k, c.per_point);
     return c;
@@ -65,6 +66,14 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
         const int want = is_gpu(device_) ? 128 : 64;
         const int limit = static_cast<int>(std::min<std::size_t>(max_work_group_size_, 1024));
         t.pus_per_ppu = std::max(t.f_vppu, std::min(want, limit) / t.f_vppu * t.f_vppu);
+        // Shrink (by whole vPPUs) while the preload batch and reduction buffer overflow local memory.
+        Topology probe = t;
+        if (probe.f_load == 0) probe.f_load = probe.f_vppu;
+        while (t.pus_per_ppu > t.f_vppu &&
+               make_config(probe, data).local_bytes() > device_.info.local_memory) {
+            t.pus_per_ppu = std::max(t.f_vppu, t.pus_per_ppu / 2 / t.f_vppu * t.f_vppu);
+            probe.pus_per_ppu = t.pus_per_ppu;
+        }
     }
     if (t.f_load == 0) t.f_load = t.f_vppu;
     if (t.ppus == 0) {
@@ -102,6 +111,8 @@ void OpenCLBackend::bind(const PreparedData& data, const Topology& topology)
     cl::Program program = cached_cl_program(context_, device_.handle, program_sources(c.preload), c.build_options());
     kernel_ = cl_call(std::string("creating kernel ") + c.kernel_name(),
                       [&] { return cl::Kernel(program, c.kernel_name()); });
+    combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program, "combine_segments"); });
+    program_ = program;
     const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_.handle);
     if (static_cast<std::size_t>(c.tau) > kernel_wg)
         throw DeviceError("opencl: kernel " + std::string(c.kernel_name()) + " allows at most " +
@@ -138,6 +149,35 @@ void OpenCLBackend::ensure_mode_buffers(Index count)
     mode_capacity_ = count;
 }
 
+std::string OpenCLBackend::build_log() const
+{
+    if (!config_) throw Error("opencl backend: build_log() before bind()");
+    return cl_call("reading the build log", [&] { return program_.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device_.handle); });
+}
+
+int OpenCLBackend::choose_segments(int nblocks, Index count) const
+{
+    const KernelConfig& c = *config_;
+    int s = tuning_.segments;
+    if (s == 0) {
+        // Enough units for many waves of work-groups: the device then never idles on a last,
+        // mostly empty wave, nor when only a few modes are still active.
+        const long per_cu = is_gpu(device_) ? std::max(1, 2048 / c.tau) : 2;
+        const long target = 8L * std::max(1, device_.info.compute_units) * per_cu;
+        s = static_cast<int>(std::min<long>((target + nblocks - 1) / nblocks, 1L << 20));
+    }
+    s = std::max(1, std::min(s, ntiles_));
+    // Partial sums: segments x count x NACC floats; stay within an eighth of the device memory.
+    const std::size_t per_segment =
+        static_cast<std::size_t>(count) * static_cast<std::size_t>(c.reduction_floats() / c.tau) * sizeof(float);
+    const std::size_t cap = std::max<std::size_t>(device_.info.global_memory / 8, 1);
+    const std::size_t max_alloc = device_.handle.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
+    while (s > 1 && (static_cast<std::size_t>(s) * per_segment > std::min(cap, max_alloc) ||
+                     static_cast<long>(s) * nblocks > INT_MAX))
+        s /= 2;
+    return s;
+}
+
 void OpenCLBackend::step(const StepRequest& req)
 {
     if (!config_) throw Error("opencl backend: step() before bind()");
@@ -153,8 +193,16 @@ void OpenCLBackend::step(const StepRequest& req)
 
     const int count = static_cast<int>(req.count);
     const int nblocks = (count + c.modes_per_block() - 1) / c.modes_per_block();
-    const int groups = std::min(nblocks, topology_.ppus);
-    cl::Event done;
+    const int segments = choose_segments(nblocks, req.count);
+    const std::size_t partial_bytes = segments > 1 ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
+                                                         static_cast<std::size_t>(c.reduction_floats() / c.tau) * sizeof(float)
+                                                   : sizeof(float);
+    if (partial_bytes > partial_capacity_) {
+        partial_ = cl_call("allocating the partial sums", [&] { return cl::Buffer(context_, CL_MEM_READ_WRITE, partial_bytes); });
+        partial_capacity_ = partial_bytes;
+    }
+    const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
+    cl::Event done, combined;
     cl_call("running the approx_mode kernel", [&] {
         queue_.enqueueWriteBuffer(queries_, CL_FALSE, 0, values * sizeof(float), host_in_.data());
         kernel_.setArg(0, records_);
@@ -164,15 +212,32 @@ void OpenCLBackend::step(const StepRequest& req)
         kernel_.setArg(4, out_);
         kernel_.setArg(5, static_cast<cl_int>(count));
         kernel_.setArg(6, static_cast<cl_int>(nblocks));
+        kernel_.setArg(7, static_cast<cl_int>(segments));
+        kernel_.setArg(8, partial_);
         queue_.enqueueNDRangeKernel(kernel_, cl::NullRange,
                                     cl::NDRange(static_cast<std::size_t>(groups) * c.tau), cl::NDRange(c.tau),
                                     nullptr, &done);
+        if (segments > 1) {
+            combine_.setArg(0, partial_);
+            combine_.setArg(1, static_cast<cl_int>(segments));
+            combine_.setArg(2, queries_);
+            combine_.setArg(3, out_);
+            combine_.setArg(4, static_cast<cl_int>(count));
+            const std::size_t local = 64;
+            queue_.enqueueNDRangeKernel(combine_, cl::NullRange,
+                                        cl::NDRange((static_cast<std::size_t>(count) + local - 1) / local * local),
+                                        cl::NDRange(local), nullptr, &combined);
+        }
         queue_.enqueueReadBuffer(out_, CL_TRUE, 0, values * sizeof(float), host_out_.data());
         return 0;
     });
+    last_segments_ = segments;
+    auto seconds = [](const cl::Event& e) {
+        return 1e-9 * static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
+                                          e.getProfilingInfo<CL_PROFILING_COMMAND_START>());
+    };
     try {
-        last_kernel_seconds_ = 1e-9 * static_cast<double>(done.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                                          done.getProfilingInfo<CL_PROFILING_COMMAND_START>());
+        last_kernel_seconds_ = seconds(done) + (segments > 1 ? seconds(combined) : 0.0);
     } catch (const cl::Error&) {
         last_kernel_seconds_ = 0;  // profiling unavailable: timing only, never an error
     }

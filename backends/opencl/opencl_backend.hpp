@@ -26,12 +26,18 @@ public:
 
     /// The kernel configuration of the last bind() (for benchmarks and tests).
     const KernelConfig& kernel_config() const;
-    /// Seconds the kernel itself ran in the last step(), from OpenCL profiling events.
+    /// Seconds the kernels themselves ran in the last step(), from OpenCL profiling events.
     double last_kernel_seconds() const noexcept { return last_kernel_seconds_; }
+    /// n-loop segments per mode block used by the last step().
+    int last_segments() const noexcept { return last_segments_; }
+    /// Build log of the kernel program of the last bind() (compiler diagnostics, e.g. register
+    /// use with MEANSHIFT_OPENCL_BUILD_OPTIONS=-cl-nv-verbose on NVIDIA).
+    std::string build_log() const;
 
 private:
     KernelConfig make_config(const Topology& t, const PreparedData& data) const;
     void ensure_mode_buffers(Index count);
+    int choose_segments(int nblocks, Index count) const;
 
     BackendOptions options_;
     KernelTuning tuning_;
@@ -44,9 +50,12 @@ private:
     Topology topology_;
     int k_ = 0;
     int ntiles_ = 0;
-    cl::Kernel kernel_;
-    cl::Buffer records_, refs_, queries_, out_;
+    cl::Program program_;
+    cl::Kernel kernel_, combine_;
+    cl::Buffer records_, refs_, queries_, out_, partial_;
     Index mode_capacity_ = 0;
+    std::size_t partial_capacity_ = 0;  // bytes
+    int last_segments_ = 1;
     std::vector<float> host_in_, host_out_;
     double last_kernel_seconds_ = 0;
 };

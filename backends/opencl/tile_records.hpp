@@ -1,5 +1,6 @@
 #pragma once
-// Internal: the device layout of the data points: tiles of TILE point records relative to each
+// Internal: the device layout of the data points: spatially compact tiles (k-d order) of TILE
+// point records relative to each
 // tile's reference point (layouts in kernels/meanshift_device.h), built once per bind() in
 // float64 and rounded to float32 at the end.
 
