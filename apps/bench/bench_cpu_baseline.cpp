@@ -6,8 +6,9 @@
 //
 // Data: three Gaussian blobs in k = 3 dimensions, isotropic bandwidth h = 1 (so the data are
 // already in the unit-bandwidth units the backend receives), every point a mode (M = N). One
-// iteration (one step() for all modes) is timed, best of R repetitions; pairs = modes × points.
-// Prints a readable table, then one JSON line with every figure.
+// iteration (one step() for all modes) is timed, best of R interleaved repetitions; pairs =
+// modes × points. One-thread figures are also given from the thread's CPU time, which other
+// processes on a shared machine cannot inflate. Prints a readable table, then one JSON line.
 #include <meanshift/meanshift.hpp>
 
 #include <omp.h>
@@ -18,6 +19,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <functional>
 #include <random>
 #include <sstream>
@@ -98,58 +101,94 @@ PreparedData make_blobs(Index n, bool per_point)
     return D;
 }
 
-double best_seconds(int reps, const std::function<void()>& run)
+double now_wall()
 {
-    run();  // warm-up: page faults, thread pool start, frequency ramp
-    double best = 1e300;
-    for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        run();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    }
-    return best;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-struct Figure {
+/// CPU time of the calling thread: with one OpenMP thread the parallel region runs on it, and
+/// this figure is immune to other processes sharing the cores (the wall time is not).
+double now_thread_cpu()
+{
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+/// One timed case: a closure doing one full iteration over `pairs` pair interactions.
+struct Case {
     std::string name;
-    int threads = 0;
-    double pairs_per_second = 0;
     std::string topology;
+    int threads = 0;
+    double pairs = 0;
+    std::function<void()> run;
+    double best_wall = 1e300, best_cpu = 1e300;
+    double wall_pps() const { return pairs / best_wall; }
+    double cpu_pps() const { return pairs / best_cpu; }
 };
 
-/// One openmp step over `modes` modes (the first data points), pairs/s; stores the result.
-Figure time_backend(const std::string& label, const PreparedData& D, Index modes, Topology req,
-                    int threads, int reps, std::vector<double>* result = nullptr)
+/// Runs every case once to warm up, then `reps` rounds in which each case runs once; keeps the
+/// best time of each. Interleaving makes a burst of load from other processes hit all cases alike.
+void measure(std::vector<Case>& cases, int reps)
+{
+    for (Case& c : cases) c.run();
+    for (int r = 0; r < reps; ++r)
+        for (Case& c : cases) {
+            const double w0 = now_wall(), c0 = now_thread_cpu();
+            c.run();
+            c.best_cpu = std::min(c.best_cpu, now_thread_cpu() - c0);
+            c.best_wall = std::min(c.best_wall, now_wall() - w0);
+        }
+}
+
+/// A case running the openmp backend's step() on the first `modes` data points as modes.
+Case backend_case(const std::string& label, const PreparedData& D, Index modes, Topology req, int threads,
+                  std::vector<double>* result = nullptr)
 {
     BackendOptions o;
     o.threads = threads;
-    auto backend = make_backend("openmp", o);
+    std::shared_ptr<Backend> backend = make_backend("openmp", o);
     const Topology t = backend->resolve_topology(req, D);
     backend->bind(D, t);
     const int k = D.k();
-    std::vector<double> pos(D.points.data(), D.points.data() + modes * k), out(pos.size());
-    StepRequest s;
-    s.positions = pos.data();
-    s.out = out.data();
-    s.count = modes;
-    const double sec = best_seconds(reps, [&] { backend->step(s); });
-    if (result) *result = out;
-    return {label, threads, double(modes) * double(D.n()) / sec, t.to_string()};
+    auto pos = std::make_shared<std::vector<double>>(D.points.data(), D.points.data() + modes * k);
+    auto out = std::make_shared<std::vector<double>>(pos->size());
+    Case c;
+    c.name = label;
+    c.topology = t.to_string();
+    c.threads = threads;
+    c.pairs = double(modes) * double(D.n());
+    c.run = [backend, pos, out, modes, result] {
+        StepRequest s;
+        s.positions = pos->data();
+        s.out = out->data();
+        s.count = modes;
+        backend->step(s);
+        if (result) *result = *out;
+    };
+    return c;
 }
 
-Figure time_plain(const char* label, decltype(&plain_loop_256) fn, const PreparedData& D, Index modes,
-                  int threads, int reps, std::vector<float>* result = nullptr)
+/// A case running a plain loop (plain_loop.cpp) on the same data, stored as x, y, z arrays.
+Case plain_case(const char* label, decltype(&plain_loop_256) fn, const PreparedData& D, Index modes, int threads,
+                std::vector<float>* result = nullptr)
 {
     const Index n = D.n();
-    std::vector<float> x(n), y(n), z(n), m(D.points_f.data(), D.points_f.data() + modes * 3), out(m.size());
-    for (Index i = 0; i < n; ++i) {
-        x[i] = D.points_f(i, 0);
-        y[i] = D.points_f(i, 1);
-        z[i] = D.points_f(i, 2);
-    }
-    const double sec = best_seconds(reps, [&] { fn(x.data(), y.data(), z.data(), n, m.data(), modes, out.data(), threads); });
-    if (result) *result = out;
-    return {label, threads, double(modes) * double(n) / sec, "plain loop"};
+    auto xyz = std::make_shared<std::vector<float>>(3 * n);
+    for (Index i = 0; i < n; ++i)
+        for (int d = 0; d < 3; ++d) (*xyz)[d * n + i] = D.points_f(i, d);
+    auto m = std::make_shared<std::vector<float>>(D.points_f.data(), D.points_f.data() + modes * 3);
+    auto out = std::make_shared<std::vector<float>>(m->size());
+    Case c;
+    c.name = label;
+    c.topology = "plain loop";
+    c.threads = threads;
+    c.pairs = double(modes) * double(n);
+    c.run = [=] {
+        fn(xyz->data(), xyz->data() + n, xyz->data() + 2 * n, n, m->data(), modes, out->data(), threads);
+        if (result) *result = *out;
+    };
+    return c;
 }
 
 std::string json_escape(const std::string& s)
@@ -170,34 +209,37 @@ try {
     std::printf("bench_cpu_baseline: n = %lld points, k = 3, %lld modes, %d threads, openmp device: %s\n",
                 (long long)a.n, (long long)a.modes, a.threads, device.c_str());
 
-    // (a) plain loops and (b) the backend, all threads, then one thread (per-core figures).
-    std::vector<Figure> figs;
+    // (a) plain loops and (b) the backend, all threads, then one thread (per-core figures; the
+    // one-thread runs use fewer modes so that they take about as long).
     std::vector<float> plain_out;
     std::vector<double> ours_out;
-    for (int z : {a.threads, 1}) {
-        const Index m = z == a.threads ? a.modes : std::max<Index>(1, a.modes / a.threads);
-        figs.push_back(time_plain("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, m, z, a.reps,
-                                  z == a.threads ? &plain_out : nullptr));
-        figs.push_back(time_plain("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, m, z, a.reps));
-        figs.push_back(time_backend("openmp backend step (default topology)", shared, m, {}, z, a.reps,
-                                    z == a.threads ? &ours_out : nullptr));
-    }
+    std::vector<Case> main_all, main_one;
+    const Index m1 = std::max<Index>(1, a.modes / a.threads);
+    main_all.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, a.modes, a.threads, &plain_out));
+    main_all.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, a.modes, a.threads));
+    main_all.push_back(backend_case("openmp backend step (default topology)", shared, a.modes, {}, a.threads, &ours_out));
+    main_one.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, m1, 1));
+    main_one.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, m1, 1));
+    main_one.push_back(backend_case("openmp backend step (default topology)", shared, m1, {}, 1));
+    measure(main_all, a.reps);
+    measure(main_one, a.reps);
     double max_diff = 0;
     for (std::size_t i = 0; i < plain_out.size(); ++i)
         max_diff = std::max(max_diff, std::fabs(double(plain_out[i]) - ours_out[i]));
 
-    auto ratio_for = [&](int z) {
-        double plain = 0, ours = 0;
-        for (const Figure& f : figs) {
-            if (f.threads != z) continue;
-            if (f.topology == "plain loop") plain = std::max(plain, f.pairs_per_second);
-            else ours = f.pairs_per_second;
+    struct Ratio { double plain, ours; double ratio() const { return ours / plain; } };
+    auto ratio = [](const std::vector<Case>& cs, bool cpu) {
+        Ratio r{0, 0};
+        for (const Case& c : cs) {
+            const double v = cpu ? c.cpu_pps() : c.wall_pps();
+            if (c.topology == "plain loop") r.plain = std::max(r.plain, v);
+            else r.ours = v;
         }
-        return std::make_pair(plain, ours);
+        return r;
     };
-    const auto all = ratio_for(a.threads), one = ratio_for(1);
+    const Ratio all = ratio(main_all, false), one = ratio(main_one, false), one_cpu = ratio(main_one, true);
 
-    // Whole-pipeline figure through the public API: cluster() with one fixed iteration.
+    // Whole pipeline through the public API: cluster() with one fixed iteration (iterate phase).
     double cluster_pps = 0;
     {
         Options opt;
@@ -208,14 +250,13 @@ try {
         const MatrixF data = shared.points_f;
         const MatrixF seeds = data.topRows(a.modes);
         const Eigen::Ref<const MatrixF> seeds_ref(seeds);
-        Result r = cluster(data, opt, &seeds_ref);
-        for (int rep = 0; rep < a.reps; ++rep)
+        for (int rep = 0; rep <= a.reps; ++rep)
             cluster_pps = std::max(cluster_pps, cluster(data, opt, &seeds_ref).timing.pairs_per_second());
     }
 
-    // Topology and kernel-model variants, all threads, fewer modes (pairs/s does not depend on it
-    // once every thread has blocks).
-    std::vector<Figure> var;
+    // Topology, instruction-set and kernel-model variants on one thread (figures per core, from
+    // the thread's CPU time and from wall time).
+    std::vector<Case> var;
     const Index vm = a.variant_modes;
     auto topo = [](int tau, int f_vppu, int f_load) {
         Topology t;
@@ -225,42 +266,49 @@ try {
         return t;
     };
     const int tau = make_backend("openmp")->devices().front().pus_per_ppu;
-    var.push_back(time_backend("shared, f_vppu=1 (one mode per lane)", shared, vm, topo(tau, 1, 1), a.threads, a.reps));
+    var.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, vm, 1));
+    var.push_back(backend_case("shared, f_vppu=1 (one mode per lane)", shared, vm, topo(tau, 1, 1), 1));
     for (int w : {8, 4})
         if (w < tau)
-            var.push_back(time_backend("shared, narrower ISA tau=" + std::to_string(w), shared, vm, topo(w, 1, 1), a.threads, a.reps));
+            var.push_back(backend_case("shared, f_vppu=1, narrower ISA tau=" + std::to_string(w), shared, vm, topo(w, 1, 1), 1));
     for (int g = 2; g <= tau; g *= 2) {
-        var.push_back(time_backend("shared, f_vppu=" + std::to_string(g) + " f_load=" + std::to_string(g), shared, vm,
-                                   topo(tau, g, g), a.threads, a.reps));
-        var.push_back(time_backend("shared, f_vppu=" + std::to_string(g) + " f_load=" + std::to_string(g / 2), shared,
-                                   vm, topo(tau, g, g / 2), a.threads, a.reps));
+        var.push_back(backend_case("shared, f_vppu=" + std::to_string(g) + " f_load=" + std::to_string(g), shared, vm,
+                                   topo(tau, g, g), 1));
+        var.push_back(backend_case("shared, f_vppu=" + std::to_string(g) + " f_load=" + std::to_string(g / 2), shared,
+                                   vm, topo(tau, g, g / 2), 1));
     }
-    var.push_back(time_backend("shared, f_vppu=tau f_load=1", shared, vm, topo(tau, tau, 1), a.threads, a.reps));
-    var.push_back(time_backend("per-point diagonal, f_vppu=1", per_point, vm, topo(tau, 1, 1), a.threads, a.reps));
-    var.push_back(time_backend("per-point diagonal, f_vppu=tau", per_point, vm, topo(tau, tau, tau), a.threads, a.reps));
+    var.push_back(backend_case("shared, f_vppu=tau f_load=1", shared, vm, topo(tau, tau, 1), 1));
+    var.push_back(backend_case("per-point diagonal, f_vppu=1", per_point, vm, topo(tau, 1, 1), 1));
+    var.push_back(backend_case("per-point diagonal, f_vppu=tau", per_point, vm, topo(tau, tau, tau), 1));
+    measure(var, a.reps);
 
-    std::printf("\n%-44s %7s %14s  %s\n", "variant", "threads", "pairs/s", "topology");
-    for (const auto* list : {&figs, &var})
-        for (const Figure& f : *list)
-            std::printf("%-44s %7d %14.3e  %s\n", f.name.c_str(), f.threads, f.pairs_per_second, f.topology.c_str());
-    std::printf("cluster(fixed_iterations=1) through the public API: %.3e pairs/s (iterate phase)\n", cluster_pps);
+    std::printf("\n%-44s %7s %14s %14s  %s\n", "variant", "threads", "pairs/s(wall)", "pairs/s(cpu)", "topology");
+    for (const auto* list : {&main_all, &main_one, &var})
+        for (const Case& c : *list) {
+            char cpu[32] = "-";
+            if (c.threads == 1) std::snprintf(cpu, sizeof cpu, "%.3e", c.cpu_pps());
+            std::printf("%-44s %7d %14.3e %14s  %s\n", c.name.c_str(), c.threads, c.wall_pps(), cpu, c.topology.c_str());
+        }
+    std::printf("cluster(fixed_iterations=1) through the public API: %.3e pairs/s (iterate phase, wall)\n", cluster_pps);
     std::printf("max |plain - openmp| after one step: %.3g (unit bandwidth)\n", max_diff);
-    std::printf("RESULT: %d threads: openmp %.3e pairs/s vs best plain loop %.3e -> ratio %.2f; "
-                "1 thread: %.3e vs %.3e -> ratio %.2f\n",
-                a.threads, all.second, all.first, all.second / all.first, one.second, one.first, one.second / one.first);
+    std::printf("RESULT: %d threads: openmp %.3e pairs/s vs best plain loop %.3e -> ratio %.2f (wall); "
+                "1 thread: ratio %.2f (wall), %.2f (thread CPU time: %.3e vs %.3e)\n",
+                a.threads, all.ours, all.plain, all.ratio(), one.ratio(), one_cpu.ratio(), one_cpu.ours, one_cpu.plain);
 
     std::ostringstream js;
     js << "{\"bench\":\"cpu_baseline\",\"n\":" << a.n << ",\"k\":3,\"modes\":" << a.modes << ",\"threads\":" << a.threads
-       << ",\"device\":\"" << json_escape(device) << "\",\"plain_pairs_per_s\":" << all.first
-       << ",\"openmp_pairs_per_s\":" << all.second << ",\"ratio\":" << all.second / all.first
-       << ",\"plain_pairs_per_s_1thread\":" << one.first << ",\"openmp_pairs_per_s_1thread\":" << one.second
-       << ",\"ratio_1thread\":" << one.second / one.first << ",\"cluster_api_pairs_per_s\":" << cluster_pps
-       << ",\"max_abs_diff\":" << max_diff << ",\"figures\":[";
+       << ",\"device\":\"" << json_escape(device) << "\",\"plain_pairs_per_s\":" << all.plain
+       << ",\"openmp_pairs_per_s\":" << all.ours << ",\"ratio\":" << all.ratio()
+       << ",\"ratio_1thread_wall\":" << one.ratio() << ",\"plain_pairs_per_s_1thread_cpu\":" << one_cpu.plain
+       << ",\"openmp_pairs_per_s_1thread_cpu\":" << one_cpu.ours << ",\"ratio_1thread_cpu\":" << one_cpu.ratio()
+       << ",\"cluster_api_pairs_per_s\":" << cluster_pps << ",\"max_abs_diff\":" << max_diff << ",\"figures\":[";
     bool first = true;
-    for (const auto* list : {&figs, &var})
-        for (const Figure& f : *list) {
-            js << (first ? "" : ",") << "{\"name\":\"" << json_escape(f.name) << "\",\"threads\":" << f.threads
-               << ",\"pairs_per_s\":" << f.pairs_per_second << ",\"topology\":\"" << json_escape(f.topology) << "\"}";
+    for (const auto* list : {&main_all, &main_one, &var})
+        for (const Case& c : *list) {
+            js << (first ? "" : ",") << "{\"name\":\"" << json_escape(c.name) << "\",\"threads\":" << c.threads
+               << ",\"pairs_per_s_wall\":" << c.wall_pps();
+            if (c.threads == 1) js << ",\"pairs_per_s_cpu\":" << c.cpu_pps();
+            js << ",\"topology\":\"" << json_escape(c.topology) << "\"}";
             first = false;
         }
     js << "]}";

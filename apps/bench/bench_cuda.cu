@@ -174,8 +174,8 @@ int main(int argc, char** argv)
         }
         if (wanted(argc, argv, "modes")) {
             for (const auto* d : {&iso, &pp})
-                for (int r : {1, 2, 4, 8})
-                    for (int tau : {256}) {
+                for (int r : {2, 4, 8})
+                    for (int tau : {128, 256}) {
                         Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), true, 0, r, {}, 0};
                         c.topology.pus_per_ppu = tau;
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
@@ -198,7 +198,17 @@ int main(int argc, char** argv)
         }
         if (wanted(argc, argv, "e2e")) {
             // Paper 000 / 002: make_blobs 3 centres std 1.5, 1,000,000 points, bandwidth 2, 10 iterations.
-            const ms::MatrixF x = make_blobs(1000000, 3, 3, 1.5, 7);
+            // Seed chosen (first from 7 up) so that the three centres are ≥ 8 apart: three clusters
+            // exist; closer centres merge at bandwidth 2, which says nothing about speed.
+            unsigned seed = 7;
+            for (;; ++seed) {
+                const ms::MatrixF c = make_blobs(3, 3, 3, 1e-9, seed);
+                if ((c.row(0) - c.row(1)).norm() >= 8 && (c.row(0) - c.row(2)).norm() >= 8 &&
+                    (c.row(1) - c.row(2)).norm() >= 8)
+                    break;
+            }
+            const ms::MatrixF x = make_blobs(1000000, 3, 3, 1.5, seed);
+            std::printf("\nblob seed %u\n", seed);
             ms::Options opt;
             opt.backend = "cuda";
             opt.bandwidth = ms::Bandwidth::isotropic(2.0);

@@ -34,6 +34,8 @@ struct Config {
     int f_load = 0;
     int r = 0;  // 0 = backend default
     std::string form = "expanded";
+    int segments = 0;    // 0 = backend default
+    std::string extra;   // appended build options ("+" separates words in the config text)
 };
 
 Config parse_config(const std::string& text)
@@ -52,6 +54,11 @@ Config parse_config(const std::string& text)
         else if (key == "fload") c.f_load = std::stoi(val);
         else if (key == "r") c.r = std::stoi(val);
         else if (key == "form") c.form = val;
+        else if (key == "seg") c.segments = std::stoi(val);
+        else if (key == "opt") {
+            c.extra = val;
+            std::replace(c.extra.begin(), c.extra.end(), '+', ' ');
+        }
         else throw InvalidArgument("bench_opencl: unknown config key '" + key + "'");
     }
     return c;
@@ -59,24 +66,29 @@ Config parse_config(const std::string& text)
 
 std::vector<std::string> default_sweep(bool per_point)
 {
+    const std::string r0 = per_point ? "2" : "4";
     std::vector<std::string> s;
     // f_vppu = 1, each PU carrying r modes, points from global memory (Alg. 3) ...
-    for (int r : per_point ? std::vector<int>{1, 2, 4} : std::vector<int>{1, 2, 4, 8})
+    for (int r : per_point ? std::vector<int>{1, 2, 4} : std::vector<int>{2, 4, 8})
         s.push_back("preload=0,tau=128,r=" + std::to_string(r));
-    // ... and preloaded into local memory (Alg. 7), batch sizes and work-group sizes
-    for (int tile : {128, 256, 512, 1024}) s.push_back("preload=1,tau=128,r=" + std::string(per_point ? "2" : "4") + ",tile=" + std::to_string(tile));
-    for (const char* extra : per_point ? std::vector<const char*>{"tau=256,r=2", "tau=64,r=4", "tau=128,r=1", "tau=128,r=4"}
-                                       : std::vector<const char*>{"tau=256,r=4", "tau=64,r=8", "tau=128,r=8", "tau=256,r=2"})
+    // ... and preloaded into local memory (Alg. 7): batch sizes, work-group sizes, r
+    for (int tile : {128, 256, 512}) s.push_back("preload=1,tau=128,r=" + r0 + ",tile=" + std::to_string(tile));
+    for (const char* extra : per_point ? std::vector<const char*>{"tau=128,r=1", "tau=128,r=4", "tau=256,r=2", "tau=64,r=4"}
+                                       : std::vector<const char*>{"tau=128,r=2", "tau=128,r=8", "tau=256,r=4", "tau=64,r=8"})
         s.push_back(std::string("preload=1,tile=256,") + extra);
+    // one segment per mode block (no split of the n-loop across work-groups): the wave tail
+    s.push_back("preload=1,tile=256,tau=128,seg=1,r=" + r0);
+    // register cap (NVIDIA only option)
+    s.push_back("preload=1,tile=256,tau=128,opt=-cl-nv-maxrregcount=64,r=" + r0);
     // the paper's mapping: vPPUs of f_vppu PUs that reduce in local memory
-    for (int fv : {2, 4, 8, 32}) {
+    for (int fv : {2, 8, 32}) {
         s.push_back("preload=0,tau=128,fvppu=" + std::to_string(fv));
         s.push_back("preload=1,tile=256,tau=128,fvppu=" + std::to_string(fv));
     }
     s.push_back("preload=1,tile=256,tau=128,fvppu=8,fload=4");
     // direct exponent for comparison
-    s.push_back(std::string("preload=1,tile=256,tau=128,form=direct,r=") + (per_point ? "2" : "4"));
-    s.push_back(std::string("preload=0,tau=128,form=direct,r=") + (per_point ? "2" : "4"));
+    s.push_back("preload=1,tile=256,tau=128,form=direct,r=" + r0);
+    s.push_back("preload=0,tau=128,form=direct,r=" + r0);
     return s;
 }
 
@@ -117,6 +129,25 @@ double seconds_since(std::chrono::steady_clock::time_point t0)
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// Compiler lines worth keeping (register use, spills) from a build log, JSON-escaped.
+std::string compiler_notes(const std::string& log)
+{
+    std::string out;
+    std::stringstream in(log);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find("registers") == std::string::npos && line.find("spill") == std::string::npos &&
+            line.find("lmem") == std::string::npos)
+            continue;
+        for (char ch : line) {
+            if (ch == '"' || ch == '\\') out += '\\';
+            if (ch >= 32) out += ch;
+        }
+        out += " | ";
+    }
+    return out;
+}
+
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -154,6 +185,8 @@ int main(int argc, char** argv)
         }
     }
     const bool per_point = model == "perpoint";
+    const char* env_options = std::getenv("MEANSHIFT_OPENCL_BUILD_OPTIONS");
+    const std::string base_options = env_options ? env_options : "";
     if (configs.empty()) configs = default_sweep(per_point);
 
     try {
@@ -175,6 +208,8 @@ int main(int argc, char** argv)
             if (c.r > 0) setenv("MEANSHIFT_OPENCL_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
             else unsetenv("MEANSHIFT_OPENCL_MODES_PER_PU");
             setenv("MEANSHIFT_OPENCL_EXPONENT", c.form.c_str(), 1);
+            setenv("MEANSHIFT_OPENCL_SEGMENTS", std::to_string(c.segments).c_str(), 1);
+            setenv("MEANSHIFT_OPENCL_BUILD_OPTIONS", (base_options + " " + c.extra).c_str(), 1);
             BackendOptions o;
             o.device_spec = device;
             o.preload = c.preload;
@@ -205,11 +240,12 @@ int main(int argc, char** argv)
             std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\",\"preload\":%d,"
                         "\"tile\":%d,\"tau\":%d,\"f_vppu\":%d,\"f_load\":%d,\"r\":%d,\"form\":\"%s\",\"z\":%d,"
                         "\"bind_s\":%.4f,\"kernel_s\":%.5f,\"step_s\":%.5f,\"pairs_per_s_kernel\":%.4e,"
-                        "\"pairs_per_s_step\":%.4e,\"max_dev_vs_float64\":%.3e,\"reps\":%zu}\n",
+                        "\"pairs_per_s_step\":%.4e,\"max_dev_vs_float64\":%.3e,\"reps\":%zu,\"segments\":%d,"
+                        "\"compiler\":\"%s\"}\n",
                         b.devices()[0].name.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
                         kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu, c.form.c_str(),
                         t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel), pairs / median(wall), dev,
-                        wall.size());
+                        wall.size(), b.last_segments(), compiler_notes(b.build_log()).c_str());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

@@ -60,6 +60,7 @@ inline void write_mode(const KernelData& D, const double* s0, const double* s1, 
 template <int K, int R, bool PP>
 void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
 {
+    [[maybe_unused]] const FlushDenormals ftz;
     constexpr int NS0 = PP ? K : 1;
     constexpr int NC = NS0 + K;  // sums per lane
     // acc[(r·NC + c)·W + l]: float64 sum c of lane l in vector r.
@@ -141,6 +142,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, v
 template <bool PP>
 void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
 {
+    [[maybe_unused]] const FlushDenormals ftz;
     const int k = D.k;
     const int ns0 = PP ? k : 1;
     const int nc = ns0 + k;
@@ -220,6 +222,7 @@ vf pu_mask(int active)
 template <int G, int K, bool PP>
 void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
 {
+    [[maybe_unused]] const FlushDenormals ftz;
     static_assert(G > 1 && W % G == 0, "f_vppu must divide the SIMD width");
     constexpr int NS0 = PP ? K : 1;
     constexpr int NC = NS0 + K;
@@ -296,6 +299,7 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
 template <int G, bool PP>
 void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
 {
+    [[maybe_unused]] const FlushDenormals ftz;
     const int k = D.k;
     const int ns0 = PP ? k : 1;
     const int nc = ns0 + k;
