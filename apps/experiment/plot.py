@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Turns meanshift-experiment CSVs into PNG figures (docs/experiments.md).
 
-Usage: plot.py [--out docs/figures] FILE.csv [FILE.csv ...]
+Usage: plot.py [--out docs/figures] [--period 32] FILE.csv [FILE.csv ...]
 
 One figure per CSV, named after the file (results/n_cpu.csv -> docs/figures/n_cpu.png); its kind
 follows the CSV's `sweep` column:
-  n        one-step time vs n per backend (log-log) and pairs/s; vertical lines every 64 points
-           when the sweep has step 1 (paper 001, Fig. 3)
+  n        one-step time vs n per backend (log-log) and pairs/s; vertical lines every --period
+           points (default 32: a warp, two AVX-512 registers of modes) when the sweep has step 1
+           (paper 001, Fig. 3: steps every 64 on its GPU)
   fload    one-step time vs f_load, one line per f_vppu (Fig. 2), with the model's utilisation
   preload  one-step time vs n, preloading off / on per preload size (Fig. 1)
   error    E_CPU-GPU (eq. 7-8) vs n per backend (Fig. 4)
@@ -77,6 +78,9 @@ def device_of(rows):
     return "; ".join(devs)
 
 
+PERIOD = 32
+
+
 def plot_n(rows, out, source):
     groups = defaultdict(list)
     for r in rows:
@@ -88,10 +92,13 @@ def plot_n(rows, out, source):
         g.sort(key=lambda r: num(r, "n"))
         x = [num(r, "n") for r in g]
         name = lab + (f" ({thr} thr)" if thr not in ("0", "") else "")
-        ax1.plot(x, [num(r, "seconds") for r in g], ".-" if not step1 else "-", ms=3, lw=1, label=name)
+        line, = ax1.plot(x, [num(r, "seconds") for r in g], ".-" if not step1 else "-", ms=3, lw=1, label=name)
+        if any(num(r, "predicted") > 0 for r in g):
+            ax1.plot(x, [num(r, "predicted") for r in g], "--", color="black", lw=0.8,
+                     label=f"{name}: fitted model")
         ax2.plot(x, [num(r, "pairs_per_second") for r in g], ".-" if not step1 else "-", ms=3, lw=1, label=name)
     if step1:
-        for v in range(64, ns[-1] + 1, 64):
+        for v in range(PERIOD, ns[-1] + 1, PERIOD):
             ax1.axvline(v, color="grey", lw=0.4, alpha=0.5)
             ax2.axvline(v, color="grey", lw=0.4, alpha=0.5)
     else:
@@ -105,7 +112,7 @@ def plot_n(rows, out, source):
     ax1.legend(fontsize=7)
     ax1.grid(alpha=0.3)
     ax2.grid(alpha=0.3)
-    finish(fig, out, "One iteration of Alg. 3 over all modes vs n" + (" (step 1; grey: multiples of 64)" if step1 else "")
+    finish(fig, out, "One iteration of Alg. 3 over all modes vs n" + (f" (step 1; grey: multiples of {PERIOD})" if step1 else "")
            + f"\n{device_of(rows)}", source)
 
 
@@ -263,8 +270,11 @@ PLOTTERS = {"n": plot_n, "fload": plot_fload, "preload": plot_preload, "error": 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="docs/figures", help="folder for the PNG files")
+    ap.add_argument("--period", type=int, default=32, help="grid lines of step-1 n sweeps")
     ap.add_argument("csv", nargs="+")
     args = ap.parse_args()
+    global PERIOD
+    PERIOD = max(1, args.period)
     os.makedirs(args.out, exist_ok=True)
     status = 0
     for path in args.csv:
@@ -275,7 +285,7 @@ def main():
             continue
         stem = os.path.splitext(os.path.basename(path))[0]
         out = os.path.join(args.out, stem + ".png")
-        if any(num(r, "predicted") > 0 for r in rows) and rows[0]["sweep"] != "fload":
+        if any(num(r, "predicted") > 0 for r in rows) and rows[0]["sweep"] not in ("fload", "n"):
             plot_fit(rows, out, os.path.basename(path))
             continue
         sweep = rows[0]["sweep"]
