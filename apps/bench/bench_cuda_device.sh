@@ -7,14 +7,21 @@ B=${BUILD:-build-cuda}
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OUT=${OUT:-/tmp/ms-out}
 mkdir -p "$OUT"
-T=$B/bin/test_cuda_dev
-[ -x "$T" ] || T=$B/bin/meanshift_tests
-steps=${*:-smi test bench sass memcheck racecheck sweeps}
+T=$B/bin/meanshift_tests
+steps=${*:-smi test conformance bench sass memcheck racecheck sweeps}
 for s in $steps; do
   echo "=== $s ($(date -u +%H:%M:%S))"
   case $s in
     smi) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv ;;
     test) timeout 150 $T -tc='cuda*' 2>&1 | tail -25 ;;
+    conformance) timeout 200 $B/bin/meanshift_conformance --backend=cuda 2>&1 | tail -6 ;;
+    ncu) for skip in 0 8; do   # first launch of the isotropic and of the per-point default kernel
+           MEANSHIFT_BENCH_N=262144 timeout 120 ncu --clock-control none -k regex:fast_kernel --launch-skip $skip -c 1 \
+             --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \
+             --metrics sm__cycles_elapsed.avg.per_second,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active \
+             $B/bin/bench_cuda throughput > "$OUT/ncu_$skip.txt" 2>&1
+           grep -E "fast_kernel|SM Frequency|Issue Slots Busy|Executed Ipc A|Compute \(SM\)|pipe_xu|pipe_fma|per_second|Stall|Achieved Occupancy|Theoretical Occ|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_$skip.txt" | head -30
+         done ;;
     bench) timeout 200 $B/bin/bench_cuda throughput modes e2e 2>&1 | tee "$OUT/bench.txt" ;;
     sass) for f in _ZN9meanshift4cuda11fast_kernelILi3ELi4ELb0ELb1EEEvNS0_10FastParamsE \
                    _ZN9meanshift4cuda11fast_kernelILi3ELi2ELb1ELb1EEEvNS0_10FastParamsE; do

@@ -54,7 +54,7 @@ DeviceInfo describe(int index, const cudaDeviceProp& p)
 /// docs/performance-gpu.md. Falls back to the largest instantiated r ≤ the wish.
 int modes_per_pu(int k, bool per_point)
 {
-    int r = per_point ? (k <= 2 ? 4 : 2) : (k <= 4 ? 4 : 2);
+    int r = per_point ? (k <= 2 ? 4 : 2) : (k <= 3 ? 8 : k <= 4 ? 4 : 2);
     r = static_cast<int>(env_value("MEANSHIFT_CUDA_MODES_PER_PU", r));
     for (int c : {8, 4, 2, 1}) {
         if (c > r) continue;
@@ -73,7 +73,7 @@ struct DeviceState {
     cudaStream_t stream = nullptr;
     bool resident = true;       // all points uploaded at bind()
     Index chunk_points = 0;     // points per chunk (multiple of the tile width for the fast family)
-    DeviceBuffer points, precision, log_weight, centres;  // resident data or one chunk
+    DeviceBuffer points, precision, log_weight, centres, radii;  // resident data or one chunk
     DeviceBuffer queries, acc, scratch;
     Index query_capacity = 0;
 };
@@ -112,6 +112,7 @@ public:
             s->precision.release();
             s->log_weight.release();
             s->centres.release();
+            s->radii.release();
             s->queries.release();
             s->acc.release();
             s->scratch.release();
@@ -279,6 +280,7 @@ private:
         s.precision.release();
         s.log_weight.release();
         s.centres.release();
+        s.radii.release();
         s.scratch.release();
         s.queries.release();
         s.acc.release();
@@ -308,6 +310,7 @@ private:
         if (plan_.fast) {
             s.points.allocate(static_cast<std::size_t>(cp) * layout_.stride * sizeof(float));
             s.centres.allocate(static_cast<std::size_t>(cp / layout_.tile) * k_ * sizeof(float));
+            s.radii.allocate(static_cast<std::size_t>(cp / layout_.tile) * sizeof(float));
         } else {
             s.points.allocate(static_cast<std::size_t>(cp) * k_ * sizeof(float));
             if (pp_) {
@@ -328,6 +331,8 @@ private:
                                           cudaMemcpyHostToDevice, s.stream));
             const Index t0 = first / layout_.tile, nt = cnt / layout_.tile;
             MS_CUDA_CHECK(cudaMemcpyAsync(s.centres.f(), layout_.centres.data() + t0 * k_, nt * k_ * sizeof(float),
+                                          cudaMemcpyHostToDevice, s.stream));
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.radii.f(), layout_.radii.data() + t0, nt * sizeof(float),
                                           cudaMemcpyHostToDevice, s.stream));
         } else {
             MS_CUDA_CHECK(cudaMemcpyAsync(s.points.f(), data_->points_f.data() + first * k_, cnt * k_ * sizeof(float),
@@ -389,15 +394,30 @@ private:
             FastParams p;
             p.data = s.points.f();
             p.centres = s.centres.f();
+            p.radii = s.radii.f();
             p.tiles = npoints / layout_.tile;
             p.tile = layout_.tile;
             p.queries = s.queries.f();
             p.acc = s.acc.f();
             p.count = nq;
             p.groups = (nq + static_cast<Index>(T) * plan_.r - 1) / (static_cast<Index>(T) * plan_.r);
-            // Too few query groups to fill the z PPUs: split the points into slices too.
-            Index slices = std::max<Index>(1, (2 * static_cast<Index>(topo_.ppus) + p.groups - 1) / p.groups);
-            slices = std::min<Index>(slices, p.tiles);
+            // Work units (query group × point slice) are dealt to the z resident blocks in rounds;
+            // pick the number of slices that wastes the least of the last round (fewer on ties).
+            Index slices = 1;
+            double best = -1;
+            const Index max_slices = std::max<Index>(64, 4 * topo_.ppus / p.groups);
+            for (Index sl = 1; sl <= std::min<Index>(p.tiles, max_slices); ++sl) {
+                const Index tps = (p.tiles + sl - 1) / sl;
+                const Index real = (p.tiles + tps - 1) / tps;
+                const Index units = p.groups * real;
+                const Index rounds = (units + topo_.ppus - 1) / topo_.ppus;
+                const double eff = static_cast<double>(units) / static_cast<double>(rounds * topo_.ppus) *
+                                   static_cast<double>(p.tiles) / static_cast<double>(real * tps);
+                if (eff > best + 0.01) {
+                    best = eff;
+                    slices = real;
+                }
+            }
             p.tiles_per_slice = (p.tiles + slices - 1) / slices;
             slices = (p.tiles + p.tiles_per_slice - 1) / p.tiles_per_slice;
             p.units = p.groups * slices;

@@ -35,6 +35,68 @@ struct FastLayout {
     static constexpr int kS0 = PP ? K : 1;  // accumulated S0 values per mode
 };
 
+template <int VEC, bool PRELOAD>
+__device__ __forceinline__ void load_point(const float4* src, int i, float (&pt)[4 * VEC])
+{
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        const float4 f = PRELOAD ? src[i * VEC + v] : __ldg(src + i * VEC + v);
+        pt[4 * v + 0] = f.x;
+        pt[4 * v + 1] = f.y;
+        pt[4 * v + 2] = f.z;
+        pt[4 * v + 3] = f.w;
+    }
+}
+
+/// Shared model, one tile: s0 += e, s1 += e·A with e = exp2(C + A·q' [- L|q'|² when SUB]).
+template <int K, int R, int VEC, bool PRELOAD, bool SUB>
+__device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const float (&qp)[R][K],
+                                                 const float (&qx)[R][1], float (&s0)[R][1], float (&s1)[R][K])
+{
+#pragma unroll 2
+    for (int i = 0; i < W; ++i) {
+        float pt[4 * VEC];
+        load_point<VEC, PRELOAD>(src, i, pt);
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            float x = pt[K];
+#pragma unroll
+            for (int d = 0; d < K; ++d) x = fmaf(qp[j][d], pt[d], x);
+            const float e = ex2_approx(SUB ? x - qx[j][0] : x);
+            s0[j][0] += e;
+#pragma unroll
+            for (int d = 0; d < K; ++d) s1[j][d] = fmaf(e, pt[d], s1[j][d]);
+        }
+    }
+}
+
+/// Per-point model, one tile: e = exp2(C + Σ A_d q'_d + B_d q'_d²), s0_d += e·B_d, s1_d += e·A_d.
+template <int K, int R, int VEC, bool PRELOAD>
+__device__ __forceinline__ void tile_sums_per_point(const float4* src, int W, const float (&qp)[R][K],
+                                                    const float (&qx)[R][K], float (&s0)[R][K], float (&s1)[R][K])
+{
+#pragma unroll 2
+    for (int i = 0; i < W; ++i) {
+        float pt[4 * VEC];
+        load_point<VEC, PRELOAD>(src, i, pt);
+#pragma unroll
+        for (int j = 0; j < R; ++j) {
+            float x = pt[2 * K];
+#pragma unroll
+            for (int d = 0; d < K; ++d) {
+                x = fmaf(qp[j][d], pt[d], x);
+                x = fmaf(qx[j][d], pt[K + d], x);
+            }
+            const float e = ex2_approx(x);
+#pragma unroll
+            for (int d = 0; d < K; ++d) {
+                s0[j][d] = fmaf(e, pt[K + d], s0[j][d]);
+                s1[j][d] = fmaf(e, pt[d], s1[j][d]);
+            }
+        }
+    }
+}
+
 template <int K, int R, bool PP, bool PRELOAD>
 __global__ void fast_kernel(const FastParams p)
 {
@@ -63,7 +125,9 @@ __global__ void fast_kernel(const FastParams p)
 
         for (long long t = t_begin; t < t_end; ++t) {
             // Query relative to this tile's centre (re-read each tile: saves R·K registers).
+            // sq = |q'|², needed below to decide whether |q'|² may be factored out of the tile.
             float qp[R][K], qx[R][Lay::kS0];
+            bool factor = true;  // shared model: every lane may factor exp2(-L|q'|²) out of the tile
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 const long long qi = min(q_base + static_cast<long long>(j) * T, p.count - 1);
@@ -74,8 +138,15 @@ __global__ void fast_kernel(const FastParams p)
                     sq = fmaf(qp[j][d], qp[j][d], sq);
                     if constexpr (PP) qx[j][d] = qp[j][d] * qp[j][d];
                 }
-                if constexpr (!PP) qx[j][0] = kHalfLog2e * sq;
+                if constexpr (!PP) {
+                    qx[j][0] = kHalfLog2e * sq;
+                    // Without the -L|q'|² term a pair's exponent is 2L q'·p' - L|p'|² ≤ 2L|q'|·r_t
+                    // (r_t = tile radius); the tile sums stay finite when that and L|q'|² are ≤ 100.
+                    const float rt = __ldg(p.radii + t);
+                    factor = factor && qx[j][0] <= 100.0f && 4.0f * kHalfLog2e * kHalfLog2e * sq * rt * rt <= 1.0e4f;
+                }
             }
+            if constexpr (!PP) factor = __all_sync(0xffffffffu, factor);
 
             const float4* src;
             if constexpr (PRELOAD) {
@@ -97,42 +168,13 @@ __global__ void fast_kernel(const FastParams p)
                 for (int d = 0; d < K; ++d) s1[j][d] = 0.0f;
             }
 
-#pragma unroll 2
-            for (int i = 0; i < W; ++i) {
-                float pt[Lay::kStride];
-#pragma unroll
-                for (int v = 0; v < Lay::kVec; ++v) {
-                    const float4 f = PRELOAD ? src[i * Lay::kVec + v] : __ldg(src + i * Lay::kVec + v);
-                    pt[4 * v + 0] = f.x;
-                    pt[4 * v + 1] = f.y;
-                    pt[4 * v + 2] = f.z;
-                    pt[4 * v + 3] = f.w;
-                }
-#pragma unroll
-                for (int j = 0; j < R; ++j) {
-                    if constexpr (!PP) {
-                        float x = pt[K];
-#pragma unroll
-                        for (int d = 0; d < K; ++d) x = fmaf(qp[j][d], pt[d], x);
-                        const float e = ex2_approx(x - qx[j][0]);
-                        s0[j][0] += e;
-#pragma unroll
-                        for (int d = 0; d < K; ++d) s1[j][d] = fmaf(e, pt[d], s1[j][d]);
-                    } else {
-                        float x = pt[2 * K];
-#pragma unroll
-                        for (int d = 0; d < K; ++d) {
-                            x = fmaf(qp[j][d], pt[d], x);
-                            x = fmaf(qx[j][d], pt[K + d], x);
-                        }
-                        const float e = ex2_approx(x);
-#pragma unroll
-                        for (int d = 0; d < K; ++d) {
-                            s0[j][d] = fmaf(e, pt[K + d], s0[j][d]);
-                            s1[j][d] = fmaf(e, pt[d], s1[j][d]);
-                        }
-                    }
-                }
+            if constexpr (!PP) {
+                if (factor)
+                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, false>(src, W, qp, qx, s0, s1);
+                else
+                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, true>(src, W, qp, qx, s0, s1);
+            } else {
+                tile_sums_per_point<K, R, Lay::kVec, PRELOAD>(src, W, qp, qx, s0, s1);
             }
 
             // Fold the tile sums into query-relative totals: Σ e w (p' - q').
@@ -141,9 +183,11 @@ __global__ void fast_kernel(const FastParams p)
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 if constexpr (!PP) {
-                    S0[j][0] += s0[j][0];
+                    // The factored-out exp2(-L|q'|²) (≥ 2^-100, so no underflow) is applied here.
+                    const float f = factor ? ex2_approx(-qx[j][0]) : 1.0f;
+                    S0[j][0] += f * s0[j][0];
 #pragma unroll
-                    for (int d = 0; d < K; ++d) S1[j][d] += fmaf(s1[j][d], inv2L, -qp[j][d] * s0[j][0]);
+                    for (int d = 0; d < K; ++d) S1[j][d] += f * fmaf(s1[j][d], inv2L, -qp[j][d] * s0[j][0]);
                 } else {
 #pragma unroll
                     for (int d = 0; d < K; ++d) {

@@ -18,6 +18,7 @@ inline int accumulator_stride(int k, bool per_point) { return per_point ? 2 * k 
 struct FastParams {
     const float* data = nullptr;     ///< tiles × tile × stride floats (16-byte aligned rows)
     const float* centres = nullptr;  ///< tiles × k tile centres
+    const float* radii = nullptr;    ///< tiles: max |x - c_t| (shared model)
     long long tiles = 0;             ///< tiles in this launch
     int tile = 0;                    ///< points per tile (W); also the preload width
     const float* queries = nullptr;  ///< count × k

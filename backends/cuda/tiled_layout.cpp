@@ -60,6 +60,7 @@ TiledLayout build_tiled_layout(const PreparedData& data, int tile)
     out.tiles = (n + tile - 1) / tile;
     out.data.assign(static_cast<std::size_t>(out.tiles) * tile * out.stride, 0.0f);
     out.centres.assign(static_cast<std::size_t>(out.tiles) * k, 0.0f);
+    out.radii.assign(static_cast<std::size_t>(out.tiles), 0.0f);
 
     const std::vector<Index> order = morton_order(data.points);
     std::vector<double> c(static_cast<std::size_t>(k)), p(static_cast<std::size_t>(k));
@@ -84,15 +85,18 @@ TiledLayout build_tiled_layout(const PreparedData& data, int tile)
                 continue;
             }
             const Index i = order[static_cast<std::size_t>(s)];
-            double quad = 0.0;
+            double quad = 0.0, r2 = 0.0;
             for (int d = 0; d < k; ++d) {
                 p[static_cast<std::size_t>(d)] = data.points(i, d) - c[static_cast<std::size_t>(d)];
                 const double w = pp ? data.precision(i, d) : 1.0;
                 quad += w * p[static_cast<std::size_t>(d)] * p[static_cast<std::size_t>(d)];
+                r2 += p[static_cast<std::size_t>(d)] * p[static_cast<std::size_t>(d)];
                 row[d] = static_cast<float>(2.0 * L * w * p[static_cast<std::size_t>(d)]);
                 if (pp) row[k + d] = static_cast<float>(-L * w);
             }
             row[pp ? 2 * k : k] = static_cast<float>((pp ? log2e * data.log_weight[i] : 0.0) - L * quad);
+            float& rt = out.radii[static_cast<std::size_t>(t)];
+            rt = std::max(rt, static_cast<float>(std::sqrt(r2) * (1.0 + 1e-6)));
         }
     }
     return out;

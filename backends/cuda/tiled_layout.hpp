@@ -20,6 +20,7 @@ struct TiledLayout {
     Index tiles = 0;              ///< ⌈n / W⌉
     std::vector<float> data;      ///< tiles × W × stride; padding points have weight 0
     std::vector<float> centres;   ///< tiles × k
+    std::vector<float> radii;     ///< tiles: max |x - c_t| over the tile (rounded up)
 };
 
 /// Morton (Z-order) permutation of the n × k points: a tile of consecutive indices is compact.
