@@ -1,0 +1,244 @@
+// OpenMP backend against the float64 serial backend, step by step: every SIMD kernel this CPU
+// runs (τ = 16/8/4), the lane mappings f_vppu ∈ {1, 2, 4, τ} with f_load ∈ {1, f_vppu/2, f_vppu}
+// and non-power-of-two f_load, ragged n and mode counts, k from 1 to 64, both kernel models,
+// several thread counts, float64 accumulation over many points, exp2 underflow far from the data,
+// candidate lists; and the InvalidArgument messages for topologies it cannot run.
+#include <meanshift/config.hpp>
+
+#include <doctest/doctest.h>
+
+#if MEANSHIFT_HAVE_OPENMP
+
+#include "backends/openmp/cpu_features.hpp"
+#include "test_data.hpp"
+#include "test_support.hpp"
+
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace meanshift;
+using mstest::make_rng;
+using mstest::max_abs_diff;
+
+/// docs/testing.md: a float32 backend's step may differ from the oracle by 1e-4 + 1e-5·R (R = the
+/// largest |coordinate|); 1.5× that for the per-point model.
+double tolerance(const PreparedData& D, const MatrixD& Q)
+{
+    const double R = std::max(D.points.cwiseAbs().maxCoeff(), Q.cwiseAbs().maxCoeff());
+    return (1e-4 + 1e-5 * R) * (D.model == KernelModel::Shared ? 1.0 : 1.5);
+}
+
+MatrixD run_step(Backend& b, const PreparedData& D, const Topology& want, const MatrixD& Q,
+                 const CandidateList* candidates = nullptr)
+{
+    b.bind(D, b.resolve_topology(want, D));
+    MatrixD out = MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
+    StepRequest r;
+    r.positions = Q.data();
+    r.out = out.data();
+    r.count = Q.rows();
+    r.candidates = candidates;
+    b.step(r);
+    return out;
+}
+
+MatrixD oracle_step(const PreparedData& D, const MatrixD& Q, const CandidateList* candidates = nullptr)
+{
+    auto s = make_backend("serial");
+    return run_step(*s, D, Topology{}, Q, candidates);
+}
+
+std::unique_ptr<Backend> openmp(int threads = 0)
+{
+    BackendOptions o;
+    o.threads = threads;
+    return make_backend("openmp", o);
+}
+
+Topology topo(int tau, int f_vppu, int f_load, int z = 0)
+{
+    Topology t;
+    t.ppus = z;
+    t.pus_per_ppu = tau;
+    t.f_vppu = f_vppu;
+    t.f_load = f_load;
+    return t;
+}
+
+/// The SIMD widths this CPU runs (always includes 4).
+std::vector<int> widths()
+{
+    std::vector<int> w;
+    for (const auto* t : openmp_detail::usable_kernels()) w.push_back(t->width);
+    return w;
+}
+
+/// f_vppu ∈ {1, 2, 4, τ} × f_load ∈ {1, f_vppu/2, f_vppu}, without duplicates.
+std::vector<Topology> lane_mappings(int tau)
+{
+    std::vector<Topology> out;
+    std::set<std::pair<int, int>> seen;
+    for (int g : {1, 2, 4, tau})
+        for (int l : {1, std::max(1, g / 2), g})
+            if (g <= tau && seen.insert({g, l}).second) out.push_back(topo(tau, g, l));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("openmp: step matches the serial oracle for every SIMD width, f_vppu/f_load, k and kernel model")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("openmp-step-topologies");
+    auto be = openmp();
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {1, 2, 3, 5, 8, 17, 64}) {
+            const Index n = 997 + 13 * k;  // ragged: no multiple of any lane count
+            const PreparedData D = mstest::random_prepared(rng, n, k, model);
+            const MatrixD Q = mstest::random_queries(rng, D, 37);
+            const MatrixD want = oracle_step(D, Q);
+            const double tol = tolerance(D, Q);
+            for (int tau : widths())
+                for (const Topology& t : lane_mappings(tau)) {
+                    INFO("k=" << k << " model=" << (model == KernelModel::Shared ? "shared" : "per-point")
+                              << " topology " << t.to_string());
+                    CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tol);
+                }
+        }
+}
+
+TEST_CASE("openmp: non-power-of-two f_load, n smaller than the vPPU, ragged mode counts, several threads")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("openmp-step-ragged");
+    const int tau = widths().front();
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (Index n : {Index{1}, Index{2}, Index{5}, Index{31}, Index{1001}}) {
+            const PreparedData D = mstest::random_prepared(rng, n, 3, model);
+            for (Index count : {Index{1}, Index{17}, Index{333}}) {
+                const MatrixD Q = mstest::random_queries(rng, D, count);
+                const MatrixD want = oracle_step(D, Q);
+                const double tol = tolerance(D, Q);
+                for (int z : {1, 3}) {
+                    auto be = openmp(z);
+                    for (int f_load : {1, 3, 5, tau - 1, tau})
+                        for (int f_vppu : {tau, 1}) {
+                            if (f_load > f_vppu) continue;
+                            const Topology t = topo(tau, f_vppu, f_load);
+                            INFO("n=" << n << " count=" << count << " z=" << z << " topology " << t.to_string());
+                            CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tol);
+                        }
+                }
+            }
+        }
+}
+
+TEST_CASE("openmp: float64 accumulation keeps 200000-point sums accurate")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("openmp-step-large-n");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        const PreparedData D = mstest::random_prepared(rng, 200000, 2, model);
+        const MatrixD Q = mstest::random_queries(rng, D, 20);
+        const MatrixD want = oracle_step(D, Q);
+        auto be = openmp();
+        for (const Topology& t : {topo(0, 1, 1), topo(0, widths().front(), widths().front())}) {
+            INFO("topology " << t.to_string());
+            CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tolerance(D, Q));
+        }
+    }
+}
+
+TEST_CASE("openmp: weights that underflow give zero, never NaN; a mode without support keeps its place")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("openmp-step-underflow");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        const PreparedData D = mstest::random_prepared(rng, 500, 3, model);
+        // Distances from ~12 bandwidths (float weights near 2^-126) to 1e6 bandwidths.
+        const std::vector<double> offsets = {12.0, 14.0, 16.0, 20.0, 40.0, 1e3, 1e6};
+        MatrixD Q(Index(offsets.size()), 3);
+        for (Index q = 0; q < Q.rows(); ++q) Q.row(q) << offsets[std::size_t(q)] + 10.0, 0.5, 0.5;
+        for (int tau : widths())
+            for (int f_vppu : {1, tau}) {
+                auto be = openmp();
+                const MatrixD got = run_step(*be, D, topo(tau, f_vppu, f_vppu), Q);
+                INFO("tau=" << tau << " f_vppu=" << f_vppu);
+                CHECK(got.allFinite());
+                for (Index q = 0; q < Q.rows(); ++q)
+                    if (offsets[std::size_t(q)] >= 1e3) CHECK(got.row(q) == Q.row(q));  // no support at all
+            }
+    }
+}
+
+TEST_CASE("openmp: candidate lists match the oracle with the same lists")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("openmp-step-candidates");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        const PreparedData D = mstest::random_prepared(rng, 400, 4, model);
+        const MatrixD Q = mstest::random_queries(rng, D, 25);
+        CandidateList c;
+        c.offsets.push_back(0);
+        std::uniform_int_distribution<Index> pick(0, D.n() - 1);
+        for (Index q = 0; q < Q.rows(); ++q) {
+            const Index m = q % 5 == 0 ? 0 : 1 + q * 7;  // some modes with no candidates at all
+            for (Index j = 0; j < m; ++j) c.indices.push_back(pick(rng));
+            c.offsets.push_back(Index(c.indices.size()));
+        }
+        auto be = openmp(2);
+        CHECK(max_abs_diff(run_step(*be, D, Topology{}, Q, &c), oracle_step(D, Q, &c)) <= tolerance(D, Q));
+
+        CandidateList bad = c;
+        bad.indices.back() = D.n();
+        CHECK_THROWS_KEYWORD(InvalidArgument, run_step(*be, D, Topology{}, Q, &bad), "candidate");
+        bad = c;
+        bad.offsets.pop_back();
+        CHECK_THROWS_KEYWORD(InvalidArgument, run_step(*be, D, Topology{}, Q, &bad), "candidate");
+    }
+}
+
+TEST_CASE("openmp: defaults, device description and topologies it cannot run")
+{
+    auto rng = make_rng("openmp-topology");
+    const PreparedData D = mstest::random_prepared(rng, 50, 3, KernelModel::Shared);
+    const int tau = widths().front();
+
+    auto be = openmp(3);
+    const Topology def = be->resolve_topology(Topology{}, D);
+    CHECK(def.ppus == 3);
+    CHECK(def.pus_per_ppu == tau);
+    CHECK(def.f_vppu == 1);
+    CHECK(def.f_load == 1);
+    CHECK(be->resolve_topology(topo(0, tau, 0), D).f_load == tau);  // f_load 0 = all PUs of the vPPU
+    const DeviceInfo dev = be->devices().at(0);
+    CHECK(dev.kind == "cpu");
+    CHECK(dev.name.find("3 threads") != std::string::npos);
+    CHECK(dev.name.find(std::to_string(tau) + " float lanes") != std::string::npos);
+
+    auto any = openmp();
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 3, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 2 * tau, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 2, 3), D), "f_load");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, -1, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 1, -1), D), "f_load");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(32, 1, 1), D), "tau", "SIMD width");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(6, 1, 1), D), "tau", "SIMD width");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 1, 1, -2), D), "PPU");
+    CHECK_THROWS_KEYWORD(InvalidArgument, be->resolve_topology(topo(tau, 1, 1, 2), D), "threads");  // conflicts with 3
+    CHECK_THROWS_KEYWORD(InvalidArgument, openmp(-1), "threads");
+
+    auto unbound = openmp();
+    MatrixD Q = MatrixD::Zero(1, 3), out(1, 3);
+    StepRequest r;
+    r.positions = Q.data();
+    r.out = out.data();
+    r.count = 1;
+    CHECK_THROWS_AS(unbound->step(r), Error);
+}
+
+#endif  // MEANSHIFT_HAVE_OPENMP
