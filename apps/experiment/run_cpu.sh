@@ -35,10 +35,19 @@ OMP_WAIT_POLICY=active "$B" threads --threads-list 1,2 --n 1000,10000 -r 3 --ser
   -o "$O/cpu_threads_active.csv"
 "$B" blobs --backends serial,openmp --n 100,1000,10000,100000 -r 3 --serial-max-n 10000 -o "$O/cpu_blobs.csv"
 
+# OpenCL on this CPU (PoCL), when built: preloading into "local" memory that a CPU does not have
+# (paper 001 skipped this experiment on its CPU) and a short load-factor sweep
+if "$B" n --backend opencl --n 64 -r 1 -o /dev/null 2>/dev/null; then
+  "$B" preload --backend opencl --n 1024,4096 --preload-sizes 0,64,256 -r 3 -o "$O/cpu_preload_pocl.csv"
+  "$B" fload --backend opencl --n 2048 --f-vppu 1,4,16,64 --f-load 1,2,4,8,16,32,64 -r 3 -o "$O/cpu_fload_pocl.csv"
+fi
+
 # fits
 "$B" fit "$O/cpu_model.csv" "$O/cpu_model_perpoint.csv" --predictions "$O/cpu_model_pred.csv" >"$O/cpu_fit.txt" || true
 "$B" fit "$O/cpu_fload.csv" --sweeps fload --predictions "$O/cpu_fload_pred.csv" >"$O/cpu_fload_fit.txt" || true
 "$B" fit "$O/cpu_n.csv" --sweeps n --predictions "$O/cpu_n_pred.csv" >"$O/cpu_n_fit.txt" || true
 "$B" fit "$O/cpu_n_step1.csv" --sweeps n --predictions "$O/cpu_n_step1_pred.csv" >"$O/cpu_n_step1_fit.txt" || true
+[ -f "$O/cpu_fload_pocl.csv" ] &&
+  "$B" fit "$O/cpu_fload_pocl.csv" --sweeps fload --predictions "$O/cpu_fload_pocl_pred.csv" >"$O/cpu_fload_pocl_fit.txt"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$O/cpu_env.txt"
 date -u >>"$O/cpu_env.txt"
