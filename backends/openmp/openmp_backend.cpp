@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -192,28 +193,40 @@ private:
             kd_.stride = 0;
             kd_.xs = kd_.ws = kd_.wxs = kd_.c2s = nullptr;
         } else {  // dimension-major, zero-padded: the lanes of a vPPU load consecutive points
+            // Rows of a multiple of 16 floats starting on 64-byte boundaries: the f_vppu = τ loop's
+            // vector loads then never straddle two cache lines.
             const Index stride = (n + 2 * table_->width + 15) / 16 * 16;
             const std::size_t sk = static_cast<std::size_t>(stride) * static_cast<std::size_t>(k);
-            x_.assign(sk, 0.0f);
-            if (per_point) { w_.assign(sk, 0.0f); wx_.assign(sk, 0.0f); c2_.assign(static_cast<std::size_t>(stride), 0.0f); }
+            float* xs = zeroed_aligned(x_, sk);
+            float* ws = per_point ? zeroed_aligned(w_, sk) : nullptr;
+            float* wxs = per_point ? zeroed_aligned(wx_, sk) : nullptr;
+            float* c2s = per_point ? zeroed_aligned(c2_, static_cast<std::size_t>(stride)) : nullptr;
             for (int d = 0; d < k; ++d)
                 for (Index i = 0; i < n; ++i) {
                     const std::size_t o = static_cast<std::size_t>(d * stride + i);
-                    x_[o] = static_cast<float>(x_at(i, d));
+                    xs[o] = static_cast<float>(x_at(i, d));
                     if (per_point) {
-                        w_[o] = static_cast<float>(w_at(i, d));
-                        wx_[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
+                        ws[o] = static_cast<float>(w_at(i, d));
+                        wxs[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
                     }
                 }
             if (per_point)
-                for (Index i = 0; i < n; ++i) c2_[static_cast<std::size_t>(i)] = static_cast<float>(c_at(i));
+                for (Index i = 0; i < n; ++i) c2s[i] = static_cast<float>(c_at(i));
             kd_.stride = stride;
-            kd_.xs = x_.data();
-            kd_.ws = per_point ? w_.data() : nullptr;
-            kd_.wxs = per_point ? wx_.data() : nullptr;
-            kd_.c2s = per_point ? c2_.data() : nullptr;
+            kd_.xs = xs;
+            kd_.ws = ws;
+            kd_.wxs = wxs;
+            kd_.c2s = c2s;
             kd_.x = kd_.w = kd_.wx = kd_.c2 = nullptr;
         }
+    }
+
+    /// Resizes v to hold `count` zeros starting at a 64-byte boundary; returns that start.
+    static float* zeroed_aligned(std::vector<float>& v, std::size_t count)
+    {
+        v.assign(count + 16, 0.0f);
+        const auto misalign = reinterpret_cast<std::uintptr_t>(v.data()) % 64;
+        return v.data() + (misalign ? (64 - misalign) / sizeof(float) : 0);
     }
 
     /// Truncated-kernel candidate lists: a plain loop per mode over its candidates (float32

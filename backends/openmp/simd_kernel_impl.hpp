@@ -19,6 +19,8 @@
 #include "simd_exp2.hpp"
 #include "simd_kernel.hpp"
 
+#include <type_traits>
+
 namespace meanshift::openmp_detail {
 namespace {
 
@@ -241,7 +243,8 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
     const int rest = static_cast<int>(n % f_load);
 
     // One step of the n-loop: PU pu of every vPPU visits point base + pu.
-    auto visit = [&](Index base, vf mask, vf* S0, vf* S1) {
+    // `masked` (std::true_type/false_type): whether some PUs are idle and need the lane mask.
+    auto visit = [&](Index base, vf mask, vf* S0, vf* S1, auto masked) {
         vf x[K];
 #pragma GCC unroll 16
         for (int d = 0; d < K; ++d) x[d] = load_replicated<G>(D.xs + d * stride + base);
@@ -252,7 +255,8 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
                 const vf t = Y[d] - x[d];
                 a -= t * t;
             }
-            const vf e = exp2_poly(a) * mask;
+            vf e = exp2_poly(a);
+            if constexpr (decltype(masked)::value) e *= mask;
             S0[0] += e;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) S1[d] += e * x[d];
@@ -265,7 +269,8 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
                 const vf t = Y[d] - x[d];
                 a -= w[d] * (t * t);
             }
-            const vf e = exp2_poly(a) * mask;
+            vf e = exp2_poly(a);
+            if constexpr (decltype(masked)::value) e *= mask;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
                 S0[d] += e * w[d];
@@ -279,15 +284,21 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
     };
 
     const vf active = pu_mask<G>(f_load);
-    for (Index t0 = 0; t0 < steps; t0 += kChunk) {
-        const Index t1 = min_index(steps, t0 + kChunk);
-        vf S0[NS0] = {}, S1[K] = {};
-        for (Index t = t0; t < t1; ++t) visit(t * f_load, active, S0, S1);
-        flush_all(S0, S1);
-    }
+    auto run_steps = [&](auto masked) {
+        for (Index t0 = 0; t0 < steps; t0 += kChunk) {
+            const Index t1 = min_index(steps, t0 + kChunk);
+            vf S0[NS0] = {}, S1[K] = {};
+            for (Index t = t0; t < t1; ++t) visit(t * f_load, active, S0, S1, masked);
+            flush_all(S0, S1);
+        }
+    };
+    if (f_load == G)
+        run_steps(std::false_type{});  // every PU busy: no mask multiply in the hot loop
+    else
+        run_steps(std::true_type{});
     if (rest > 0) {  // ragged end: only PUs pu < n mod f_load still have a point
         vf S0[NS0] = {}, S1[K] = {};
-        visit(steps * f_load, pu_mask<G>(rest), S0, S1);
+        visit(steps * f_load, pu_mask<G>(rest), S0, S1, std::true_type{});
         flush_all(S0, S1);
     }
 
