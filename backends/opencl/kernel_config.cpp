@@ -69,7 +69,7 @@ KernelTuning KernelTuning::from_environment()
 int default_modes_per_pu(int k, bool per_point)
 {
     const int state = per_point ? 6 * k : 3 * k + 3;  // registers one mode needs, roughly
-    return std::clamp(40 / state, 1, 4);
+    return std::clamp(48 / state, 1, 4);
 }
 
 void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size,

@@ -114,6 +114,11 @@ TEST_CASE("opencl: topologies f_vppu x f_load, with and without preloading, both
             if (f_vppu > 2) loads.push_back(f_vppu / 2 + 1);  // idle PUs and a non-power-of-two reduction
             for (int f_load : loads)
                 for (bool preload : {false, true}) {
+                    // Both kernels for f_load = f_vppu; the other load factors alternate between them
+                    // (the reduction code is the same), and the per-point model runs f_load = f_vppu
+                    // only: PoCL compiles every variant, which dominates the test's time.
+                    if (f_load != f_vppu && preload != (f_load % 2 == 1)) continue;
+                    if (model == KernelModel::PerPoint && f_load != f_vppu) continue;
                     BackendOptions o;
                     o.preload = preload;
                     CAPTURE(int(model));
@@ -139,6 +144,8 @@ TEST_CASE("opencl: dimensions k in {1,2,3,5,8,17,64}, both models, both exponent
         EnvVar env("MEANSHIFT_OPENCL_EXPONENT", form);
         for (int k : {1, 2, 3, 5, 8, 17, 64})
             for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+                const bool direct = std::string(form) == "direct";
+                if (direct && k != 3 && k != 17) continue;  // the direct form: two k suffice
                 const PreparedData D = mstest::random_prepared(rng, 300 + k, k, model);
                 const MatrixD Q = mstest::random_queries(rng, D, 33);
                 CAPTURE(form);
@@ -148,7 +155,7 @@ TEST_CASE("opencl: dimensions k in {1,2,3,5,8,17,64}, both models, both exponent
                 pre.preload = true;
                 pre.preload_size = 32;
                 CHECK(deviation(D, Q, Topology{}) < kTol);
-                CHECK(deviation(D, Q, topo(32, 4, 4), pre) < kTol);
+                if (!direct) CHECK(deviation(D, Q, topo(32, 4, 4), pre) < kTol);
             }
     }
 }
@@ -160,7 +167,7 @@ TEST_CASE("opencl: preload batch sizes and modes per PU")
     auto rng = make_rng("opencl-preload");
     const PreparedData D = mstest::random_prepared(rng, 1000, 3, KernelModel::Shared);
     const MatrixD Q = mstest::random_queries(rng, D, 130);
-    for (int size : {1, 7, 64, 100, 1000, 2048}) {
+    for (int size : {1, 7, 100, 2048}) {
         BackendOptions o;
         o.preload = true;
         o.preload_size = size;
