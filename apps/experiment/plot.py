@@ -117,28 +117,43 @@ def plot_n(rows, out, source):
 
 
 def plot_fload(rows, out, source):
-    by_fv = defaultdict(list)
+    backends = sorted({r["backend"] for r in rows})
+    fig, axes = plt.subplots(1, len(backends) + 1, figsize=(5.5 * (len(backends) + 1), 4.2), squeeze=False)
+    axes = axes[0]
+    colours = {}
+    for ax, b in zip(axes, backends):
+        by_fv = defaultdict(list)
+        for r in rows:
+            if r["backend"] == b:
+                by_fv[int(num(r, "f_vppu"))].append(r)
+        for fv, g in sorted(by_fv.items()):
+            g.sort(key=lambda r: num(r, "f_load"))
+            x = [num(r, "f_load") for r in g]
+            line, = ax.plot(x, [num(r, "seconds") for r in g], "o-", ms=3, label=f"f_vppu={fv}",
+                            color=colours.get(fv))
+            colours[fv] = line.get_color()
+            if any(num(r, "predicted") > 0 for r in g):
+                ax.plot(x, [num(r, "predicted") for r in g], "--", color=line.get_color(), lw=0.8)
+        ax.set_yscale("log")
+        ax.set_xlabel("f_load (PUs of a vPPU sharing the n-loop)")
+        ax.set_ylabel("seconds per iteration (median; dashed: model)")
+        ax.set_title(f"{b}: {device_of([r for r in rows if r['backend'] == b])}", fontsize=8)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    ax2 = axes[-1]
+    by_fv = defaultdict(dict)
     for r in rows:
-        by_fv[int(num(r, "f_vppu"))].append(r)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        by_fv[int(num(r, "f_vppu"))][num(r, "f_load")] = num(r, "utilisation")
     for fv, g in sorted(by_fv.items()):
-        g.sort(key=lambda r: num(r, "f_load"))
-        x = [num(r, "f_load") for r in g]
-        line, = ax1.plot(x, [num(r, "seconds") for r in g], "o-", ms=3, label=f"f_vppu={fv}")
-        if any(num(r, "predicted") > 0 for r in g):
-            ax1.plot(x, [num(r, "predicted") for r in g], "--", color=line.get_color(), lw=0.8)
-        ax2.plot(x, [num(r, "utilisation") for r in g], "o-", ms=3, color=line.get_color(), label=f"f_vppu={fv}")
-    ax1.set_yscale("log")
-    ax1.set_xlabel("f_load (PUs of a vPPU sharing the n-loop)")
-    ax1.set_ylabel("seconds per iteration (median; dashed: model)")
+        xs = sorted(g)
+        ax2.plot(xs, [g[x] for x in xs], "o-", ms=3, color=colours.get(fv), label=f"f_vppu={fv}")
     ax2.set_xlabel("f_load")
     ax2.set_ylabel("utilisation of the PU-slots predicted by Thm. 1-2")
     ax2.set_ylim(0, 1.05)
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    ax2.grid(alpha=0.3)
+    ax2.legend(fontsize=7)
     n = sorted({int(num(r, "n")) for r in rows})
-    finish(fig, out, f"Load factor sweep (paper 001, Fig. 2), n = {', '.join(map(str, n))}\n{device_of(rows)}", source)
+    finish(fig, out, f"Load factor sweep (paper 001, Fig. 2), n = m = {', '.join(map(str, n))}", source)
 
 
 def plot_preload(rows, out, source):

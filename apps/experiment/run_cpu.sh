@@ -27,6 +27,11 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
   --f-load 1,2,3,4,16 -r 5 -o "$O/cpu_model.csv" 2>"$O/cpu_model.log"
 "$B" model --backend serial,openmp --kernel perpoint --n 256,1024,4096 --mode-fractions 0.1,1 --f-vppu 1,4,16 \
   --f-load 1,4,16 -r 5 -o "$O/cpu_model_perpoint.csv" 2>"$O/cpu_model_perpoint.log"
+# dimension sweep: the loop term is linear in 5k+λ
+for k in 2 6 12; do
+  "$B" model --backend serial,openmp --k $k --n 1024,4096 --mode-fractions 0.25,1 --f-vppu 1,4 --f-load 1,4 -r 5 \
+    -o "$O/cpu_model_k$k.csv" 2>/dev/null
+done
 # (4) E_CPU-GPU (eq. 7-8): openmp (float32) vs the float64 serial oracle
 "$B" error --backend openmp --n 128,256,512,1024,2048,4096 --serial-max-n 4096 -r 1 -o "$O/cpu_error.csv"
 # (5) the other papers' tables: thread scaling, make_blobs with 10 fixed iterations, speedup over serial
@@ -43,7 +48,8 @@ if "$B" n --backend opencl --n 64 -r 1 -o /dev/null 2>/dev/null; then
 fi
 
 # fits
-"$B" fit "$O/cpu_model.csv" "$O/cpu_model_perpoint.csv" --predictions "$O/cpu_model_pred.csv" >"$O/cpu_fit.txt" || true
+"$B" fit "$O/cpu_model.csv" "$O/cpu_model_perpoint.csv" "$O"/cpu_model_k*.csv --predictions "$O/cpu_model_pred.csv" \
+  >"$O/cpu_fit.txt" || true
 "$B" fit "$O/cpu_fload.csv" --sweeps fload --predictions "$O/cpu_fload_pred.csv" >"$O/cpu_fload_fit.txt" || true
 "$B" fit "$O/cpu_n.csv" --sweeps n --predictions "$O/cpu_n_pred.csv" >"$O/cpu_n_fit.txt" || true
 "$B" fit "$O/cpu_n_step1.csv" --sweeps n --predictions "$O/cpu_n_step1_pred.csv" >"$O/cpu_n_step1_fit.txt" || true
