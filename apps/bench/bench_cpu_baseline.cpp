@@ -31,6 +31,8 @@ void plain_loop_256(const float* x, const float* y, const float* z, long n, cons
                     float* out, int threads);
 void plain_loop_512(const float* x, const float* y, const float* z, long n, const float* modes, long m,
                     float* out, int threads);
+void plain_loop_aos_256(const float* points, long n, const float* modes, long m, float* out, int threads);
+void plain_loop_aos_512(const float* points, long n, const float* modes, long m, float* out, int threads);
 
 namespace {
 
@@ -169,6 +171,23 @@ Case backend_case(const std::string& label, const PreparedData& D, Index modes, 
     return c;
 }
 
+/// A case running the row-major plain loop (plain_loop.cpp) on the same data.
+Case plain_aos_case(const char* label, decltype(&plain_loop_aos_256) fn, const PreparedData& D, Index modes,
+                    int threads)
+{
+    const Index n = D.n();
+    auto pts = std::make_shared<std::vector<float>>(D.points_f.data(), D.points_f.data() + n * 3);
+    auto m = std::make_shared<std::vector<float>>(D.points_f.data(), D.points_f.data() + modes * 3);
+    auto out = std::make_shared<std::vector<float>>(m->size());
+    Case c;
+    c.name = label;
+    c.topology = "plain loop";
+    c.threads = threads;
+    c.pairs = double(modes) * double(n);
+    c.run = [=] { fn(pts->data(), n, m->data(), modes, out->data(), threads); };
+    return c;
+}
+
 /// A case running a plain loop (plain_loop.cpp) on the same data, stored as x, y, z arrays.
 Case plain_case(const char* label, decltype(&plain_loop_256) fn, const PreparedData& D, Index modes, int threads,
                 std::vector<float>* result = nullptr)
@@ -217,9 +236,13 @@ try {
     const Index m1 = std::max<Index>(1, a.modes / a.threads);
     main_all.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, a.modes, a.threads, &plain_out));
     main_all.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, a.modes, a.threads));
+    main_all.push_back(plain_aos_case("plain loop, row-major points (256-bit)", &plain_loop_aos_256, shared, a.modes, a.threads));
+    main_all.push_back(plain_aos_case("plain loop, row-major points (512-bit)", &plain_loop_aos_512, shared, a.modes, a.threads));
     main_all.push_back(backend_case("openmp backend step (default topology)", shared, a.modes, {}, a.threads, &ours_out));
     main_one.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, m1, 1));
     main_one.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, m1, 1));
+    main_one.push_back(plain_aos_case("plain loop, row-major points (256-bit)", &plain_loop_aos_256, shared, m1, 1));
+    main_one.push_back(plain_aos_case("plain loop, row-major points (512-bit)", &plain_loop_aos_512, shared, m1, 1));
     main_one.push_back(backend_case("openmp backend step (default topology)", shared, m1, {}, 1));
     measure(main_all, a.reps);
     measure(main_one, a.reps);

@@ -4,9 +4,12 @@
 //   bench_cuda [section ...]   sections: throughput tiles modes topology e2e (default: all)
 //   MEANSHIFT_BENCH_N=<n>      points of the throughput runs (default 2^20)
 //
-// Throughput: every query against every point, timed around Backend::step() (host conversion and
-// transfers included, median of 3 after one warm-up step). Results go to stdout as a table.
+// Throughput: every query against every point; "step" is timed around Backend::step() (host
+// conversion and transfers included), "kernel" with CUDA events around the kernel launches of that
+// step; medians of 3 after one warm-up step. Results go to stdout as a table.
 #include <meanshift/meanshift.hpp>
+
+#include "backends/cuda/kernel_timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -84,8 +87,13 @@ struct Config {
     ms::Index queries = 0;  // 0 = all n
 };
 
+struct Rate {
+    double step = 0;    ///< pairs/s over the whole step()
+    double kernel = 0;  ///< pairs/s over the kernels alone
+};
+
 /// Median pairs/s of 3 timed steps (after one warm-up) for one configuration.
-double pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topology* resolved)
+Rate pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topology* resolved)
 {
     if (c.r > 0)
         setenv("MEANSHIFT_CUDA_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
@@ -105,22 +113,25 @@ double pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topol
     req.out = out.data();
     req.count = m;
     b->step(req);
-    std::vector<double> s;
+    std::vector<double> s, kt;
     for (int rep = 0; rep < 3; ++rep) {
         const auto t0 = Clock::now();
         b->step(req);
         s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        kt.push_back(ms::cuda::last_step_kernel_seconds(*b));
     }
     std::sort(s.begin(), s.end());
-    return static_cast<double>(m) * static_cast<double>(data.n()) / s[1];
+    std::sort(kt.begin(), kt.end());
+    const double pairs = static_cast<double>(m) * static_cast<double>(data.n());
+    return {pairs / s[1], pairs / kt[1]};
 }
 
 void row(const char* model, const Config& c, const ms::PreparedData& data)
 {
     ms::Topology t;
     try {
-        const double r = pairs_per_second(data, c, &t);
-        std::printf("%-9s %-30s %-40s %.3e\n", model, c.label.c_str(), t.to_string().c_str(), r);
+        const Rate r = pairs_per_second(data, c, &t);
+        std::printf("%-9s %-30s %-58s %.3e %.3e\n", model, c.label.c_str(), t.to_string().c_str(), r.step, r.kernel);
     } catch (const std::exception& e) {
         std::printf("%-9s %-30s failed: %s\n", model, c.label.c_str(), e.what());
     }
@@ -155,7 +166,7 @@ int main(int argc, char** argv)
         const ms::PreparedData pp = prepare(raw, 2.0, ms::KernelModel::PerPoint, 1);
         std::printf("\nn = %lld points, k = 3, float32, one iteration, pairs/s = queries * n / step time\n",
                     static_cast<long long>(n));
-        std::printf("%-9s %-30s %-40s %s\n", "model", "variant", "topology", "pairs/s");
+        std::printf("%-9s %-30s %-58s %-9s %s\n", "model", "variant", "topology", "step", "kernel (pairs/s)");
 
         if (wanted(argc, argv, "throughput")) {
             for (const auto* d : {&iso, &pp}) {
