@@ -1,1 +1,40 @@
-# Installable, relocatable CMake package (filled in below).
+# Installable, relocatable CMake package:
+#   find_package(MeanShift) + target_link_libraries(app PRIVATE meanshift::meanshift)
+# Layout under the prefix: include/meanshift/*.hpp (public API + generated config.hpp, version.hpp),
+# lib/libmeanshift.so*, lib/cmake/MeanShift/{MeanShiftConfig,MeanShiftConfigVersion,MeanShiftTargets}.cmake,
+# bin/meanshift (the command-line tool, when apps are built). All paths are relative to the prefix,
+# so an installed tree can be moved or copied elsewhere.
+include(CMakePackageConfigHelpers)
+
+set(MEANSHIFT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/MeanShift
+    CACHE STRING "Where MeanShiftConfig.cmake is installed, relative to the prefix")
+
+set_target_properties(meanshift PROPERTIES EXPORT_NAME meanshift)
+install(TARGETS meanshift EXPORT MeanShiftTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/skeleton/include/meanshift
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+install(FILES ${CMAKE_BINARY_DIR}/generated/meanshift/config.hpp
+              ${CMAKE_BINARY_DIR}/generated/meanshift/version.hpp
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meanshift)
+install(EXPORT MeanShiftTargets NAMESPACE meanshift:: DESTINATION ${MEANSHIFT_INSTALL_CMAKEDIR})
+
+# Backends link OpenMP / OpenCL / CUDA privately. A shared libmeanshift hides them completely; a
+# static one needs them at the consumer's link step, so the config then finds them too.
+get_target_property(_ms_type meanshift TYPE)
+if(_ms_type STREQUAL "STATIC_LIBRARY")
+  set(MEANSHIFT_STATIC_DEPS 1)
+else()
+  set(MEANSHIFT_STATIC_DEPS 0)
+endif()
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/MeanShiftConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/MeanShiftConfig.cmake
+  INSTALL_DESTINATION ${MEANSHIFT_INSTALL_CMAKEDIR})
+# 0.x releases may change the API between minor versions, so only the same minor version matches.
+write_basic_package_version_file(${CMAKE_BINARY_DIR}/MeanShiftConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_BINARY_DIR}/MeanShiftConfig.cmake ${CMAKE_BINARY_DIR}/MeanShiftConfigVersion.cmake
+        DESTINATION ${MEANSHIFT_INSTALL_CMAKEDIR})

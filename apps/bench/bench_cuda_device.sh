@@ -14,7 +14,7 @@ for s in $steps; do
   case $s in
     smi) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv ;;
     test) timeout 150 $T -tc='cuda*' 2>&1 | tail -25 ;;
-    conformance) timeout 200 $B/bin/meanshift_conformance --backend=cuda 2>&1 | tail -6 ;;
+    conformance) timeout 200 $B/bin/meanshift_conformance --backend=cuda > "$OUT/conformance.txt" 2>&1; grep -E -A12 'ERROR|test cases' "$OUT/conformance.txt" | head -40 ;;
     ncu) for skip in 0 8; do   # first launch of the isotropic and of the per-point default kernel
            MEANSHIFT_BENCH_N=262144 timeout 120 ncu --clock-control none -k regex:fast_kernel --launch-skip $skip -c 1 \
              --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \

@@ -3,6 +3,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace mscli {
 
@@ -14,15 +15,15 @@ void RunOptions::add_to(CLI::App& app)
     app.add_option("--device", device, "OpenCL device as P:D (platform:device index)");
     app.add_option("--devices", devices, "device indices for multi-device backends, e.g. 0,1")->delimiter(',');
     app.add_flag("--preload", preload, "stage points in local/shared memory (Alg. 7; OpenCL, CUDA)");
-    app.add_option("--threads", threads, "OpenMP threads (0 = all)")->check(CLI::NonNegativeNumber);
+    app.add_option("--threads", threads, "OpenMP threads (0 = all)")->check(non_negative());
     app.add_option("--ppus", ppus, "z: processing units (SMs/compute units/cores); 0 = all")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     app.add_option("--tau", tau, "tau: PUs per PPU (work-group/block size); 0 = backend default")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     app.add_option("--f-vppu", f_vppu, "PUs per vPPU (must divide tau); 0 = backend default")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     app.add_option("--f-load", f_load, "PUs of a vPPU sharing the loop over points (1..f_vppu); 0 = f_vppu")
-        ->check(CLI::NonNegativeNumber);
+        ->check(non_negative());
     app.add_flag("--quiet,-q", quiet, "no progress display");
 }
 
@@ -42,16 +43,16 @@ void RunOptions::apply(meanshift::Options& o) const
 void ConvergenceOptions::add_to(CLI::App& app)
 {
     app.add_option("--max-iter", max_iterations, "at most this many iterations per mode")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     app.add_option("--tol", tolerance, "stop a mode when its shift is <= this (in bandwidth units)")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative())
         ->capture_default_str();
     app.add_option("--fixed-iterations", fixed_iterations,
                    "run exactly N iterations per mode, no convergence test (benchmarks)")
-        ->check(CLI::PositiveNumber);
+        ->check(positive());
     app.add_option("--merge-eps", merge_eps, "modes closer than this (bandwidth units) form one cluster")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative())
         ->capture_default_str();
     app.add_option("--grouping", grouping,
                    "sequential (Alg. 6: join the first group within eps) or components (transitive)")
@@ -68,6 +69,28 @@ void ConvergenceOptions::apply(meanshift::Options& o) const
     o.grouping = grouping == "components" ? meanshift::GroupingMethod::ConnectedComponents
                                           : meanshift::GroupingMethod::Sequential;
 }
+
+namespace {
+
+CLI::Validator number_check(bool allow_zero)
+{
+    return CLI::Validator(
+        [allow_zero](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
+                return "'" + text + "' is not a number";
+            if (v < 0 || (!allow_zero && v == 0))
+                return std::string("must be ") + (allow_zero ? ">= 0" : "> 0") + ", got " + text;
+            return {};
+        },
+        allow_zero ? "NONNEGATIVE" : "POSITIVE");
+}
+
+}  // namespace
+
+CLI::Validator positive() { return number_check(false); }
+CLI::Validator non_negative() { return number_check(true); }
 
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what)
 {

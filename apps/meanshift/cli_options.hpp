@@ -38,6 +38,11 @@ struct ConvergenceOptions {
     void apply(meanshift::Options& options) const;
 };
 
+/// CLI11 validators with short messages ("must be > 0, got -1"); CLI11 2.1's own print the
+/// full double range.
+CLI::Validator positive();
+CLI::Validator non_negative();
+
 /// float64 matrix -> float32 matrix for cluster(); throws InvalidArgument naming `what` if a
 /// value does not fit in float32.
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what);

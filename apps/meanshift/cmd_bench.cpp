@@ -65,19 +65,19 @@ void add_bench_command(CLI::App& app)
     auto a = std::make_shared<BenchArgs>();
     CLI::App* sub = app.add_subcommand(
         "bench", "Time a fixed number of iterations on synthetic Gaussian blobs; prints one JSON line");
-    sub->add_option("--n", a->n, "number of points")->check(CLI::PositiveNumber)->capture_default_str();
-    sub->add_option("--dims,-k", a->dims, "dimensions k")->check(CLI::PositiveNumber)->capture_default_str();
+    sub->add_option("--n", a->n, "number of points")->check(positive())->capture_default_str();
+    sub->add_option("--dims,-k", a->dims, "dimensions k")->check(positive())->capture_default_str();
     sub->add_option("--iterations,-i", a->iterations, "iterations per mode")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     sub->add_option("--kernel", a->kernel,
                     "isotropic (one shared h) or diagonal (per-point diagonal covariance, Bandwidth::per_point)")
         ->check(CLI::IsMember({"isotropic", "diagonal"}))
         ->capture_default_str();
     sub->add_option("--bandwidth", a->bandwidth, "h (for diagonal: per-point values uniform in [h/2, 3h/2])")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
-    sub->add_option("--blobs", a->blobs, "number of Gaussian blobs")->check(CLI::PositiveNumber)->capture_default_str();
+    sub->add_option("--blobs", a->blobs, "number of Gaussian blobs")->check(positive())->capture_default_str();
     sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
     a->run.add_to(*sub);
     sub->callback([a] { run_bench(*a); });

@@ -98,10 +98,10 @@ void add_cluster_command(CLI::App& app)
         ->required();
     sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
     auto* h = sub->add_option("--bandwidth", a->bandwidth, "isotropic bandwidth (standard deviation, data units)")
-                  ->check(CLI::PositiveNumber);
+                  ->check(positive());
     auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
                    ->delimiter(',')
-                   ->check(CLI::PositiveNumber);
+                   ->check(positive());
     auto* pp = sub->add_option("--per-point-bandwidths", a->per_point,
                                "file with n x k standard deviations, row i for point i (.csv or .npy)");
     h->excludes(hs)->excludes(pp);

@@ -25,8 +25,8 @@ struct SegmentArgs {
     std::string input;
     std::string output;
     std::string labels_output;
-    double spatial = 4.0;
-    double range = 6.0;
+    double spatial = 6.0;
+    double range = 8.0;
     long long max_pixels = 20000;
     RunOptions run;
     ConvergenceOptions conv;
@@ -144,6 +144,8 @@ void run_segment(const SegmentArgs& a)
 void add_segment_command(CLI::App& app)
 {
     auto a = std::make_shared<SegmentArgs>();
+    // A shift of 1/100 bandwidth (0.06 px, 0.08 L*) is far below what a segment boundary can see.
+    a->conv.tolerance = 1e-2;
     CLI::App* sub = app.add_subcommand(
         "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
     sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
@@ -153,15 +155,15 @@ void add_segment_command(CLI::App& app)
         ->required();
     sub->add_option("--spatial-bandwidth,--hs", a->spatial,
                     "spatial bandwidth in pixels of the clustered (downscaled) image")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     sub->add_option("--range-bandwidth,--hr", a->range, "colour bandwidth in CIELAB units (L* runs 0..100)")
-        ->check(CLI::PositiveNumber)
+        ->check(positive())
         ->capture_default_str();
     sub->add_option("--max-pixels", a->max_pixels,
                     "downscale (area averaging) to at most this many pixels first; 0 = full size. "
                     "Brute-force cost grows with the square of the pixel count")
-        ->check(CLI::NonNegativeNumber)
+        ->check(non_negative())
         ->capture_default_str();
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
     a->run.add_to(*sub);
