@@ -8,6 +8,7 @@
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_buffer.hpp"
 #include "backends/cuda/kernel_params.hpp"
+#include "backends/cuda/kernel_timing.hpp"
 #include "backends/cuda/tiled_layout.hpp"
 #include "backends/factory.hpp"
 
@@ -26,6 +27,7 @@ namespace {
 
 constexpr int kDefaultThreads = 256;
 constexpr int kDefaultFastTile = 256;
+constexpr int kMaxFastThreads = 256;     // launch bounds of the fast kernels
 
 /// Internal knobs (environment, read at bind()): force small chunks in tests, pick r in sweeps.
 long long env_value(const char* name, long long fallback)
@@ -76,6 +78,10 @@ struct DeviceState {
     DeviceBuffer points, precision, log_weight, centres, radii;  // resident data or one chunk
     DeviceBuffer queries, acc, scratch;
     Index query_capacity = 0;
+    float* host_queries = nullptr;  // pinned staging buffers (fast, truly asynchronous copies)
+    float* host_acc = nullptr;
+    cudaEvent_t start = nullptr, stop = nullptr;
+    double kernel_seconds = 0;      // kernels of the last step
 };
 
 class CudaBackend final : public Backend {
@@ -97,6 +103,8 @@ public:
             MS_CUDA_CHECK(cudaGetDeviceProperties(&s->prop, id));
             MS_CUDA_CHECK(cudaSetDevice(id));
             MS_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
+            MS_CUDA_CHECK(cudaEventCreate(&s->start));
+            MS_CUDA_CHECK(cudaEventCreate(&s->stop));
             states_.push_back(std::move(s));
         }
         if (options.preload_size < 0)
@@ -116,11 +124,22 @@ public:
             s->queries.release();
             s->acc.release();
             s->scratch.release();
+            if (s->host_queries) cudaFreeHost(s->host_queries);
+            if (s->host_acc) cudaFreeHost(s->host_acc);
+            if (s->start) cudaEventDestroy(s->start);
+            if (s->stop) cudaEventDestroy(s->stop);
             if (s->stream) cudaStreamDestroy(s->stream);
         }
     }
 
     std::string name() const override { return "cuda"; }
+
+    double last_kernel_seconds() const
+    {
+        double t = 0;
+        for (const auto& s : states_) t = std::max(t, s->kernel_seconds);
+        return t;
+    }
 
     std::vector<DeviceInfo> devices() const override
     {
@@ -214,7 +233,7 @@ private:
     Plan make_plan(const Topology& t, int k, bool pp) const
     {
         Plan p;
-        p.fast = t.f_vppu == 1 && k <= 8;
+        p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
         if (p.fast) {
             p.tile = options_.preload_size > 0 ? options_.preload_size : kDefaultFastTile;
             p.r = modes_per_pu(k, pp);
@@ -356,27 +375,39 @@ private:
         if (s.query_capacity < qchunk) {
             s.queries.allocate(static_cast<std::size_t>(qchunk) * k_ * sizeof(float));
             s.acc.allocate(static_cast<std::size_t>(qchunk) * stride * sizeof(float));
+            if (s.host_queries) MS_CUDA_CHECK(cudaFreeHost(s.host_queries));
+            if (s.host_acc) MS_CUDA_CHECK(cudaFreeHost(s.host_acc));
+            s.host_queries = s.host_acc = nullptr;
+            s.query_capacity = 0;
+            MS_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host_queries), static_cast<std::size_t>(qchunk) * k_ * sizeof(float)));
+            MS_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host_acc), static_cast<std::size_t>(qchunk) * stride * sizeof(float)));
             s.query_capacity = qchunk;
         }
-        std::vector<float> qf(static_cast<std::size_t>(qchunk) * k_);
-        std::vector<float> acc(static_cast<std::size_t>(qchunk) * stride);
+        float* qf = s.host_queries;
+        float* acc = s.host_acc;
         const Index n = total_points();
+        s.kernel_seconds = 0;
         for (Index q0 = 0; q0 < count; q0 += qchunk) {
             const Index qn = std::min(qchunk, count - q0);
-            for (Index i = 0; i < qn * k_; ++i) qf[static_cast<std::size_t>(i)] = static_cast<float>(pos[q0 * k_ + i]);
-            MS_CUDA_CHECK(cudaMemcpyAsync(s.queries.f(), qf.data(), qn * k_ * sizeof(float), cudaMemcpyHostToDevice,
+            for (Index i = 0; i < qn * k_; ++i) qf[i] = static_cast<float>(pos[q0 * k_ + i]);
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.queries.f(), qf, qn * k_ * sizeof(float), cudaMemcpyHostToDevice,
                                           s.stream));
             MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, qn * stride * sizeof(float), s.stream));
+            MS_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
             for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
                 if (!s.resident) upload_chunk(s, p0);
                 launch(s, std::min(s.chunk_points, n - p0), qn);
             }
-            MS_CUDA_CHECK(cudaMemcpyAsync(acc.data(), s.acc.f(), qn * stride * sizeof(float), cudaMemcpyDeviceToHost,
+            MS_CUDA_CHECK(cudaEventRecord(s.stop, s.stream));
+            MS_CUDA_CHECK(cudaMemcpyAsync(acc, s.acc.f(), qn * stride * sizeof(float), cudaMemcpyDeviceToHost,
                                           s.stream));
             MS_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+            float ms = 0;
+            MS_CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
+            s.kernel_seconds += 1e-3 * ms;
             // y = y_old + S1 / S0 (the kernels accumulate the shift relative to the query).
             for (Index q = 0; q < qn; ++q) {
-                const float* a = acc.data() + q * stride;
+                const float* a = acc + q * stride;
                 for (int d = 0; d < k_; ++d) {
                     const double s0 = a[pp_ ? d : 0];
                     const double y = pos[(q0 + q) * k_ + d];
@@ -488,6 +519,13 @@ BackendStatus probe()
 }
 
 }  // namespace
+
+double last_step_kernel_seconds(const Backend& backend)
+{
+    const auto* c = dynamic_cast<const CudaBackend*>(&backend);
+    return c ? c->last_kernel_seconds() : -1.0;
+}
+
 }  // namespace cuda
 
 namespace detail {

@@ -97,8 +97,11 @@ __device__ __forceinline__ void tile_sums_per_point(const float4* src, int W, co
     }
 }
 
+/// At most 256 threads per block; two blocks per SM where the register blocking leaves room
+/// (k·r ≤ 24, per-point 2k·r ≤ 24: at most 128 registers, no spills), so that 16 warps hide
+/// the ex2 and FMA latencies.
 template <int K, int R, bool PP, bool PRELOAD>
-__global__ void fast_kernel(const FastParams p)
+__global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fast_kernel(const FastParams p)
 {
     using Lay = FastLayout<K, PP>;
     extern __shared__ float4 s_tile[];
@@ -141,9 +144,10 @@ __global__ void fast_kernel(const FastParams p)
                 if constexpr (!PP) {
                     qx[j][0] = kHalfLog2e * sq;
                     // Without the -L|q'|² term a pair's exponent is 2L q'·p' - L|p'|² ≤ 2L|q'|·r_t
-                    // (r_t = tile radius); the tile sums stay finite when that and L|q'|² are ≤ 100.
+                    // (r_t = tile radius): the tile sums stay finite (< 2^110) when that is ≤ 100, and
+                    // exp2(-L|q'|²) is applied in two halves, each ≥ 2^-125, when L|q'|² ≤ 250.
                     const float rt = __ldg(p.radii + t);
-                    factor = factor && qx[j][0] <= 100.0f && 4.0f * kHalfLog2e * kHalfLog2e * sq * rt * rt <= 1.0e4f;
+                    factor = factor && qx[j][0] <= 250.0f && 4.0f * kHalfLog2e * kHalfLog2e * sq * rt * rt <= 1.0e4f;
                 }
             }
             if constexpr (!PP) factor = __all_sync(0xffffffffu, factor);
@@ -183,11 +187,11 @@ __global__ void fast_kernel(const FastParams p)
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 if constexpr (!PP) {
-                    // The factored-out exp2(-L|q'|²) (≥ 2^-100, so no underflow) is applied here.
-                    const float f = factor ? ex2_approx(-qx[j][0]) : 1.0f;
-                    S0[j][0] += f * s0[j][0];
+                    // The factored-out exp2(-L|q'|²) is applied here as f·f (f ≥ 2^-125: no flush to 0).
+                    const float f = factor ? ex2_approx(-0.5f * qx[j][0]) : 1.0f;
+                    S0[j][0] += f * (f * s0[j][0]);
 #pragma unroll
-                    for (int d = 0; d < K; ++d) S1[j][d] += f * fmaf(s1[j][d], inv2L, -qp[j][d] * s0[j][0]);
+                    for (int d = 0; d < K; ++d) S1[j][d] += f * (f * fmaf(s1[j][d], inv2L, -qp[j][d] * s0[j][0]));
                 } else {
 #pragma unroll
                     for (int d = 0; d < K; ++d) {

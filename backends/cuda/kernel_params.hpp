@@ -47,7 +47,7 @@ struct TopologyParams {
 };
 
 /// Kernel entry points (nullptr when that combination is not instantiated).
-/// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32.
+/// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block.
 const void* fast_kernel_shared(int k, int r, bool preload);
 const void* fast_kernel_per_point(int k, int r, bool preload);
 /// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
