@@ -163,23 +163,28 @@ private:
         const double sigma = std::sqrt(0.5 * kLog2e);  // exp(-r²/2) = exp2(-(σr)²)
         const double x_scale = per_point ? 1.0 : sigma;
         kd_.y_scale = x_scale;
-        x_.clear(); w_.clear(); wx_.clear(); c2_.clear();
-        x_.shrink_to_fit(); w_.shrink_to_fit(); wx_.shrink_to_fit(); c2_.shrink_to_fit();
+        for (std::vector<float>* v : {&x_, &sw_, &w_, &wx_, &c2_}) {
+            v->clear();
+            v->shrink_to_fit();
+        }
 
-        auto x_at = [&](Index i, int d) { return data.points(i, d) * x_scale; };
+        // Per point: the distance is formed as Σ (√w_d y_d - √w_d x_d)², so x is stored as √w_d x_d.
         auto w_at = [&](Index i, int d) { return 0.5 * kLog2e * data.precision(i, d); };
+        auto x_at = [&](Index i, int d) { return data.points(i, d) * x_scale; };
+        auto dist_x_at = [&](Index i, int d) { return per_point ? std::sqrt(w_at(i, d)) * x_at(i, d) : x_at(i, d); };
         // c_i ≤ 0 by construction; the min() guarantees the kernel's exp2 precondition (exponent ≤ 0).
         auto c_at = [&](Index i) { return std::min(0.0, kLog2e * data.log_weight[i]); };
 
         if (kd_.f_vppu == 1) {  // row-major: one point's coordinates are broadcast together
             const std::size_t nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
             x_.resize(nk);
-            if (per_point) { w_.resize(nk); wx_.resize(nk); c2_.resize(static_cast<std::size_t>(n)); }
+            if (per_point) { sw_.resize(nk); w_.resize(nk); wx_.resize(nk); c2_.resize(static_cast<std::size_t>(n)); }
             for (Index i = 0; i < n; ++i) {
                 for (int d = 0; d < k; ++d) {
                     const std::size_t o = static_cast<std::size_t>(i * k + d);
-                    x_[o] = static_cast<float>(x_at(i, d));
+                    x_[o] = static_cast<float>(dist_x_at(i, d));
                     if (per_point) {
+                        sw_[o] = static_cast<float>(std::sqrt(w_at(i, d)));
                         w_[o] = static_cast<float>(w_at(i, d));
                         wx_[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
                     }
@@ -187,25 +192,28 @@ private:
                 if (per_point) c2_[static_cast<std::size_t>(i)] = static_cast<float>(c_at(i));
             }
             kd_.x = x_.data();
+            kd_.sw = per_point ? sw_.data() : nullptr;
             kd_.w = per_point ? w_.data() : nullptr;
             kd_.wx = per_point ? wx_.data() : nullptr;
             kd_.c2 = per_point ? c2_.data() : nullptr;
             kd_.stride = 0;
-            kd_.xs = kd_.ws = kd_.wxs = kd_.c2s = nullptr;
+            kd_.xs = kd_.sws = kd_.ws = kd_.wxs = kd_.c2s = nullptr;
         } else {  // dimension-major, zero-padded: the lanes of a vPPU load consecutive points
             // Rows of a multiple of 16 floats starting on 64-byte boundaries: the f_vppu = τ loop's
             // vector loads then never straddle two cache lines.
             const Index stride = (n + 2 * table_->width + 15) / 16 * 16;
             const std::size_t sk = static_cast<std::size_t>(stride) * static_cast<std::size_t>(k);
             float* xs = zeroed_aligned(x_, sk);
+            float* sws = per_point ? zeroed_aligned(sw_, sk) : nullptr;
             float* ws = per_point ? zeroed_aligned(w_, sk) : nullptr;
             float* wxs = per_point ? zeroed_aligned(wx_, sk) : nullptr;
             float* c2s = per_point ? zeroed_aligned(c2_, static_cast<std::size_t>(stride)) : nullptr;
             for (int d = 0; d < k; ++d)
                 for (Index i = 0; i < n; ++i) {
                     const std::size_t o = static_cast<std::size_t>(d * stride + i);
-                    xs[o] = static_cast<float>(x_at(i, d));
+                    xs[o] = static_cast<float>(dist_x_at(i, d));
                     if (per_point) {
+                        sws[o] = static_cast<float>(std::sqrt(w_at(i, d)));
                         ws[o] = static_cast<float>(w_at(i, d));
                         wxs[o] = static_cast<float>(w_at(i, d) * x_at(i, d));
                     }
@@ -214,10 +222,11 @@ private:
                 for (Index i = 0; i < n; ++i) c2s[i] = static_cast<float>(c_at(i));
             kd_.stride = stride;
             kd_.xs = xs;
+            kd_.sws = sws;
             kd_.ws = ws;
             kd_.wxs = wxs;
             kd_.c2s = c2s;
-            kd_.x = kd_.w = kd_.wx = kd_.c2 = nullptr;
+            kd_.x = kd_.sw = kd_.w = kd_.wx = kd_.c2 = nullptr;
         }
     }
 
@@ -290,7 +299,7 @@ private:
     Topology topology_;
     const KernelTable* table_ = nullptr;
     KernelData kd_;
-    std::vector<float> x_, w_, wx_, c2_;  // kernel layout, see build_layout()
+    std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
 };
 

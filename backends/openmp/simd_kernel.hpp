@@ -7,9 +7,10 @@
 //
 // Units: every array holds float32 values in "kernel units", prepared by bind():
 //   Shared   : x = σ·x_prepared with σ = sqrt(½·log2 e), so exp(-|y-x|²/2) = exp2(-|y'-x'|²);
-//   PerPoint : x unscaled, w = ½·log2(e)·precision, wx = w·x, c2 = log2(e)·log_weight, so
-//              e = exp2(c2 - Σ_d w_d (y_d - x_d)²) and the sums Σ e·w, Σ e·w·x carry a common
-//              factor ½·log2 e that cancels in y = Σ e w x / Σ e w.
+//   PerPoint : w = ½·log2(e)·precision, sw = √w, x = sw·x_prepared, wx = w·x_prepared,
+//              c2 = log2(e)·log_weight, so e = exp2(c2 - Σ_d (sw_d·y_d - x_d)²) (one FMA per
+//              dimension forms sw_d·y_d - x_d) and the sums Σ e·w, Σ e·w·x carry a common factor
+//              ½·log2 e that cancels in y = Σ e w x / Σ e w.
 
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +27,7 @@ struct KernelData {
 
     // f_vppu = 1 (one mode per lane, points broadcast): row-major n × k.
     const float* x = nullptr;
+    const float* sw = nullptr;  ///< PerPoint only
     const float* w = nullptr;   ///< PerPoint only
     const float* wx = nullptr;  ///< PerPoint only
     const float* c2 = nullptr;  ///< PerPoint only, n values
@@ -34,6 +36,7 @@ struct KernelData {
     // stride ≥ n + SIMD width so vector loads past n stay inside the arrays.
     std::int64_t stride = 0;
     const float* xs = nullptr;
+    const float* sws = nullptr;  ///< PerPoint only
     const float* ws = nullptr;   ///< PerPoint only
     const float* wxs = nullptr;  ///< PerPoint only
     const float* c2s = nullptr;  ///< PerPoint only, stride values

@@ -105,6 +105,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, v
                     for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
                 }
             } else {
+                const float* swi = D.sw + i * K;
                 const float* wi = D.w + i * K;
                 const float* wxi = D.wx + i * K;
                 const float ci = D.c2[i];
@@ -113,8 +114,8 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, v
                     vf a = splat(ci);
 #pragma GCC unroll 16
                     for (int d = 0; d < K; ++d) {
-                        const vf t = Y[r][d] - xi[d];
-                        a -= wi[d] * (t * t);
+                        const vf t = Y[r][d] * swi[d] - xi[d];  // √w_d (y_d - x_d), one FMA
+                        a -= t * t;
                     }
                     const vf e = exp2_poly(a);
 #pragma GCC unroll 16
@@ -174,12 +175,13 @@ void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, voi
                 S[0] += e;
                 for (int d = 0; d < k; ++d) S[1 + d] += e * xi[d];
             } else {
+                const float* swi = D.sw + i * k;
                 const float* wi = D.w + i * k;
                 const float* wxi = D.wx + i * k;
                 vf a = splat(D.c2[i]);
                 for (int d = 0; d < k; ++d) {
-                    const vf t = Y[d] - xi[d];
-                    a -= wi[d] * (t * t);
+                    const vf t = Y[d] * swi[d] - xi[d];
+                    a -= t * t;
                 }
                 const vf e = exp2_poly(a);
                 for (int d = 0; d < k; ++d) {
@@ -262,18 +264,16 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
             for (int d = 0; d < K; ++d) S1[d] += e * x[d];
         } else {
             vf a = load_replicated<G>(D.c2s + base);
-            vf w[K];
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
-                w[d] = load_replicated<G>(D.ws + d * stride + base);
-                const vf t = Y[d] - x[d];
-                a -= w[d] * (t * t);
+                const vf t = Y[d] * load_replicated<G>(D.sws + d * stride + base) - x[d];
+                a -= t * t;
             }
             vf e = exp2_poly(a);
             if constexpr (decltype(masked)::value) e *= mask;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
-                S0[d] += e * w[d];
+                S0[d] += e * load_replicated<G>(D.ws + d * stride + base);
                 S1[d] += e * load_replicated<G>(D.wxs + d * stride + base);
             }
         }
@@ -334,11 +334,12 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void
         vf a = PP ? load_replicated<G>(D.c2s + base) : vf{};
         for (int d = 0; d < k; ++d) {
             X[d] = load_replicated<G>(D.xs + d * stride + base);
-            const vf t = Y[d] - X[d];
+            vf t;
             if constexpr (PP)
-                a -= load_replicated<G>(D.ws + d * stride + base) * (t * t);
+                t = Y[d] * load_replicated<G>(D.sws + d * stride + base) - X[d];
             else
-                a -= t * t;
+                t = Y[d] - X[d];
+            a -= t * t;
         }
         const vf e = exp2_poly(a) * mask;
         if constexpr (!PP) {
