@@ -241,3 +241,22 @@ TEST_CASE("conformance cluster: per-mode convergence never loses a cluster")
     CHECK(*lo < *hi);
     for (bool c : got.converged) CHECK(c);
 }
+
+TEST_CASE("conformance cluster: a reused Clusterer re-binds new data correctly")
+{
+    auto rng = make_rng("conf-clusterer");
+    MSTEST_SEED_INFO();
+    const std::vector<double> sigma{0.6, 0.6, 0.6};
+    const Blobs a = make_blobs(rng, 3, {70, 50, 30}, sigma, 12.0);
+    const Blobs b = make_blobs(rng, 2, {41, 23, 11}, sigma, 12.0, 300.0);
+    Clusterer c(conf::options(Bandwidth::isotropic(1.0)));
+    CHECK(c.backend().name() == conf::backend());
+    const Result ra = c.fit(a.data);
+    const Result rb = c.fit(b.data);
+    const Result ra2 = c.fit(a.data);
+    check_blobs_recovered(ra, a, blob_tolerance(a, sigma), {1, 1, 1});
+    check_blobs_recovered(rb, b, blob_tolerance(b, sigma), {1, 1});
+    check_blobs_recovered(ra2, a, blob_tolerance(a, sigma), {1, 1, 1});
+    const Result wa = cluster(a.data, conf::options(Bandwidth::isotropic(1.0), "serial"));
+    check_against_oracle(ra2, wa, {1, 1, 1}, mode_tolerance(1e-4, prepared_extent(a.data, {1, 1, 1})));
+}

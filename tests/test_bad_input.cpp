@@ -132,21 +132,35 @@ TEST_CASE("bad input: singular H_i reached only through the data")
     }
 }
 
-TEST_CASE("bad input: whitened coordinates that do not fit float32 are rejected, not silently Inf")
+TEST_CASE("bad input: prepared values that overflow float32 are rejected, not silently Inf/NaN")
 {
-    // h = 1e-30 is a valid double variance (1e-60), but x / h = 1e40 overflows the float32 copy
-    // that float32 backends compute with.
-    Options o = serial_options();
-    o.bandwidth = Bandwidth::isotropic(1e-30);
+    // Valid in float64, but the float32 copies that float32 backends compute with overflow:
+    // (a) h = 1e-30 makes whitened coordinates 1e40; (b) one per-point h of 1e-25 among h = 1 makes
+    // that point's precision ~1e40 after whitening by the geometric mean. Every usable backend must
+    // either reject the input with InvalidArgument or return a finite, complete answer.
     MatrixF x = small_data(5, 2);
     x(0, 0) = 1e10f;
-    try {
-        Result r = cluster(x, o);
-        // If accepted, the answer must at least be finite and complete.
-        CHECK(r.modes.allFinite());
-        CHECK(r.labels.size() == 5);
-    } catch (const InvalidArgument& e) {
-        CHECK(mstest::contains_any(e.what(), {"bandwidth", "float", "range", "overflow"}));
+    MatrixD hp = MatrixD::Ones(5, 2);
+    hp(1, 0) = 1e-25;
+    const Bandwidth cases[] = {Bandwidth::isotropic(1e-30), Bandwidth::per_point(hp)};
+    for (const auto& s : list_backends()) {
+        if (!s.usable) continue;
+        for (int c = 0; c < 2; ++c) {
+            INFO("backend " << s.name << ", case " << c);
+            Options o = serial_options();
+            o.backend = s.name;
+            o.bandwidth = cases[c];
+            try {
+                Result r = cluster(c == 0 ? x : small_data(5, 2), o);
+                CHECK(r.modes.allFinite());
+                CHECK(r.labels.size() == 5);
+            } catch (const InvalidArgument& e) {
+                INFO("message: " << std::string(e.what()));
+                CHECK(mstest::contains_any(e.what(), {"bandwidth", "float", "range", "overflow"}));
+            } catch (const std::exception& e) {
+                FAIL_CHECK("expected InvalidArgument or a finite result, got: " << std::string(e.what()));
+            }
+        }
     }
 }
 
