@@ -171,8 +171,8 @@ int main(int argc, char** argv)
         if (wanted(argc, argv, "throughput")) {
             for (const auto* d : {&iso, &pp}) {
                 const char* m = d == &iso ? "isotropic" : "per-point";
-                row(m, {"default (preload, W=256)", true, 0, 0, {}, 0}, *d);
-                row(m, {"naive (no preload, W=256)", false, 0, 0, {}, 0}, *d);
+                row(m, {"default (preload, W=512)", true, 0, 0, {}, 0}, *d);
+                row(m, {"naive (no preload, W=512)", false, 0, 0, {}, 0}, *d);
             }
         }
         if (wanted(argc, argv, "tiles")) {

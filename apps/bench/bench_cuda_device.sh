@@ -16,18 +16,14 @@ for s in $steps; do
     test) timeout 150 $T -tc='cuda*' 2>&1 | tail -25 ;;
     conformance) timeout 200 $B/bin/meanshift_conformance --backend=cuda > "$OUT/conformance.txt" 2>&1; grep -E -A12 'ERROR|test cases' "$OUT/conformance.txt" | head -40 ;;
     ncu) for skip in 0 8; do   # first launch of the isotropic and of the per-point default kernel
-           MEANSHIFT_BENCH_N=262144 timeout 120 ncu --clock-control none -k regex:fast_kernel --launch-skip $skip -c 1 \
-             --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats --section Occupancy \
-             --metrics sm__cycles_elapsed.avg.per_second,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active \
+           MEANSHIFT_BENCH_N=524288 timeout 120 ncu --clock-control none -k regex:fast_kernel --launch-skip $skip -c 1 \
+             --metrics sm__cycles_elapsed.avg.per_second,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__instruction_throughput.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
              $B/bin/bench_cuda throughput > "$OUT/ncu_$skip.txt" 2>&1
-           grep -E "fast_kernel|SM Frequency|Issue Slots Busy|Executed Ipc A|Compute \(SM\)|pipe_xu|pipe_fma|per_second|Stall|Achieved Occupancy|Theoretical Occ|No Eligible|Warp Cycles Per Issued" "$OUT/ncu_$skip.txt" | head -30
+           grep -E "fast_kernel|per_second|pct_of_peak|per_cycle_active" "$OUT/ncu_$skip.txt"
+           grep -E "issue_stalled" "$OUT/ncu_$skip.txt" | sort -k3 -g -r | head -6
          done ;;
-    bench) timeout 200 $B/bin/bench_cuda throughput modes e2e 2>&1 | tee "$OUT/bench.txt" ;;
-    sass) for f in _ZN9meanshift4cuda11fast_kernelILi3ELi4ELb0ELb1EEEvNS0_10FastParamsE \
-                   _ZN9meanshift4cuda11fast_kernelILi3ELi2ELb1ELb1EEEvNS0_10FastParamsE; do
-            cuobjdump --dump-sass -fun "$f" $B/lib/libmeanshift.so > "$OUT/$f.sass" 2>&1
-            echo "$f: $(grep -cE 'FFMA' "$OUT/$f.sass") FFMA, $(grep -cE 'FADD' "$OUT/$f.sass") FADD, $(grep -cE 'MUFU' "$OUT/$f.sass") MUFU, $(grep -cE 'LDS' "$OUT/$f.sass") LDS, $(grep -cE 'STL|LDL' "$OUT/$f.sass") local"
-          done ;;
+    ab) timeout 120 $B/bin/bench_cuda throughput 2>&1 | tee "$OUT/ab.txt" ;;
+    tiles) timeout 150 $B/bin/bench_cuda tiles 2>&1 | tee "$OUT/tiles.txt" ;;
     memcheck) timeout 120 compute-sanitizer --tool memcheck --leak-check full $T -tc='*topologies*,*chunked*,*split*,*errors*' 2>&1 | tail -8 ;;
     racecheck) timeout 120 compute-sanitizer --tool racecheck $T -tc='*topologies*,*tile widths*' 2>&1 | tail -8 ;;
     sweeps) timeout 200 $B/bin/bench_cuda tiles topology 2>&1 | tee "$OUT/sweeps.txt" ;;
