@@ -45,7 +45,7 @@ inline double extent(const MatrixD& a, const MatrixD& b)
 
 /// Topologies to test for `be` on data D: the default plus non-default f_vppu/f_load requests
 /// (f_vppu = τ with f_load = 1 and = τ, f_vppu = 1, f_vppu = 2, f_vppu = τ/2 with f_load = τ/4,
-/// a single PPU). A request the backend rejects with InvalidArgument (a documented backend limit)
+/// z = 1 and z = 3 PPUs, τ/2 PUs per PPU). A request the backend rejects with InvalidArgument (a documented backend limit)
 /// is left out; an accepted one must keep the requested values. Returned resolved and distinct.
 inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D)
 {
@@ -66,6 +66,12 @@ inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D
     std::vector<Topology> asks{req(0, tau, 1), req(0, tau, tau), req(0, 1, 1), req(1, 0, 0)};
     if (tau % 2 == 0) asks.push_back(req(0, 2, 1));
     if (tau % 4 == 0) asks.push_back(req(0, tau / 2, tau / 4));
+    asks.push_back(req(3, 0, 0));  // a few PPUs that must loop over many modes
+    if (tau % 2 == 0) {            // a narrower PPU (τ/2), e.g. a smaller work-group or block
+        Topology t = req(0, 1, 1);
+        t.pus_per_ppu = tau / 2;
+        asks.push_back(t);
+    }
     for (const Topology& ask : asks) {
         Topology got;
         try {
@@ -78,6 +84,7 @@ inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D
         if (ask.f_vppu) CHECK(got.f_vppu == ask.f_vppu);
         if (ask.f_load) CHECK(got.f_load == ask.f_load);
         if (ask.ppus) CHECK(got.ppus == ask.ppus);
+        if (ask.pus_per_ppu) CHECK(got.pus_per_ppu == ask.pus_per_ppu);
         CHECK_NOTHROW(validate_topology(got, be.name()));
         if (seen.insert(got.to_string()).second) out.push_back(got);
     }

@@ -143,3 +143,15 @@ TEST_CASE("conformance step: invalid topology requests are rejected with Invalid
     t.ppus = -2;
     CHECK_THROWS_KEYWORD(InvalidArgument, be->resolve_topology(t, D), "ppu", "z");
 }
+
+TEST_CASE("conformance step: topologies under test (listed for the log)")
+{
+    auto rng = make_rng("conf-step-list");
+    auto be = make_backend(conf::backend());
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        const PreparedData D = random_prepared(rng, 1000, 3, model);
+        const auto ts = conf::topologies(*be, D);
+        CHECK_FALSE(ts.empty());
+        for (const Topology& t : ts) MESSAGE(conf::backend() << ", " << model_name(model) << ", n = 1000, k = 3: " << t.to_string());
+    }
+}
