@@ -131,7 +131,10 @@ void run_segment(const SegmentArgs& a)
     std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
     std::printf("segments    %zu\n", c);
-    std::printf("iterations  %d\n", r.timing.iterations);
+    meanshift::Index not_converged = 0;
+    for (bool done : r.converged) not_converged += done ? 0 : 1;
+    std::printf("iterations  %d (modes not converged: %lld)\n", r.timing.iterations,
+                static_cast<long long>(not_converged));
     std::printf("time        %.2f s clustering, %.2f s in all\n", r.timing.seconds_total, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
     std::printf("segmented   %s\nlabels      %s", a.output.c_str(), labels_png.c_str());

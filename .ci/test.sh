@@ -1,0 +1,27 @@
+#!/bin/bash
+# Sets up and runs the whole test suite, as on CI (a fresh 2-core Debian machine, root, no GPU):
+#   1. installs the build dependencies (apps/install-deps.sh),
+#   2. Release build in build/ with every backend found (CUDA when nvcc is present), then ctest,
+#   3. AddressSanitizer + UBSan build in build-asan/ (-DMEANSHIFT_SANITIZE=ON), then ctest.
+# The ASan build leaves CUDA out: nvcc's device code is not instrumented and the build is the
+# slowest part; the CUDA host code is compiled and its tests run (as skips without a GPU) in build/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+jobs="$(nproc 2>/dev/null || echo 2)"
+start=$SECONDS
+
+"$root/apps/install-deps.sh"
+
+echo "=== Release build (build/) ==="
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure -j "$jobs")
+echo "=== Release tests passed ($((SECONDS - start)) s so far) ==="
+
+echo "=== AddressSanitizer + UBSan build (build-asan/) ==="
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEANSHIFT_SANITIZE=ON -DMEANSHIFT_CUDA=OFF
+cmake --build build-asan -j "$jobs"
+echo "=== Sanitizer build done ($((SECONDS - start)) s so far); its tests: ==="
+# ctest's summary stays the last line of the output.
+(cd build-asan && ctest --output-on-failure -j "$jobs")

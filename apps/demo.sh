@@ -1,0 +1,31 @@
+#!/bin/bash
+# One command from a fresh Debian machine to a segmented photograph:
+#   1. installs the build dependencies (apps/install-deps.sh; apt-get only if something is missing),
+#   2. builds the library and the `meanshift` tool into build/ (Release),
+#   3. fetches china.jpg from Debian's python3-sklearn package (apps/fetch-china.sh),
+#   4. segments it on the fastest usable backend (--backend auto), downscaled to at most
+#      20,000 pixels so that brute force on a 2-core CPU takes seconds, not hours,
+#   5. prints where the results are: out/china-segmented.png and out/china-segmented-labels.png.
+# Extra arguments go to `meanshift segment`, e.g. ./apps/demo.sh --max-pixels 60000 --hr 6
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+
+"$root/apps/install-deps.sh"
+jobs="$(nproc 2>/dev/null || echo 2)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >build-configure.log 2>&1 || {
+  cat build-configure.log >&2; echo "demo: CMake configuration failed (log above)" >&2; exit 1; }
+grep -E "^-- +(backend|sanitizers)" build-configure.log || true
+rm -f build-configure.log
+echo "demo: building the library and the meanshift tool (-j$jobs)..."
+cmake --build build -j "$jobs" --target meanshift_cli
+"$root/apps/fetch-china.sh" "$root/data/china.jpg"
+
+mkdir -p out
+echo "demo: build/bin/meanshift segment data/china.jpg --backend auto -o out/china-segmented.png $*"
+build/bin/meanshift segment data/china.jpg --backend auto -o out/china-segmented.png "$@"
+echo
+echo "demo: results in $root/out/:"
+echo "  china-segmented.png         each segment painted with its mean colour"
+echo "  china-segmented-labels.png  one false colour per segment"
+echo "demo: more: build/bin/meanshift --help, docs/cli.md"
