@@ -141,11 +141,59 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, v
         }
 }
 
-// f_vppu = 1, any k: the same loop with the per-dimension vectors in scratch memory (L1).
+// f_vppu = 1, any k: the per-dimension vectors live in scratch memory (L1). P points are taken
+// together so that each Y[d] load serves P distances and each S[d] load/store P accumulations.
+template <int P, bool PP>
+__attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& D, Index i, const vf* Y, vf* S)
+{
+    const int k = D.k;
+    const float* x = D.x + i * k;  // rows of points i … i+P-1
+    vf a[P];
+#pragma GCC unroll 8
+    for (int j = 0; j < P; ++j) a[j] = PP ? splat(D.c2[i + j]) : vf{};
+    for (int d = 0; d < k; ++d) {
+        const vf y = Y[d];
+#pragma GCC unroll 8
+        for (int j = 0; j < P; ++j) {
+            const vf t = PP ? y * D.sw[(i + j) * k + d] - x[j * k + d] : y - x[j * k + d];
+            a[j] -= t * t;
+        }
+    }
+    vf e[P];
+#pragma GCC unroll 8
+    for (int j = 0; j < P; ++j) e[j] = exp2_poly(a[j]);
+    if constexpr (!PP) {
+        vf s0 = S[0];
+#pragma GCC unroll 8
+        for (int j = 0; j < P; ++j) s0 += e[j];
+        S[0] = s0;
+        for (int d = 0; d < k; ++d) {
+            vf s1 = S[1 + d];
+#pragma GCC unroll 8
+            for (int j = 0; j < P; ++j) s1 += e[j] * x[j * k + d];
+            S[1 + d] = s1;
+        }
+    } else {
+        const float* w = D.w + i * k;
+        const float* wx = D.wx + i * k;
+        for (int d = 0; d < k; ++d) {
+            vf s0 = S[d], s1 = S[k + d];
+#pragma GCC unroll 8
+            for (int j = 0; j < P; ++j) {
+                s0 += e[j] * w[j * k + d];
+                s1 += e[j] * wx[j * k + d];
+            }
+            S[d] = s0;
+            S[k + d] = s1;
+        }
+    }
+}
+
 template <bool PP>
 void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
+    constexpr int P = 4;
     const int k = D.k;
     const int ns0 = PP ? k : 1;
     const int nc = ns0 + k;
@@ -163,33 +211,9 @@ void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, voi
     for (Index i0 = 0; i0 < n; i0 += kChunk) {
         const Index i1 = min_index(n, i0 + kChunk);
         for (int c = 0; c < nc; ++c) S[c] = vf{};
-        for (Index i = i0; i < i1; ++i) {
-            const float* xi = D.x + i * k;
-            if constexpr (!PP) {
-                vf a = vf{};
-                for (int d = 0; d < k; ++d) {
-                    const vf t = Y[d] - xi[d];
-                    a -= t * t;
-                }
-                const vf e = exp2_poly(a);
-                S[0] += e;
-                for (int d = 0; d < k; ++d) S[1 + d] += e * xi[d];
-            } else {
-                const float* swi = D.sw + i * k;
-                const float* wi = D.w + i * k;
-                const float* wxi = D.wx + i * k;
-                vf a = splat(D.c2[i]);
-                for (int d = 0; d < k; ++d) {
-                    const vf t = Y[d] * swi[d] - xi[d];
-                    a -= t * t;
-                }
-                const vf e = exp2_poly(a);
-                for (int d = 0; d < k; ++d) {
-                    S[d] += e * wi[d];
-                    S[k + d] += e * wxi[d];
-                }
-            }
-        }
+        Index i = i0;
+        for (; i + P <= i1; i += P) lanes_any_k_points<P, PP>(D, i, Y, S);
+        for (; i < i1; ++i) lanes_any_k_points<1, PP>(D, i, Y, S);
         for (int c = 0; c < nc; ++c) flush(acc + c * W, S[c]);
     }
 
@@ -382,12 +406,31 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void
 constexpr int kMaxFixedK = 8;      // f_vppu = 1 specialisations k = 1..8
 constexpr int kMaxFixedKVppu = 4;  // f_vppu > 1 specialisations k = 1..4
 
+/// Whether two vectors of modes (their k coordinates and k+1 or 2k sums each) fit the register
+/// file with room for temporaries and constants: 32 vector registers with AVX-512, 16 otherwise.
+/// Spilling them costs more than the second vector gains.
+constexpr bool two_vectors_fit(int k, bool per_point)
+{
+    return 2 * (k + (per_point ? 2 * k : k + 1)) <= (W >= 16 ? 22 : 8);
+}
+
+int lane_vectors(const KernelData& D)
+{
+    return D.k <= kMaxFixedK && D.regs >= 2 && two_vectors_fit(D.k, D.per_point) ? 2 : 1;
+}
+
 template <int K>
 RunBlockFn pick_lanes(const KernelData& D)
 {
-    if (D.per_point)
-        return D.regs >= 2 ? &lanes_fixed_k<K, 2, true> : &lanes_fixed_k<K, 1, true>;
-    return D.regs >= 2 ? &lanes_fixed_k<K, 2, false> : &lanes_fixed_k<K, 1, false>;
+    const bool two = lane_vectors(D) == 2;
+    if (D.per_point) {
+        if constexpr (two_vectors_fit(K, true))
+            if (two) return &lanes_fixed_k<K, 2, true>;
+        return &lanes_fixed_k<K, 1, true>;
+    }
+    if constexpr (two_vectors_fit(K, false))
+        if (two) return &lanes_fixed_k<K, 2, false>;
+    return &lanes_fixed_k<K, 1, false>;
 }
 
 template <int G, int K>
@@ -438,7 +481,7 @@ RunBlockFn select_kernel(const KernelData& D)
 
 int modes_per_block(const KernelData& D)
 {
-    if (D.f_vppu == 1) return (D.k <= kMaxFixedK && D.regs >= 2 ? 2 : 1) * W;
+    if (D.f_vppu == 1) return lane_vectors(D) * W;
     return W / D.f_vppu;
 }
 
