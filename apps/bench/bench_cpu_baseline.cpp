@@ -70,10 +70,10 @@ Args parse(int argc, char** argv)
     return a;
 }
 
-/// Three blobs (σ = 1, centres 6 apart), centred on the origin like the skeleton's preparation.
-PreparedData make_blobs(Index n, bool per_point)
+/// Three blobs (σ = 1, centres 6 apart), centred on the origin like the skeleton's preparation;
+/// dimensions beyond the third are pure N(0, 1) noise.
+PreparedData make_blobs(Index n, bool per_point, int k = 3)
 {
-    const int k = 3;
     const double centres[3][3] = {{-3, -2, 0}, {3, -2, 1}, {0, 3, -1}};
     std::mt19937_64 rng(20261122);
     std::normal_distribution<double> normal(0.0, 1.0);
@@ -82,7 +82,7 @@ PreparedData make_blobs(Index n, bool per_point)
     D.model = per_point ? KernelModel::PerPoint : KernelModel::Shared;
     D.points.resize(n, k);
     for (Index i = 0; i < n; ++i)
-        for (int d = 0; d < k; ++d) D.points(i, d) = centres[i % 3][d] + normal(rng);
+        for (int d = 0; d < k; ++d) D.points(i, d) = (d < 3 ? centres[i % 3][d] : 0.0) + normal(rng);
     if (per_point) {  // diagonal H_i with variances in [0.5, 2]
         D.precision.resize(n, k);
         D.log_weight.resize(n);
@@ -305,8 +305,23 @@ try {
     var.push_back(backend_case("per-point diagonal, f_vppu=tau", per_point, vm, topo(tau, tau, tau), 1));
     measure(var, a.reps);
 
+    // Dimension sweep: default topology, one thread, both kernel models (k ≤ 8 are compiled
+    // specialisations, larger k the generic loop).
+    std::vector<Case> sweep;
+    std::vector<PreparedData> sweep_data;
+    const std::vector<int> ks = {1, 2, 3, 4, 6, 8, 9, 17, 64};
+    sweep_data.reserve(2 * ks.size());  // cases keep pointers to these
+    const Index sm = std::min<Index>(a.n, 2048);
+    for (int k : ks)
+        for (bool pp : {false, true}) {
+            sweep_data.push_back(make_blobs(a.n, pp, k));
+            sweep.push_back(backend_case(std::string(pp ? "per-point" : "shared") + ", k=" + std::to_string(k),
+                                         sweep_data.back(), sm, {}, 1));
+        }
+    measure(sweep, a.reps);
+
     std::printf("\n%-44s %7s %14s %14s  %s\n", "variant", "threads", "pairs/s(wall)", "pairs/s(cpu)", "topology");
-    for (const auto* list : {&main_all, &main_one, &var})
+    for (const auto* list : {&main_all, &main_one, &var, &sweep})
         for (const Case& c : *list) {
             char cpu[32] = "-";
             if (c.threads == 1) std::snprintf(cpu, sizeof cpu, "%.3e", c.cpu_pps());
@@ -326,7 +341,7 @@ try {
        << ",\"openmp_pairs_per_s_1thread_cpu\":" << one_cpu.ours << ",\"ratio_1thread_cpu\":" << one_cpu.ratio()
        << ",\"cluster_api_pairs_per_s\":" << cluster_pps << ",\"max_abs_diff\":" << max_diff << ",\"figures\":[";
     bool first = true;
-    for (const auto* list : {&main_all, &main_one, &var})
+    for (const auto* list : {&main_all, &main_one, &var, &sweep})
         for (const Case& c : *list) {
             js << (first ? "" : ",") << "{\"name\":\"" << json_escape(c.name) << "\",\"threads\":" << c.threads
                << ",\"pairs_per_s_wall\":" << c.wall_pps();
