@@ -10,6 +10,8 @@
 #if MEANSHIFT_HAVE_OPENMP
 
 #include "backends/openmp/cpu_features.hpp"
+#define MS_SIMD_WIDTH 4  // the portable exp2 (the wider ones are covered through step())
+#include "backends/openmp/simd_exp2.hpp"
 #include "test_data.hpp"
 #include "test_support.hpp"
 
@@ -109,6 +111,31 @@ TEST_CASE("openmp: step matches the serial oracle for every SIMD width, f_vppu/f
                     CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tol);
                 }
         }
+}
+
+TEST_CASE("openmp: the portable polynomial exp2 is accurate to 3e-7 and underflows to exactly 0")
+{
+    using openmp_detail::exp2_poly;
+    using openmp_detail::vf;
+    double worst = 0;
+    for (int i = 0; i <= 200000; ++i) {
+        const float t = float(-126.0 + 126.0 * i / 200000.0);
+        vf v = {t, t * 0.5f, t * 0.25f, -t * 0.125f / 126.0f};
+        const vf e = exp2_poly(v);
+        for (int l = 0; l < 4; ++l) {
+            const double want = std::exp2(double(v[l]));
+            worst = std::max(worst, std::abs(double(e[l]) - want) / want);
+        }
+    }
+    CHECK(worst < 3e-7);
+    const vf far = exp2_poly(vf{-127.0f, -150.0f, -1e6f, -3.0e38f});
+    for (int l = 0; l < 4; ++l) CHECK(far[l] == 0.0f);
+    const vf edge = exp2_poly(vf{-126.4f, -126.6f, -0.0f, 0.0f});
+    CHECK(edge[0] > 0.0f);  // still representable (normal or denormal), never garbage
+    CHECK(edge[0] < 2e-38f);
+    CHECK(edge[1] == 0.0f);
+    CHECK(edge[2] == doctest::Approx(1.0).epsilon(3e-7));
+    CHECK(edge[3] == doctest::Approx(1.0).epsilon(3e-7));
 }
 
 TEST_CASE("openmp: non-power-of-two f_load, n smaller than the vPPU, ragged mode counts, several threads")
