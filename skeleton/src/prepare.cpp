@@ -3,6 +3,7 @@
 #include <meanshift/errors.hpp>
 
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 namespace meanshift::detail {
@@ -18,6 +19,21 @@ void check_finite(const float* x, Index m, int k, const char* what)
                   << " (NaN/Inf are not allowed)";
                 throw InvalidArgument(s.str());
             }
+}
+
+// The float32 backends see the float32 copies: valid float64 input can still overflow there (a tiny
+// bandwidth next to a large coordinate, one per-point bandwidth far from the others).
+void check_float32_range(const PreparedData& D)
+{
+    if (!D.points_f.allFinite())
+        throw InvalidArgument("data/bandwidth range: whitened coordinates (x - centre) / h exceed the float32 range "
+                              "used by the float32 backends; the bandwidth is too small for the data's extent");
+    if (D.model == KernelModel::PerPoint) {
+        const float lo = D.precision_f.size() ? D.precision_f.minCoeff() : 1.0f;
+        if (!D.precision_f.allFinite() || !(lo >= std::numeric_limits<float>::min()))
+            throw InvalidArgument("bandwidth range: per-point bandwidths span too many orders of magnitude; the "
+                                  "precisions 1/H_i,dd relative to their geometric mean leave the float32 range");
+    }
 }
 
 }  // namespace
@@ -81,6 +97,7 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
     }
     D.points = (Xd.rowwise() - p.centre.transpose()).array().rowwise() * p.scale.transpose().array();
     D.points_f = D.points.cast<float>();
+    check_float32_range(D);
     return p;
 }
 
