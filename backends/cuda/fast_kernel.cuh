@@ -4,13 +4,13 @@
 // that are either staged in shared memory (PRELOAD) or read straight from global memory (the
 // naive variant: every lane reads the same point, which the hardware broadcasts).
 //
-// Exponent in the expanded form, but relative to a per-tile centre c_t (tiled_layout.hpp):
-//   with p' = x - c_t, q' = y - c_t (both small for every pair whose weight matters)
-//   shared:    log2 e_i = 2L q'·p' - L|p'|² - L|q'|²            (L = log2(e)/2)
-//   per-point: log2 e_i = log2e·c_i - L Σ w_d p'_d² + Σ_d (2L w_d p'_d) q'_d + (-L w_d) q'_d²
-// The layout stores A_d = 2L(w_d)p'_d, [B_d = -L w_d,] C = the point constant, so one pair costs
-// k FMAs (+1 add for |q'|², shared) or 2k FMAs (per-point), one ex2, and k+1 (2k) FMAs to
-// accumulate. The per-tile sums are folded into query-relative totals at the end of each tile.
+// Exponent in the expanded form relative to a per-tile centre c_t (tiled_layout.hpp): with
+// p' = x - c_t and q' = y - c_t (both small for every pair whose weight matters), the per-pair
+// work is ms_pair_expanded_shared / ms_pair_expanded_per_point and the end-of-tile fold is
+// ms_fold_shared / ms_fold_per_point of kernels/meanshift_device.h, the same definitions the
+// OpenCL backend runs. Isotropic k = 3: 3 FMAs (+1 add for |q'|², often factored out of the
+// tile, see below), one ex2, 4 FP32 instructions for the sums. Per-point: 2k FMAs, one ex2, 2k.
+// These sources are compiled with -ftz=true, so MS_EXP2 (exp2f) is a single ex2.approx.ftz.
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_device.h"
 
@@ -48,52 +48,33 @@ __device__ __forceinline__ void load_point(const float4* src, int i, float (&pt)
     }
 }
 
-/// Shared model, one tile: s0 += e, s1 += e·A with e = exp2(C + A·q' [- L|q'|² when SUB]).
+/// Shared model, one tile, through the shared device header (record [p', a], qs = L q',
+/// cq = -L/2 |q'|², L = log2 e). SUB = false: cq is factored out of the tile (passed as -0.0f,
+/// which the compiler drops: one instruction less per pair).
 template <int K, int R, int VEC, bool PRELOAD, bool SUB>
-__device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const float (&qp)[R][K],
-                                                 const float (&qx)[R][1], float (&s0)[R][1], float (&s1)[R][K])
+__device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const float (&qs)[R][K],
+                                                 const float (&cq)[R][1], float (&s0)[R][1], float (&s1)[R][K])
 {
 #pragma unroll 4
     for (int i = 0; i < W; ++i) {
         float pt[4 * VEC];
         load_point<VEC, PRELOAD>(src, i, pt);
 #pragma unroll
-        for (int j = 0; j < R; ++j) {
-            float x = pt[K];
-#pragma unroll
-            for (int d = 0; d < K; ++d) x = fmaf(qp[j][d], pt[d], x);
-            const float e = ex2_approx(SUB ? x - qx[j][0] : x);
-            s0[j][0] += e;
-#pragma unroll
-            for (int d = 0; d < K; ++d) s1[j][d] = fmaf(e, pt[d], s1[j][d]);
-        }
+        for (int j = 0; j < R; ++j) ms_pair_expanded_shared(qs[j], SUB ? cq[j][0] : -0.0f, pt, K, &s0[j][0], s1[j]);
     }
 }
 
-/// Per-point model, one tile: e = exp2(C + Σ A_d q'_d + B_d q'_d²), s0_d += e·B_d, s1_d += e·A_d.
+/// Per-point model, one tile, through the shared device header (record [A, B_d, C_d]).
 template <int K, int R, int VEC, bool PRELOAD>
 __device__ __forceinline__ void tile_sums_per_point(const float4* src, int W, const float (&qp)[R][K],
-                                                    const float (&qx)[R][K], float (&s0)[R][K], float (&s1)[R][K])
+                                                    const float (&q2)[R][K], float (&s0)[R][K], float (&s1)[R][K])
 {
 #pragma unroll 2
     for (int i = 0; i < W; ++i) {
         float pt[4 * VEC];
         load_point<VEC, PRELOAD>(src, i, pt);
 #pragma unroll
-        for (int j = 0; j < R; ++j) {
-            float x = pt[2 * K];
-#pragma unroll
-            for (int d = 0; d < K; ++d) {
-                x = fmaf(qp[j][d], pt[d], x);
-                x = fmaf(qx[j][d], pt[K + d], x);
-            }
-            const float e = ex2_approx(x);
-#pragma unroll
-            for (int d = 0; d < K; ++d) {
-                s0[j][d] = fmaf(e, pt[K + d], s0[j][d]);
-                s1[j][d] = fmaf(e, pt[d], s1[j][d]);
-            }
-        }
+        for (int j = 0; j < R; ++j) ms_pair_expanded_per_point(qp[j], q2[j], pt, K, s0[j], s1[j]);
     }
 }
 
@@ -129,25 +110,31 @@ __global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fas
         for (long long t = t_begin; t < t_end; ++t) {
             // Query relative to this tile's centre (re-read each tile: saves R·K registers).
             // sq = |q'|², needed below to decide whether |q'|² may be factored out of the tile.
+            // qp = q' (per-point) or L q' (shared); qx = q'² (per-point) or cq = -L/2 |q'|² (shared).
             float qp[R][K], qx[R][Lay::kS0];
-            bool factor = true;  // shared model: every lane may factor exp2(-L|q'|²) out of the tile
+            bool factor = true;  // shared model: every lane may factor exp2(-L/2 |q'|²) out of the tile
 #pragma unroll
             for (int j = 0; j < R; ++j) {
                 const long long qi = min(q_base + static_cast<long long>(j) * T, p.count - 1);
                 float sq = 0.0f;
 #pragma unroll
                 for (int d = 0; d < K; ++d) {
-                    qp[j][d] = __ldg(p.queries + qi * K + d) - __ldg(p.centres + t * K + d);
-                    sq = fmaf(qp[j][d], qp[j][d], sq);
-                    if constexpr (PP) qx[j][d] = qp[j][d] * qp[j][d];
+                    const float q = __ldg(p.queries + qi * K + d) - __ldg(p.centres + t * K + d);
+                    sq = fmaf(q, q, sq);
+                    if constexpr (PP) {
+                        qp[j][d] = q;
+                        qx[j][d] = q * q;
+                    } else {
+                        qp[j][d] = MS_LOG2E * q;
+                    }
                 }
                 if constexpr (!PP) {
-                    qx[j][0] = kHalfLog2e * sq;
+                    qx[j][0] = -kHalfLog2e * sq;
                     // Without the -L|q'|² term a pair's exponent is 2L q'·p' - L|p'|² ≤ 2L|q'|·r_t
                     // (r_t = tile radius): the tile sums stay finite (< 2^110) when that is ≤ 100, and
                     // exp2(-L|q'|²) is applied in two halves, each ≥ 2^-125, when L|q'|² ≤ 250.
                     const float rt = __ldg(p.radii + t);
-                    factor = factor && qx[j][0] <= 250.0f && 4.0f * kHalfLog2e * kHalfLog2e * sq * rt * rt <= 1.0e4f;
+                    factor = factor && -qx[j][0] <= 250.0f && 4.0f * kHalfLog2e * kHalfLog2e * sq * rt * rt <= 1.0e4f;
                 }
             }
             if constexpr (!PP) factor = __all_sync(0xffffffffu, factor);
@@ -181,24 +168,21 @@ __global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fas
                 tile_sums_per_point<K, R, Lay::kVec, PRELOAD>(src, W, qp, qx, s0, s1);
             }
 
-            // Fold the tile sums into query-relative totals: Σ e w (p' - q').
-            constexpr float inv2L = 0.5f / kHalfLog2e;
-            constexpr float invNegL = -1.0f / kHalfLog2e;
+            // Fold the tile sums into query-relative totals (S1 = Σ e w (p' - q'), y_new = y + S1/S0).
 #pragma unroll
             for (int j = 0; j < R; ++j) {
+                float rmq[K];  // c_t - y, recovered from qp (not kept live through the tile: registers)
+#pragma unroll
+                for (int d = 0; d < K; ++d) rmq[d] = PP ? -qp[j][d] : qp[j][d] * (-1.0f / MS_LOG2E);
                 if constexpr (!PP) {
-                    // The factored-out exp2(-L|q'|²) is applied here as f·f (f ≥ 2^-125: no flush to 0).
-                    const float f = factor ? ex2_approx(-0.5f * qx[j][0]) : 1.0f;
-                    S0[j][0] += f * (f * s0[j][0]);
+                    // The factored-out exp2(cq) is applied here as f·f (f ≥ 2^-125: no flush to 0).
+                    const float f = factor ? ex2_approx(0.5f * qx[j][0]) : 1.0f;
+                    float s1f[K];
 #pragma unroll
-                    for (int d = 0; d < K; ++d) S1[j][d] += f * (f * fmaf(s1[j][d], inv2L, -qp[j][d] * s0[j][0]));
+                    for (int d = 0; d < K; ++d) s1f[d] = f * (f * s1[j][d]);
+                    ms_fold_shared(rmq, f * (f * s0[j][0]), s1f, K, &S0[j][0], S1[j]);
                 } else {
-#pragma unroll
-                    for (int d = 0; d < K; ++d) {
-                        const float sw = s0[j][d] * invNegL;  // Σ e w_d over the tile
-                        S0[j][d] += sw;
-                        S1[j][d] += fmaf(s1[j][d], inv2L, -qp[j][d] * sw);
-                    }
+                    ms_fold_per_point(rmq, s0[j], s1[j], -2.0f, K, S0[j], S1[j]);
                 }
             }
         }

@@ -1,6 +1,7 @@
 #include "backends/cuda/tiled_layout.hpp"
 
 #include "backends/cuda/kernel_params.hpp"
+#include "meanshift_device.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,7 +51,6 @@ TiledLayout build_tiled_layout(const PreparedData& data, int tile)
     const bool pp = data.model == KernelModel::PerPoint;
     const int k = data.k();
     const Index n = data.n();
-    const double L = 0.5 / std::log(2.0);     // log2(e)/2
     const double log2e = 1.0 / std::log(2.0);
 
     TiledLayout out;
@@ -63,7 +63,7 @@ TiledLayout build_tiled_layout(const PreparedData& data, int tile)
     out.radii.assign(static_cast<std::size_t>(out.tiles), 0.0f);
 
     const std::vector<Index> order = morton_order(data.points);
-    std::vector<double> c(static_cast<std::size_t>(k)), p(static_cast<std::size_t>(k));
+    std::vector<double> c(static_cast<std::size_t>(k));
     for (Index t = 0; t < out.tiles; ++t) {
         const Index i0 = t * tile, i1 = std::min(n, i0 + tile);
         // Centre of the tile's bounding box, rounded to float (the kernel subtracts the float).
@@ -78,23 +78,33 @@ TiledLayout build_tiled_layout(const PreparedData& data, int tile)
             out.centres[static_cast<std::size_t>(t * k + d)] = cf;
             c[static_cast<std::size_t>(d)] = cf;
         }
+        // Records as kernels/meanshift_device.h defines them (expanded form, relative to c_t):
+        //   shared:    [p'_0 .. p'_{k-1}, -L/2 |p'|²]
+        //   per-point: [L c_i - L/2 Σ w_d p'_d², L w_d p'_d (k), -L/2 w_d (k)]     (L = log2 e)
         for (Index s = i0; s < t * tile + tile; ++s) {
             float* row = out.data.data() + static_cast<std::size_t>(s) * out.stride;
-            if (s >= i1) {            // padding: weight exactly 0 (exp2(-1e30) = 0)
-                row[pp ? 2 * k : k] = -1e30f;
+            if (s >= i1) {  // padding: weight exactly 0
+                row[pp ? 0 : k] = MS_PAD_LOG2W;
                 continue;
             }
             const Index i = order[static_cast<std::size_t>(s)];
             double quad = 0.0, r2 = 0.0;
             for (int d = 0; d < k; ++d) {
-                p[static_cast<std::size_t>(d)] = data.points(i, d) - c[static_cast<std::size_t>(d)];
+                const double pd = data.points(i, d) - c[static_cast<std::size_t>(d)];
                 const double w = pp ? data.precision(i, d) : 1.0;
-                quad += w * p[static_cast<std::size_t>(d)] * p[static_cast<std::size_t>(d)];
-                r2 += p[static_cast<std::size_t>(d)] * p[static_cast<std::size_t>(d)];
-                row[d] = static_cast<float>(2.0 * L * w * p[static_cast<std::size_t>(d)]);
-                if (pp) row[k + d] = static_cast<float>(-L * w);
+                quad += w * pd * pd;
+                r2 += pd * pd;
+                if (pp) {
+                    row[1 + d] = static_cast<float>(log2e * w * pd);
+                    row[1 + k + d] = static_cast<float>(-0.5 * log2e * w);
+                } else {
+                    row[d] = static_cast<float>(pd);
+                }
             }
-            row[pp ? 2 * k : k] = static_cast<float>((pp ? log2e * data.log_weight[i] : 0.0) - L * quad);
+            if (pp)
+                row[0] = static_cast<float>(log2e * data.log_weight[i] - 0.5 * log2e * quad);
+            else
+                row[k] = static_cast<float>(-0.5 * log2e * quad);
             float& rt = out.radii[static_cast<std::size_t>(t)];
             rt = std::max(rt, static_cast<float>(std::sqrt(r2) * (1.0 + 1e-6)));
         }

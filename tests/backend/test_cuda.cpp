@@ -117,15 +117,18 @@ TEST_CASE("cuda: tiled layout reproduces the Mahalanobis exponent around each ti
                     for (Index s = 0; s < lay.tiles * tile; ++s) {
                         const float* row = lay.data.data() + s * lay.stride;
                         const float* c = lay.centres.data() + (s / tile) * k;
-                        double x = row[pp ? 2 * k : k], qq = 0;
+                        // Records of kernels/meanshift_device.h: shared [p', -L/2|p'|²] (L = log2 e),
+                        // per-point [A, B_d, C_d]; exponent in log2 units.
+                        double x = row[pp ? 0 : k], qq = 0;
                         if (x < -1e29) continue;  // padding
                         for (int d = 0; d < k; ++d) {
                             const double qd = Q(q, d) - c[d];
-                            x += qd * row[d];
-                            if (pp)
-                                x += qd * qd * row[k + d];
-                            else
+                            if (pp) {
+                                x += qd * row[1 + d] + qd * qd * row[1 + k + d];
+                            } else {
+                                x += 2 * L * qd * row[d];
                                 qq += qd * qd;
+                            }
                         }
                         seen.push_back(x - L * qq);
                     }
