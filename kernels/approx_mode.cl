@@ -12,7 +12,7 @@
 
 __kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
 void approx_mode(__global const float4* records,  /* ntiles · TILE · STRIDE floats */
-                 __global const float* tile_ref,  /* ntiles · K: r_t */
+                 __global const float* tile_ref,  /* ntiles · (K + 1): r_t, radius */
                  const int ntiles,
                  __global const float* queries,   /* count · K: y_p */
                  __global float* out,             /* count · K: new y_p */
@@ -31,26 +31,39 @@ void approx_mode(__global const float4* records,  /* ntiles · TILE · STRIDE fl
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s, queries, count, blk, vppu);
+        ms_load_modes(&s);
         if (lane < F_LOAD) {
             for (int t = t0; t < t1; ++t) {
-                __global const float* ref = tile_ref + t * K;
+                __global const float* ref = tile_ref + t * REF_STRIDE;
                 __global const float4* tile4 = records + t * (TILE * STRIDE / 4);
-                ms_begin_tile(&s, ref);
+                ms_begin_tile(&s, queries, count, blk, vppu, ref);
+/* Alg. 3 lines 11-16 over this tile's records lane, lane + F_LOAD, ... */
+#if MS_CAN_FACTOR
+                if (s.factor) {
 #pragma unroll 4
-                for (int i = lane; i < TILE; i += F_LOAD) {
-                    float rec[STRIDE];
-                    MS_COPY_RECORD(rec, tile4, i);
-                    ms_visit(&s, rec);
+                    for (int i = lane; i < TILE; i += F_LOAD) {
+                        float rec[STRIDE];
+                        MS_COPY_RECORD(rec, tile4, i);
+                        ms_visit_nocq(&s, rec);
+                    }
+                } else
+#endif
+                {
+#pragma unroll 4
+                    for (int i = lane; i < TILE; i += F_LOAD) {
+                        float rec[STRIDE];
+                        MS_COPY_RECORD(rec, tile4, i);
+                        ms_visit(&s, rec);
+                    }
                 }
-                ms_end_tile(&s, ref);
+                ms_end_tile(&s);
             }
         }
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
         if (segments == 1)
-            ms_store_modes(&s, out, count, blk, vppu, lane);
+            ms_store_modes(&s, queries, out, count, blk, vppu, lane);
         else
             ms_store_partial(&s, partial, count, blk, vppu, lane, u % segments);
     }

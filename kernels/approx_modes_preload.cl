@@ -11,7 +11,7 @@
 
 __kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
 void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · STRIDE floats */
-                          __global const float* tile_ref,  /* ntiles · K: r_t */
+                          __global const float* tile_ref,  /* ntiles · (K + 1): r_t, radius */
                           const int ntiles,
                           __global const float* queries,   /* count · K: y_p */
                           __global float* out,             /* count · K: new y_p */
@@ -31,22 +31,35 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s, queries, count, blk, vppu);
+        ms_load_modes(&s);
         for (int t = t0; t < t1; ++t) {
             /* preload batch t (coalesced: consecutive PUs copy consecutive float4s) */
             __global const float4* src = records + t * (TILE * STRIDE / 4);
             for (int v = lid; v < TILE * STRIDE / 4; v += TAU) batch[v] = src[v];
             barrier(CLK_LOCAL_MEM_FENCE); /* s1 */
             if (lane < F_LOAD) {
-                __global const float* ref = tile_ref + t * K;
-                ms_begin_tile(&s, ref);
+                __global const float* ref = tile_ref + t * REF_STRIDE;
+                ms_begin_tile(&s, queries, count, blk, vppu, ref);
+/* Alg. 3 lines 11-16 over this tile's records lane, lane + F_LOAD, ... */
+#if MS_CAN_FACTOR
+                if (s.factor) {
 #pragma unroll 4
-                for (int i = lane; i < TILE; i += F_LOAD) {
-                    float rec[STRIDE];
-                    MS_COPY_RECORD(rec, batch, i);
-                    ms_visit(&s, rec);
+                    for (int i = lane; i < TILE; i += F_LOAD) {
+                        float rec[STRIDE];
+                        MS_COPY_RECORD(rec, batch, i);
+                        ms_visit_nocq(&s, rec);
+                    }
+                } else
+#endif
+                {
+#pragma unroll 4
+                    for (int i = lane; i < TILE; i += F_LOAD) {
+                        float rec[STRIDE];
+                        MS_COPY_RECORD(rec, batch, i);
+                        ms_visit(&s, rec);
+                    }
                 }
-                ms_end_tile(&s, ref);
+                ms_end_tile(&s);
             }
             barrier(CLK_LOCAL_MEM_FENCE); /* s2 */
         }
@@ -54,7 +67,7 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
         ms_reduce_modes(&s, red, lid, lane);
 #endif
         if (segments == 1)
-            ms_store_modes(&s, out, count, blk, vppu, lane);
+            ms_store_modes(&s, queries, out, count, blk, vppu, lane);
         else
             ms_store_partial(&s, partial, count, blk, vppu, lane, u % segments);
     }

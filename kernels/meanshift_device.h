@@ -38,7 +38,19 @@
 #  define MS_GLOBAL __global
 #  define MS_LOCAL __local
 #  define MS_CONST_GLOBAL __global const
-#  define MS_EXP2(x) native_exp2(x)
+#  if defined(MS_NV_EX2)
+/* NVIDIA's OpenCL (the host adds -D MS_NV_EX2 there): one MUFU.EX2, flushing results below
+ * 2^-126 to 0, through inline PTX; native_exp2 compiles to a longer sequence. */
+inline float ms_nv_ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+#    define MS_EXP2(x) ms_nv_ex2(x)
+#  else
+#    define MS_EXP2(x) native_exp2(x)
+#  endif
 #  define MS_FMA(a, b, c) mad((a), (b), (c))
 #elif defined(__CUDACC__)
 #  define MS_INLINE __device__ __forceinline__

@@ -35,6 +35,7 @@ struct Config {
     int r = 0;  // 0 = backend default
     std::string form = "expanded";
     int segments = 0;    // 0 = backend default
+    int nv_ex2 = 1;      // NVIDIA: inline PTX ex2 (1) or native_exp2 (0)
     std::string extra;   // appended build options ("+" separates words in the config text)
 };
 
@@ -55,6 +56,7 @@ Config parse_config(const std::string& text)
         else if (key == "r") c.r = std::stoi(val);
         else if (key == "form") c.form = val;
         else if (key == "seg") c.segments = std::stoi(val);
+        else if (key == "nvex2") c.nv_ex2 = std::stoi(val);
         else if (key == "opt") {
             c.extra = val;
             std::replace(c.extra.begin(), c.extra.end(), '+', ' ');
@@ -92,18 +94,36 @@ std::vector<std::string> default_sweep(bool per_point)
     return s;
 }
 
-PreparedData make_data(Index n, int k, bool per_point, std::uint64_t seed)
+PreparedData make_data(Index n, int k, bool per_point, const std::string& kind, std::uint64_t seed)
 {
-    // Centred data in bandwidth units (what the skeleton hands a backend): uniform in a cube
-    // whose side gives about 8 points per unit volume in 3-D.
+    // Centred data in bandwidth units (what the skeleton hands a backend).
+    //  blobs:   3 Gaussian blobs, centres uniform in [-10, 10]^k, std 1.5, bandwidth 2 (as bench_cuda
+    //           and papers 000/002): after whitening the centres lie in [-5, 5], std 0.75;
+    //  uniform: a cube whose side gives about 8 points per unit volume (large extent: in 3-D and
+    //           n = 2^20 the side is 51 bandwidths).
     std::mt19937_64 rng(seed);
-    const double side = std::pow(static_cast<double>(n) / 8.0, 1.0 / k);
-    std::uniform_real_distribution<double> U(-side / 2, side / 2);
     PreparedData D;
     D.model = per_point ? KernelModel::PerPoint : KernelModel::Shared;
     D.points.resize(n, k);
-    for (Index i = 0; i < n; ++i)
-        for (int d = 0; d < k; ++d) D.points(i, d) = U(rng);
+    if (kind == "uniform") {
+        const double side = std::pow(static_cast<double>(n) / 8.0, 1.0 / k);
+        std::uniform_real_distribution<double> U(-side / 2, side / 2);
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) D.points(i, d) = U(rng);
+    } else if (kind == "blobs") {
+        std::uniform_real_distribution<double> C(-10.0, 10.0);
+        std::normal_distribution<double> G(0.0, 1.5);
+        std::vector<double> centres(static_cast<std::size_t>(3 * k));
+        for (auto& c : centres) c = C(rng);
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) D.points(i, d) = (centres[static_cast<std::size_t>((i % 3) * k + d)] + G(rng)) / 2.0;
+        for (int d = 0; d < k; ++d) {  // centre on the bounding box, as the skeleton does
+            const double mid = 0.5 * (D.points.col(d).minCoeff() + D.points.col(d).maxCoeff());
+            D.points.col(d).array() -= mid;
+        }
+    } else {
+        throw InvalidArgument("bench_opencl: --data must be blobs or uniform");
+    }
     D.points_f = D.points.cast<float>();
     if (per_point) {
         std::uniform_real_distribution<double> L(-0.7, 0.7);
@@ -160,7 +180,7 @@ int main(int argc, char** argv)
 {
     Index n = Index(1) << 20;
     int k = 3, reps = 3, check = 256;
-    std::string model = "shared", device;
+    std::string model = "shared", device, data = "blobs", dump;
     std::vector<std::string> configs;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -177,10 +197,12 @@ int main(int argc, char** argv)
         else if (a == "--reps") reps = std::stoi(next());
         else if (a == "--check") check = std::stoi(next());
         else if (a == "--device") device = next();
+        else if (a == "--data") data = next();
+        else if (a == "--dump") dump = next();
         else if (a == "--config") configs.push_back(next());
         else {
             std::fprintf(stderr, "usage: bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] "
-                                 "[--check M] [--device P:D] [--config key=value,...]...\n");
+                                 "[--check M] [--device P:D] [--data blobs|uniform] [--dump DIR] [--config key=value,...]...\n");
             return 2;
         }
     }
@@ -190,7 +212,7 @@ int main(int argc, char** argv)
     if (configs.empty()) configs = default_sweep(per_point);
 
     try {
-        const PreparedData D = make_data(n, k, per_point, 42);
+        const PreparedData D = make_data(n, k, per_point, data, 42);
         MatrixD Q = D.points;  // every point is a mode (one full iteration)
         // float64 oracle for a sample of modes spread over the data
         const Index m = std::min<Index>(check, n);
@@ -209,6 +231,7 @@ int main(int argc, char** argv)
             else unsetenv("MEANSHIFT_OPENCL_MODES_PER_PU");
             setenv("MEANSHIFT_OPENCL_EXPONENT", c.form.c_str(), 1);
             setenv("MEANSHIFT_OPENCL_SEGMENTS", std::to_string(c.segments).c_str(), 1);
+            setenv("MEANSHIFT_OPENCL_NV_EX2", std::to_string(c.nv_ex2).c_str(), 1);
             setenv("MEANSHIFT_OPENCL_BUILD_OPTIONS", (base_options + " " + c.extra).c_str(), 1);
             BackendOptions o;
             o.device_spec = device;
@@ -237,12 +260,21 @@ int main(int argc, char** argv)
                 for (int d = 0; d < k; ++d) dev = std::max(dev, std::abs(out(j * (n / m), d) - ref(j, d)));
             const double pairs = static_cast<double>(n) * static_cast<double>(n);
             const auto& kc = b.kernel_config();
-            std::printf("{\"device\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\",\"preload\":%d,"
+            if (!dump.empty()) {  // the program as the driver returns it (PTX on NVIDIA)
+                static int index = 0;
+                const std::string path = dump + "/" + model + "_" + std::to_string(index++) + ".ptx";
+                if (FILE* f = std::fopen(path.c_str(), "wb")) {
+                    const std::string bin = b.program_binary();
+                    std::fwrite(bin.data(), 1, bin.size(), f);
+                    std::fclose(f);
+                }
+            }
+            std::printf("{\"device\":\"%s\",\"data\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\",\"preload\":%d,"
                         "\"tile\":%d,\"tau\":%d,\"f_vppu\":%d,\"f_load\":%d,\"r\":%d,\"form\":\"%s\",\"z\":%d,"
                         "\"bind_s\":%.4f,\"kernel_s\":%.5f,\"step_s\":%.5f,\"pairs_per_s_kernel\":%.4e,"
                         "\"pairs_per_s_step\":%.4e,\"max_dev_vs_float64\":%.3e,\"reps\":%zu,\"segments\":%d,"
                         "\"compiler\":\"%s\"}\n",
-                        b.devices()[0].name.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
+                        b.devices()[0].name.c_str(), data.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
                         kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu, c.form.c_str(),
                         t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel), pairs / median(wall), dev,
                         wall.size(), b.last_segments(), compiler_notes(b.build_log()).c_str());

@@ -28,7 +28,7 @@ std::string KernelConfig::build_options() const
     o << "-D K=" << k << " -D STRIDE=" << stride() << " -D TILE=" << tile << " -D TAU=" << tau
       << " -D F_VPPU=" << f_vppu << " -D F_LOAD=" << f_load << " -D MODES_PER_PU=" << modes_per_pu
       << " -D MODEL_PER_POINT=" << (per_point ? 1 : 0)
-      << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0)
+      << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0) << (nv_ex2 ? " -D MS_NV_EX2=1" : "")
       // exp2 through the hardware unit, denormals flushed (weights below 2^-126 are noise);
       // the padding records use a finite log-weight, so finite-math is safe.
       << " -cl-fast-relaxed-math -cl-mad-enable -cl-denorms-are-zero";
@@ -54,6 +54,7 @@ KernelTuning KernelTuning::from_environment()
         t.segments = static_cast<int>(v);
     }
     if (const char* b = std::getenv("MEANSHIFT_OPENCL_BUILD_OPTIONS"); b) t.extra_build_options = b;
+    if (const char* x = std::getenv("MEANSHIFT_OPENCL_NV_EX2"); x && *x) t.nv_ex2 = std::string(x) != "0";
     if (const char* f = std::getenv("MEANSHIFT_OPENCL_EXPONENT"); f && *f) {
         const std::string s = f;
         if (s == "expanded")

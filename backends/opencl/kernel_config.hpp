@@ -22,6 +22,7 @@ struct KernelConfig {
     int f_vppu = 1;
     int f_load = 1;
     int modes_per_pu = 1;          ///< r: modes each PU carries (f_vppu == 1 only)
+    bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
 
     /// Floats per point record, padded to a multiple of 4 (float4 loads).
     int stride() const noexcept;
@@ -44,11 +45,13 @@ struct KernelConfig {
 ///   MEANSHIFT_OPENCL_EXPONENT       "expanded" (default) or "direct"
 ///   MEANSHIFT_OPENCL_SEGMENTS       n-loop segments per mode block (0/unset = automatic)
 ///   MEANSHIFT_OPENCL_BUILD_OPTIONS  appended to the kernel build options (e.g. -cl-nv-verbose)
+///   MEANSHIFT_OPENCL_NV_EX2         0: on NVIDIA use native_exp2 instead of inline PTX ex2
 /// Throws InvalidArgument for bad values.
 struct KernelTuning {
     int modes_per_pu = 0;
     ExponentForm form = ExponentForm::Expanded;
     int segments = 0;
+    bool nv_ex2 = true;
     std::string extra_build_options;
     static KernelTuning from_environment();
 };

@@ -52,6 +52,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.f_load = t.f_load;
     c.modes_per_pu = 1;
     c.extra_build_options = tuning_.extra_build_options;
+    c.nv_ex2 = tuning_.nv_ex2 && device_.platform_name.find("NVIDIA") != std::string::npos;
     if (c.f_vppu == 1)
         c.modes_per_pu = tuning_.modes_per_pu > 0 ? tuning_.modes_per_pu : default_modes_per_pu(c.k, c.per_point);
     return c;
@@ -147,6 +148,15 @@ void OpenCLBackend::ensure_mode_buffers(Index count)
     queries_ = cl_call("allocating the mode buffers", [&] { return cl::Buffer(context_, CL_MEM_READ_ONLY, bytes); });
     out_ = cl_call("allocating the mode buffers", [&] { return cl::Buffer(context_, CL_MEM_WRITE_ONLY, bytes); });
     mode_capacity_ = count;
+}
+
+std::string OpenCLBackend::program_binary() const
+{
+    if (!config_) throw Error("opencl backend: program_binary() before bind()");
+    return cl_call("reading the program binary", [&] {
+        const auto bins = program_.getInfo<CL_PROGRAM_BINARIES>();
+        return bins.empty() ? std::string() : std::string(bins[0].begin(), bins[0].end());
+    });
 }
 
 std::string OpenCLBackend::build_log() const

@@ -33,6 +33,8 @@ public:
     /// Build log of the kernel program of the last bind() (compiler diagnostics, e.g. register
     /// use with MEANSHIFT_OPENCL_BUILD_OPTIONS=-cl-nv-verbose on NVIDIA).
     std::string build_log() const;
+    /// The compiled program as the driver returns it (PTX on NVIDIA), for inspection.
+    std::string program_binary() const;
 
 private:
     KernelConfig make_config(const Topology& t, const PreparedData& data) const;

@@ -46,7 +46,8 @@ TileRecords build_tile_records(const PreparedData& data, const KernelConfig& cfg
     TileRecords out;
     out.ntiles = static_cast<int>((n + tile - 1) / tile);
     out.records.assign(static_cast<std::size_t>(out.ntiles) * tile * stride, 0.0f);
-    out.refs.assign(static_cast<std::size_t>(out.ntiles) * k, 0.0f);
+    const int ref_stride = k + 1;  // r_t, radius
+    out.refs.assign(static_cast<std::size_t>(out.ntiles) * ref_stride, 0.0f);
     std::vector<double> ref(static_cast<std::size_t>(k)), p(static_cast<std::size_t>(k));
     std::vector<Index> order(static_cast<std::size_t>(n));
     for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
@@ -64,9 +65,17 @@ TileRecords build_tile_records(const PreparedData& data, const KernelConfig& cfg
             }
             // The kernels subtract the float32 reference: use exactly that value here too.
             const float r = static_cast<float>(0.5 * (lo + hi));
-            out.refs[static_cast<std::size_t>(t) * k + d] = r;
+            out.refs[static_cast<std::size_t>(t) * ref_stride + d] = r;
             ref[d] = r;
         }
+        double radius2 = 0;
+        for (Index i = begin; i < end; ++i) {
+            double r2 = 0;
+            for (int d = 0; d < k; ++d) r2 += (X(i, d) - ref[d]) * (X(i, d) - ref[d]);
+            radius2 = std::max(radius2, r2);
+        }
+        // rounded up: the kernels use it in a bound
+        out.refs[static_cast<std::size_t>(t) * ref_stride + k] = static_cast<float>(std::sqrt(radius2) * (1 + 1e-6));
         for (Index i = begin; i < begin + tile; ++i) {
             float* rec = out.records.data() + static_cast<std::size_t>(i) * stride;
             if (i >= n) {  // padding: zero coordinates and weights, log-weight MS_PAD_LOG2W

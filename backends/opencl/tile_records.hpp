@@ -15,7 +15,7 @@ namespace meanshift::detail {
 struct TileRecords {
     int ntiles = 0;
     std::vector<float> records;  ///< ntiles · tile · stride
-    std::vector<float> refs;     ///< ntiles · k, r_t (bounding-box centre of the tile's points)
+    std::vector<float> refs;     ///< ntiles · (k + 1): r_t (bounding-box centre of the tile's points), radius
 };
 
 /// Padding entries of the last tile get log-weight MS_PAD_LOG2W, so they never get weight.
