@@ -15,6 +15,7 @@ for s in $steps; do
     smi) nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv ;;
     test) timeout 150 $T -tc='cuda*' 2>&1 | tail -25 ;;
     conformance) timeout 200 $B/bin/meanshift_conformance --backend=cuda > "$OUT/conformance.txt" 2>&1; grep -E -A12 'ERROR|test cases' "$OUT/conformance.txt" | head -40 ;;
+    bench) timeout 200 $B/bin/bench_cuda throughput modes e2e 2>&1 | tee "$OUT/bench.txt" ;;
     ncu) for skip in 0 8; do   # first launch of the isotropic and of the per-point default kernel
            MEANSHIFT_BENCH_N=524288 timeout 120 ncu --clock-control none -k regex:fast_kernel --launch-skip $skip -c 1 \
              --metrics sm__cycles_elapsed.avg.per_second,sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_fma.avg.pct_of_peak_sustained_active,sm__instruction_throughput.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.per_cycle_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \

@@ -55,7 +55,7 @@ template <int K, int R, int VEC, bool PRELOAD, bool SUB>
 __device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const float (&qs)[R][K],
                                                  const float (&cq)[R][1], float (&s0)[R][1], float (&s1)[R][K])
 {
-#pragma unroll 4
+#pragma unroll 2
     for (int i = 0; i < W; ++i) {
         float pt[4 * VEC];
         load_point<VEC, PRELOAD>(src, i, pt);
