@@ -56,7 +56,7 @@ DeviceInfo describe(int index, const cudaDeviceProp& p)
 /// docs/performance-gpu.md. Falls back to the largest instantiated r ≤ the wish.
 int modes_per_pu(int k, bool per_point)
 {
-    int r = per_point ? (k <= 4 ? 4 : 2) : (k <= 3 ? 8 : k <= 4 ? 4 : 2);
+    int r = per_point ? (k <= 4 ? 4 : 2) : (k <= 4 ? 4 : 2);
     r = static_cast<int>(env_value("MEANSHIFT_CUDA_MODES_PER_PU", r));
     for (int c : {8, 4, 2, 1}) {
         if (c > r) continue;
