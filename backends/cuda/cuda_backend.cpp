@@ -52,11 +52,13 @@ DeviceInfo describe(int index, const cudaDeviceProp& p)
     return d;
 }
 
-/// Modes per PU of the fast kernels (register blocking); chosen by the sweep in
-/// docs/performance-gpu.md. Falls back to the largest instantiated r ≤ the wish.
-int modes_per_pu(int k, bool per_point)
+/// Modes per PU of the fast kernels (register blocking), from the sweeps in
+/// docs/performance-gpu.md: isotropic k ≤ 3 r = 4 with preloading, 8 without (each point read
+/// from global memory then serves more modes); per-point k ≤ 4 and isotropic k = 4: 4; else 2.
+/// Falls back to the largest instantiated r ≤ the wish.
+int modes_per_pu(int k, bool per_point, bool preload)
 {
-    int r = per_point ? (k <= 4 ? 4 : 2) : (k <= 4 ? 4 : 2);
+    int r = per_point ? (k <= 4 ? 4 : 2) : (k <= 3 && !preload ? 8 : k <= 4 ? 4 : 2);
     r = static_cast<int>(env_value("MEANSHIFT_CUDA_MODES_PER_PU", r));
     for (int c : {8, 4, 2, 1}) {
         if (c > r) continue;
@@ -236,7 +238,7 @@ private:
         p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
         if (p.fast) {
             p.tile = options_.preload_size > 0 ? options_.preload_size : kDefaultFastTile;
-            p.r = modes_per_pu(k, pp);
+            p.r = modes_per_pu(k, pp, options_.preload);
             p.kernel = pp ? fast_kernel_per_point(k, p.r, options_.preload) : fast_kernel_shared(k, p.r, options_.preload);
             p.smem = options_.preload ? static_cast<std::size_t>(p.tile) * fast_stride(k, pp) * sizeof(float) : 0;
         } else {
