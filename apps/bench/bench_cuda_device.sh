@@ -1,14 +1,15 @@
 #!/bin/bash
 # Runs the cuda backend's checks and benchmarks on the GPU machine, from the repository root, with
 # the build folder build-cuda (Release, -DMEANSHIFT_CUDA=ON) carried along. Logs go to $OUT.
-#   bash apps/bench/bench_cuda_device.sh [steps...]   steps: smi test bench sass memcheck racecheck sweeps
+#   bash apps/bench/bench_cuda_device.sh [steps...]
+#   steps: smi test conformance bench ncu memcheck racecheck tiles sweeps ab (default: all but ab)
 set -u
 B=${BUILD:-build-cuda}
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 OUT=${OUT:-/tmp/ms-out}
 mkdir -p "$OUT"
 T=$B/bin/meanshift_tests
-steps=${*:-smi test conformance bench sass memcheck racecheck sweeps}
+steps=${*:-smi test conformance bench ncu memcheck racecheck sweeps}
 for s in $steps; do
   echo "=== $s ($(date -u +%H:%M:%S))"
   case $s in
