@@ -260,3 +260,19 @@ TEST_CASE("conformance cluster: a reused Clusterer re-binds new data correctly")
     const Result wa = cluster(a.data, conf::options(Bandwidth::isotropic(1.0), "serial"));
     check_against_oracle(ra2, wa, {1, 1, 1}, mode_tolerance(1e-4, prepared_extent(a.data, {1, 1, 1})));
 }
+
+TEST_CASE("conformance cluster: Alg. 7 preloading on blobs far from the origin")
+{
+    auto rng = make_rng("conf-preload");
+    MSTEST_SEED_INFO();
+    const std::vector<double> sigma{0.7, 0.7, 0.7};
+    const Blobs b = make_blobs(rng, 3, {130, 97, 70}, sigma, 12.0, 1e4);
+    for (const Bandwidth& bw : {Bandwidth::isotropic(1.0), Bandwidth::per_point(MatrixD::Constant(297, 3, 0.9))}) {
+        Options o = conf::options(bw);
+        o.backend_options.preload = true;
+        const Result got = cluster(b.data, o);
+        const Result want = cluster(b.data, conf::options(bw, "serial"));
+        check_blobs_recovered(got, b, blob_tolerance(b, sigma), {1, 1, 1});
+        check_against_oracle(got, want, {1, 1, 1}, mode_tolerance(o.tolerance, prepared_extent(b.data, {1, 1, 1})));
+    }
+}

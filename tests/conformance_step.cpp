@@ -13,7 +13,7 @@ std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "share
 /// Steps Q on D with the backend under test in every topology, compares with the oracle and the
 /// reference. Per-point test bandwidths are within e^{±0.35} of 1 (sqrt of e^{±0.7} precision), so
 /// the tolerance in prepared units is step_tolerance(R) × 1.5.
-void check_step(Backend& be, Backend& oracle, const PreparedData& D, const MatrixD& Q)
+void check_step(Backend& be, Backend& oracle, const PreparedData& D, const MatrixD& Q, std::size_t max_topologies = 1000)
 {
     oracle.bind(D, oracle.resolve_topology(Topology{}, D));
     const MatrixD want = conf::step(oracle, Q);
@@ -24,7 +24,9 @@ void check_step(Backend& be, Backend& oracle, const PreparedData& D, const Matri
     const double R = conf::extent(D.points, Q);
     const double tol = conf::step_tolerance(R) * (D.model == KernelModel::Shared ? 1.0 : 1.5);
     CHECK(max_abs_diff(want, ref_out) <= 1e-10 * (1 + R));  // the oracle itself
-    for (const Topology& t : conf::topologies(be, D)) {
+    auto ts = conf::topologies(be, D);
+    if (ts.size() > max_topologies) ts.resize(max_topologies);
+    for (const Topology& t : ts) {
         INFO("topology " << t.to_string() << ", count " << Q.rows() << ", tolerance " << tol);
         be.bind(D, t);
         const MatrixD got = conf::step(be, Q);
@@ -153,5 +155,49 @@ TEST_CASE("conformance step: topologies under test (listed for the log)")
         const auto ts = conf::topologies(*be, D);
         CHECK_FALSE(ts.empty());
         for (const Topology& t : ts) MESSAGE(conf::backend() << ", " << model_name(model) << ", n = 1000, k = 3: " << t.to_string());
+    }
+}
+
+TEST_CASE("conformance step: Alg. 7 preloading (BackendOptions::preload and preload_size)")
+{
+    // Backends without preloading ignore the option; one that declines a size (InvalidArgument or
+    // NotSupported at creation or bind, e.g. a tile larger than local memory) is reported and skipped.
+    auto rng = make_rng("conf-step-preload");
+    MSTEST_SEED_INFO();
+    auto oracle = make_backend("serial");
+    struct Variant {
+        bool preload;
+        int size;
+    };
+    for (const Variant v : {Variant{true, 0}, Variant{true, 1}, Variant{true, 7}, Variant{true, 64}, Variant{false, 0}}) {
+        INFO("preload " << v.preload << ", preload_size " << v.size);
+        BackendOptions bo;
+        bo.preload = v.preload;
+        bo.preload_size = v.size;
+        std::unique_ptr<Backend> be;
+        try {
+            be = make_backend(conf::backend(), bo);
+        } catch (const InvalidArgument& e) {
+            MESSAGE("declined at creation: " << std::string(e.what()));
+            continue;
+        } catch (const NotSupported& e) {
+            MESSAGE("declined at creation: " << std::string(e.what()));
+            continue;
+        }
+        for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+            for (Index n : {63, 1023}) {
+                for (int k : {1, 17}) {
+                    INFO(model_name(model) << ", n = " << n << ", k = " << k);
+                    const PreparedData D = random_prepared(rng, n, k, model);
+                    try {
+                        be->bind(D, be->resolve_topology(Topology{}, D));
+                    } catch (const InvalidArgument& e) {
+                        MESSAGE("declined at bind: " << std::string(e.what()));
+                        continue;
+                    }
+                    check_step(*be, *oracle, D, random_queries(rng, D, std::min<Index>(n, 130)), 3);
+                }
+            }
+        }
     }
 }
