@@ -46,7 +46,9 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.per_point = data.model == KernelModel::PerPoint;
     c.form = tuning_.form;
     c.preload = options_.preload;
-    c.tile = options_.preload_size > 0 ? options_.preload_size : 128;
+    // Default batch: 512 points when preloading on a GPU (measured best on the H200 with tau = 256,
+    // docs/backend-opencl.md), else 128-point reference tiles.
+    c.tile = options_.preload_size > 0 ? options_.preload_size : (options_.preload && is_gpu(device_) ? 512 : 128);
     c.tau = t.pus_per_ppu;
     c.f_vppu = t.f_vppu;
     c.f_load = t.f_load;
@@ -63,8 +65,9 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     Topology t = requested;
     if (t.f_vppu == 0) t.f_vppu = 1;
     if (t.pus_per_ppu == 0) {
-        // A multiple of f_vppu near 128 work-items (GPU) / 64 (CPU), within the device limit.
-        const int want = is_gpu(device_) ? 128 : 64;
+        // A multiple of f_vppu near 256 work-items (GPU, preloading: larger batches per barrier),
+        // 128 (GPU) or 64 (CPU), within the device limit.
+        const int want = is_gpu(device_) ? (options_.preload ? 256 : 128) : 64;
         const int limit = static_cast<int>(std::min<std::size_t>(max_work_group_size_, 1024));
         t.pus_per_ppu = std::max(t.f_vppu, std::min(want, limit) / t.f_vppu * t.f_vppu);
         // Shrink (by whole vPPUs) while the preload batch and reduction buffer overflow local memory.
