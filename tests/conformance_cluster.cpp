@@ -276,3 +276,35 @@ TEST_CASE("conformance cluster: Alg. 7 preloading on blobs far from the origin")
         check_against_oracle(got, want, {1, 1, 1}, mode_tolerance(o.tolerance, prepared_extent(b.data, {1, 1, 1})));
     }
 }
+
+TEST_CASE("conformance cluster: degenerate data (identical points, a constant dimension, duplicates)")
+{
+    auto rng = make_rng("conf-degenerate");
+    MSTEST_SEED_INFO();
+    const Options o = conf::options(Bandwidth::isotropic(1.0));
+    SUBCASE("all points identical")
+    {
+        const MatrixF x = MatrixF::Constant(77, 3, -2.5f);
+        const Result got = cluster(x, o);
+        check_result_shape(got, 77, 3, o.max_iterations);
+        CHECK(got.cluster_sizes == std::vector<Index>{77});
+        CHECK((got.modes.array() == -2.5f).all());
+        CHECK((got.centres.array() == -2.5f).all());
+    }
+    SUBCASE("a constant dimension and every point duplicated")
+    {
+        const std::vector<double> sigma{0.5, 0.5, 0.5};
+        Blobs b = make_blobs(rng, 2, {60, 40, 20}, sigma, 12.0);
+        MatrixF x(2 * b.data.rows(), 3);
+        for (Index i = 0; i < b.data.rows(); ++i) {
+            x.row(2 * i) << b.data(i, 0), 7.0f, b.data(i, 1);
+            x.row(2 * i + 1) = x.row(2 * i);
+        }
+        const Result got = cluster(x, o);
+        const Result want = cluster(x, conf::options(Bandwidth::isotropic(1.0), "serial"));
+        check_result_shape(got, x.rows(), 3, o.max_iterations);
+        CHECK(got.cluster_sizes == std::vector<Index>{120, 80, 40});
+        for (Index i = 0; i < x.rows(); ++i) CHECK(got.modes(i, 1) == doctest::Approx(7.0).epsilon(1e-6));
+        check_against_oracle(got, want, {1, 1, 1}, mode_tolerance(o.tolerance, prepared_extent(x, {1, 1, 1})));
+    }
+}
