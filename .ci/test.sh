@@ -20,7 +20,9 @@ cmake --build build -j "$jobs"
 echo "=== Release tests passed ($((SECONDS - start)) s so far) ==="
 
 echo "=== AddressSanitizer + UBSan build (build-asan/) ==="
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMEANSHIFT_SANITIZE=ON -DMEANSHIFT_CUDA=OFF
+# -O1 -g1: compiles faster than -O2 -g on 2 cores; line tables are enough for sanitizer reports.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+      "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DMEANSHIFT_SANITIZE=ON -DMEANSHIFT_CUDA=OFF
 cmake --build build-asan -j "$jobs"
 echo "=== Sanitizer build done ($((SECONDS - start)) s so far); its tests: ==="
 # ctest's summary stays the last line of the output.
