@@ -56,8 +56,9 @@ struct KernelTuning {
     static KernelTuning from_environment();
 };
 
-/// Default r for f_vppu == 1: as many modes as keep the per-PU state near 32 registers.
-int default_modes_per_pu(int k, bool per_point);
+/// Default r for f_vppu == 1, from the registers one mode's state needs (measured on the H200:
+/// k = 3 gives r = 4 for a shared H, and for per-point H r = 2 with preloading, 4 without).
+int default_modes_per_pu(int k, bool per_point, bool preload);
 
 /// Checks `cfg` against the device: work-group size ≤ max_work_group_size, local memory ≤
 /// local_mem_size. Throws InvalidArgument naming the limit and the device value.

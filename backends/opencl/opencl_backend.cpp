@@ -56,7 +56,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.extra_build_options = tuning_.extra_build_options;
     c.nv_ex2 = tuning_.nv_ex2 && device_.platform_name.find("NVIDIA") != std::string::npos;
     if (c.f_vppu == 1)
-        c.modes_per_pu = tuning_.modes_per_pu > 0 ? tuning_.modes_per_pu : default_modes_per_pu(c.k, c.per_point);
+        c.modes_per_pu = tuning_.modes_per_pu > 0 ? tuning_.modes_per_pu : default_modes_per_pu(c.k, c.per_point, c.preload);
     return c;
 }
 
