@@ -91,7 +91,7 @@ void check_throws_with(F&& f, std::initializer_list<const char*> words, const ch
 #define CHECK_THROWS_KEYWORD(E, stmt, ...) \
     ::mstest::check_throws_with<E>([&] { stmt; }, {__VA_ARGS__}, #stmt, __FILE__, __LINE__)
 
-/// Largest |a - b| over all entries, scaled per column by 1/scale[d] when scale is given.
+/// Largest |a - b| over all entries (any mix of float and double matrices).
 template <class A, class B>
 double max_abs_diff(const A& a, const B& b)
 {
@@ -101,20 +101,6 @@ double max_abs_diff(const A& a, const B& b)
     for (Eigen::Index i = 0; i < a.rows(); ++i)
         for (Eigen::Index d = 0; d < a.cols(); ++d)
             m = std::max(m, std::abs(double(a(i, d)) - double(b(i, d))));
-    return m;
-}
-
-/// Largest per-coordinate difference in units of a per-dimension scale (e.g. the bandwidth h_d).
-template <class A, class B>
-double max_scaled_diff(const A& a, const B& b, const std::vector<double>& scale)
-{
-    REQUIRE(a.rows() == b.rows());
-    REQUIRE(a.cols() == b.cols());
-    REQUIRE(static_cast<Eigen::Index>(scale.size()) == a.cols());
-    double m = 0;
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-        for (Eigen::Index d = 0; d < a.cols(); ++d)
-            m = std::max(m, std::abs(double(a(i, d)) - double(b(i, d))) / scale[std::size_t(d)]);
     return m;
 }
 
