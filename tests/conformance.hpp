@@ -18,6 +18,7 @@
 
 #include "checks.hpp"
 #include "reference.hpp"
+#include "step_support.hpp"
 
 #include <meanshift/meanshift.hpp>
 
@@ -56,13 +57,7 @@ inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D
     out.push_back(def);
     seen.insert(def.to_string());
     const int tau = def.pus_per_ppu;
-    auto req = [](int z, int f_vppu, int f_load) {
-        Topology t;
-        t.ppus = z;
-        t.f_vppu = f_vppu;
-        t.f_load = f_load;
-        return t;
-    };
+    auto req = [](int z, int f_vppu, int f_load) { return mstest::topo(z, 0, f_vppu, f_load); };
     std::vector<Topology> asks{req(0, tau, 1), req(0, tau, tau), req(0, 1, 1), req(1, 0, 0)};
     if (tau % 2 == 0) asks.push_back(req(0, 2, 1));
     if (tau % 4 == 0) asks.push_back(req(0, tau / 2, tau / 4));
@@ -91,17 +86,8 @@ inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D
     return out;
 }
 
-/// One backend step of Q (count × k) on bound data.
-inline MatrixD step(Backend& be, const MatrixD& Q)
-{
-    MatrixD out = MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
-    StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = Q.rows();
-    be.step(r);
-    return out;
-}
+/// One backend step of Q (count × k) on bound data, output poisoned with NaN.
+using mstest::step;
 
 /// Options for the backend under test (or the oracle with backend = "serial").
 inline Options options(const Bandwidth& bw, const std::string& name = backend())

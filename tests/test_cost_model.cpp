@@ -1,6 +1,7 @@
 // The run-time model of Theorems 1-3 (meanshift/cost_model.hpp): the counts for hand-computed
 // workloads, the under-utilisation factor, validation, and the NNLS fit recovering known constants
 // from synthetic times.
+#include "step_support.hpp"
 #include "test_support.hpp"
 
 #include <meanshift/cost_model.hpp>
@@ -10,15 +11,7 @@ using namespace meanshift::model;
 
 namespace {
 
-Topology topo(int z, int tau, int f_vppu, int f_load)
-{
-    Topology t;
-    t.ppus = z;
-    t.pus_per_ppu = tau;
-    t.f_vppu = f_vppu;
-    t.f_load = f_load;
-    return t;
-}
+using mstest::topo;
 
 Workload work(Index n, int k, Index m, Topology t, KernelModel kernel = KernelModel::Shared, int iterations = 1)
 {

@@ -91,7 +91,8 @@ void check_throws_with(F&& f, std::initializer_list<const char*> words, const ch
 #define CHECK_THROWS_KEYWORD(E, stmt, ...) \
     ::mstest::check_throws_with<E>([&] { stmt; }, {__VA_ARGS__}, #stmt, __FILE__, __LINE__)
 
-/// Largest |a - b| over all entries (any mix of float and double matrices).
+/// Largest |a - b| over all entries (any mix of float and double matrices); infinite where an
+/// entry is NaN (an unwritten or broken output), so no comparison can pass over it.
 template <class A, class B>
 double max_abs_diff(const A& a, const B& b)
 {
@@ -99,8 +100,11 @@ double max_abs_diff(const A& a, const B& b)
     REQUIRE(a.cols() == b.cols());
     double m = 0;
     for (Eigen::Index i = 0; i < a.rows(); ++i)
-        for (Eigen::Index d = 0; d < a.cols(); ++d)
-            m = std::max(m, std::abs(double(a(i, d)) - double(b(i, d))));
+        for (Eigen::Index d = 0; d < a.cols(); ++d) {
+            const double diff = std::abs(double(a(i, d)) - double(b(i, d)));
+            if (std::isnan(diff)) return INFINITY;
+            m = std::max(m, diff);
+        }
     return m;
 }
 

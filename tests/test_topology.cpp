@@ -1,24 +1,13 @@
 // Topology rules of Alg. 2/3 (validate_topology) and the serial backend's topology, plus
 // Topology helpers. Backend-specific limits are exercised by the conformance suite.
+#include "step_support.hpp"
 #include "test_support.hpp"
 
 #include <meanshift/meanshift.hpp>
 
 using namespace meanshift;
 
-namespace {
-
-Topology topo(int z, int tau, int f_vppu, int f_load)
-{
-    Topology t;
-    t.ppus = z;
-    t.pus_per_ppu = tau;
-    t.f_vppu = f_vppu;
-    t.f_load = f_load;
-    return t;
-}
-
-}  // namespace
+using mstest::topo;
 
 TEST_CASE("topology: valid resolved topologies pass")
 {

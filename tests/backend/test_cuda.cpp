@@ -12,6 +12,7 @@
 
 #include "backends/cuda/kernel_params.hpp"
 #include "backends/cuda/tiled_layout.hpp"
+#include "step_support.hpp"
 #include "test_data.hpp"
 #include "test_support.hpp"
 
@@ -23,70 +24,19 @@ namespace {
 
 using namespace meanshift;
 using mstest::make_rng;
+using mstest::max_abs_diff;
+using mstest::oracle_step;
+using mstest::run_step;
+using mstest::topo;
+using mstest::EnvVar;
 
-bool cuda_usable()
-{
-    for (const auto& s : list_backends())
-        if (s.name == "cuda") {
-            if (!s.usable) MESSAGE("cuda backend not usable here, test skipped: " << s.reason);
-            return s.usable;
-        }
-    return false;
-}
-
-/// Sets an environment variable (backend knob) for the lifetime of the object.
-struct EnvVar {
-    std::string name;
-    EnvVar(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
-    ~EnvVar() { unsetenv(name.c_str()); }
-};
-
-MatrixD run_step(Backend& b, const PreparedData& D, const Topology& want, const MatrixD& Q, Topology* used = nullptr)
-{
-    const Topology t = b.resolve_topology(want, D);
-    if (used) *used = t;
-    b.bind(D, t);
-    MatrixD out = MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));  // poison: every entry must be written
-    StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = Q.rows();
-    b.step(r);
-    return out;
-}
-
-MatrixD oracle_step(const PreparedData& D, const MatrixD& Q)
-{
-    auto s = make_backend("serial");
-    return run_step(*s, D, Topology{}, Q);
-}
-
-double max_dev(const MatrixD& a, const MatrixD& b)
-{
-    REQUIRE(a.rows() == b.rows());
-    double m = 0;
-    for (Index i = 0; i < a.size(); ++i) {
-        const double d = std::abs(a.data()[i] - b.data()[i]);
-        if (!(d == d)) return INFINITY;  // NaN: an unwritten or broken entry
-        m = std::max(m, d);
-    }
-    return m;
-}
+bool cuda_usable() { return mstest::backend_usable("cuda"); }
 
 double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, const BackendOptions& o = {},
                  Topology* used = nullptr)
 {
     auto b = make_backend("cuda", o);
-    return max_dev(run_step(*b, D, want, Q, used), oracle_step(D, Q));
-}
-
-Topology topo(int tau, int f_vppu, int f_load)
-{
-    Topology t;
-    t.pus_per_ppu = tau;
-    t.f_vppu = f_vppu;
-    t.f_load = f_load;
-    return t;
+    return max_abs_diff(run_step(*b, D, want, Q, nullptr, used), oracle_step(D, Q));
 }
 
 constexpr double kTol = 2e-4;  // float32 kernel vs float64 oracle, one step, prepared units
@@ -189,14 +139,14 @@ TEST_CASE("cuda: topologies f_vppu x f_load, with and without preloading, both m
                     CAPTURE(f_load);
                     CAPTURE(preload);
                     Topology used;
-                    CHECK(deviation(D, Q, topo(256, f_vppu, f_load), o, &used) < kTol);
+                    CHECK(deviation(D, Q, topo(0, 256, f_vppu, f_load), o, &used) < kTol);
                     CHECK(used.f_vppu == f_vppu);
                     CHECK(used.f_load == f_load);
                     CHECK(used.vppus_per_ppu() == 256 / f_vppu);
                 }
         }
         // A small grid (z = 2 PPUs) makes the vPPUs loop over many modes.
-        Topology small = topo(64, 4, 3);
+        Topology small = topo(0, 64, 4, 3);
         small.ppus = 2;
         CHECK(deviation(D, Q, small) < kTol);
     }
@@ -220,7 +170,7 @@ TEST_CASE("cuda: preload tile widths 32..1024, both kernel families and models")
                     CAPTURE(w);
                     CAPTURE(preload);
                     CAPTURE(f_vppu);
-                    CHECK(deviation(D, Q, topo(256, f_vppu, f_vppu), o) < kTol);
+                    CHECK(deviation(D, Q, topo(0, 256, f_vppu, f_vppu), o) < kTol);
                 }
     }
 }
@@ -242,12 +192,12 @@ TEST_CASE("cuda: dimensions k in {1,2,3,5,8,17,64} and modes per PU, both models
                 CAPTURE(k);
                 CAPTURE(preload);
                 CHECK(deviation(D, Q, Topology{}, o) < kTol);              // fast kernels for k ≤ 8
-                CHECK(deviation(D, Q, topo(128, 8, 8), o) < kTol);        // Alg. 3 kernels
+                CHECK(deviation(D, Q, topo(0, 128, 8, 8), o) < kTol);        // Alg. 3 kernels
                 if (k <= 8)
                     for (int r : {1, 2, 4, 8}) {
                         EnvVar env("MEANSHIFT_CUDA_MODES_PER_PU", std::to_string(r));
                         CAPTURE(r);
-                        CHECK(deviation(D, Q, topo(64, 1, 1), o) < kTol);
+                        CHECK(deviation(D, Q, topo(0, 64, 1, 1), o) < kTol);
                     }
             }
         }
@@ -271,7 +221,7 @@ TEST_CASE("cuda: chunked queries and streamed point chunks add up")
                 CAPTURE(int(model));
                 CAPTURE(preload);
                 CAPTURE(f_vppu);
-                CHECK(deviation(D, Q, topo(128, f_vppu, f_vppu), o) < kTol);
+                CHECK(deviation(D, Q, topo(0, 128, f_vppu, f_vppu), o) < kTol);
             }
     }
 }
@@ -290,10 +240,10 @@ TEST_CASE("cuda: queries split across the named devices (one GPU named several t
         CAPTURE(devs.size());
         auto b = make_backend("cuda", o);
         CHECK(b->devices().size() == (devs.empty() ? b->devices().size() : devs.size()));
-        CHECK(max_dev(run_step(*b, D, Topology{}, Q), oracle_step(D, Q)) < kTol);
+        CHECK(max_abs_diff(run_step(*b, D, Topology{}, Q), oracle_step(D, Q)) < kTol);
         // More devices than queries: some devices get nothing to do.
         const MatrixD Q2 = Q.topRows(2);
-        CHECK(max_dev(run_step(*b, D, Topology{}, Q2), oracle_step(D, Q2)) < kTol);
+        CHECK(max_abs_diff(run_step(*b, D, Topology{}, Q2), oracle_step(D, Q2)) < kTol);
     }
 }
 
@@ -356,9 +306,9 @@ TEST_CASE("cuda: errors are exceptions, never crashes")
     bad.devices = {999};
     CHECK_THROWS_AS(make_backend("cuda", bad), InvalidArgument);
     auto b = make_backend("cuda");
-    CHECK_THROWS_AS(b->resolve_topology(topo(256, 3, 3), D), InvalidArgument);   // f_vppu not a power of two
-    CHECK_THROWS_AS(b->resolve_topology(topo(100, 4, 4), D), InvalidArgument);   // tau not a multiple of 32
-    CHECK_THROWS_AS(b->resolve_topology(topo(256, 8, 9), D), InvalidArgument);   // f_load > f_vppu
+    CHECK_THROWS_AS(b->resolve_topology(topo(0, 256, 3, 3), D), InvalidArgument);   // f_vppu not a power of two
+    CHECK_THROWS_AS(b->resolve_topology(topo(0, 100, 4, 4), D), InvalidArgument);   // tau not a multiple of 32
+    CHECK_THROWS_AS(b->resolve_topology(topo(0, 256, 8, 9), D), InvalidArgument);   // f_load > f_vppu
     BackendOptions huge;
     huge.preload = true;
     huge.preload_size = 1 << 20;

@@ -11,6 +11,7 @@
 
 #include "backends/opencl/opencl_backend.hpp"
 #include "backends/opencl/program_cache.hpp"
+#include "step_support.hpp"
 #include "test_data.hpp"
 #include "test_support.hpp"
 
@@ -20,59 +21,19 @@ namespace {
 
 using namespace meanshift;
 using mstest::make_rng;
+using mstest::oracle_step;
+using mstest::run_step;
+using mstest::topo;
+using mstest::EnvVar;
 
-bool opencl_usable()
-{
-    for (const auto& s : list_backends())
-        if (s.name == "opencl") {
-            if (!s.usable) MESSAGE("opencl backend not usable here, test skipped: " << s.reason);
-            return s.usable;
-        }
-    return false;
-}
-
-/// Sets an environment variable for the lifetime of the object (backend tuning knobs).
-struct EnvVar {
-    std::string name;
-    EnvVar(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
-    ~EnvVar() { unsetenv(name.c_str()); }
-};
-
-MatrixD run_step(Backend& b, const PreparedData& D, const Topology& want, const MatrixD& Q, Topology* used = nullptr)
-{
-    const Topology t = b.resolve_topology(want, D);
-    if (used) *used = t;
-    b.bind(D, t);
-    MatrixD out(Q.rows(), Q.cols());
-    StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = Q.rows();
-    b.step(r);
-    return out;
-}
-
-MatrixD oracle_step(const PreparedData& D, const MatrixD& Q)
-{
-    auto s = make_backend("serial");
-    return run_step(*s, D, Topology{}, Q);
-}
+bool opencl_usable() { return mstest::backend_usable("opencl"); }
 
 /// Max deviation from the oracle, in prepared units (= bandwidths for the shared model).
 double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, const BackendOptions& o = {},
                  Topology* used = nullptr)
 {
     auto b = make_backend("opencl", o);
-    return mstest::max_abs_diff(run_step(*b, D, want, Q, used), oracle_step(D, Q));
-}
-
-Topology topo(int tau, int f_vppu, int f_load)
-{
-    Topology t;
-    t.pus_per_ppu = tau;
-    t.f_vppu = f_vppu;
-    t.f_load = f_load;
-    return t;
+    return mstest::max_abs_diff(run_step(*b, D, want, Q, nullptr, used), oracle_step(D, Q));
 }
 
 constexpr double kTol = 2e-4;  // float32 kernel vs float64 oracle, one step, prepared units
@@ -126,7 +87,7 @@ TEST_CASE("opencl: topologies f_vppu x f_load, with and without preloading, both
                     CAPTURE(f_load);
                     CAPTURE(preload);
                     Topology used;
-                    CHECK(deviation(D, Q, topo(tau, f_vppu, f_load), o, &used) < kTol);
+                    CHECK(deviation(D, Q, topo(0, tau, f_vppu, f_load), o, &used) < kTol);
                     CHECK(used.f_vppu == f_vppu);
                     CHECK(used.f_load == f_load);
                     CHECK(used.vppus_per_ppu() == tau / f_vppu);
@@ -155,7 +116,7 @@ TEST_CASE("opencl: dimensions k in {1,2,3,5,8,17,64}, both models, both exponent
                 pre.preload = true;
                 pre.preload_size = 32;
                 CHECK(deviation(D, Q, Topology{}) < kTol);
-                if (!direct) CHECK(deviation(D, Q, topo(32, 4, 4), pre) < kTol);
+                if (!direct) CHECK(deviation(D, Q, topo(0, 32, 4, 4), pre) < kTol);
             }
     }
 }
@@ -172,21 +133,21 @@ TEST_CASE("opencl: preload batch sizes and modes per PU")
         o.preload = true;
         o.preload_size = size;
         CAPTURE(size);
-        CHECK(deviation(D, Q, topo(64, 1, 1), o) < kTol);
-        CHECK(deviation(D, Q, topo(64, 2, 2), o) < kTol);
+        CHECK(deviation(D, Q, topo(0, 64, 1, 1), o) < kTol);
+        CHECK(deviation(D, Q, topo(0, 64, 2, 2), o) < kTol);
     }
     for (int r : {1, 2, 3, 8}) {
         EnvVar env("MEANSHIFT_OPENCL_MODES_PER_PU", std::to_string(r));
         CAPTURE(r);
         auto b = make_backend("opencl");
-        const MatrixD got = run_step(*b, D, topo(32, 1, 1), Q);
+        const MatrixD got = run_step(*b, D, topo(0, 32, 1, 1), Q);
         CHECK(static_cast<detail::OpenCLBackend&>(*b).kernel_config().modes_per_pu == r);
         CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
     }
     // f_vppu > 1: one mode per PU regardless of the knob
     EnvVar env("MEANSHIFT_OPENCL_MODES_PER_PU", "4");
     auto b = make_backend("opencl");
-    run_step(*b, D, topo(32, 2, 2), Q);
+    run_step(*b, D, topo(0, 32, 2, 2), Q);
     CHECK(static_cast<detail::OpenCLBackend&>(*b).kernel_config().modes_per_pu == 1);
 }
 
@@ -208,10 +169,10 @@ TEST_CASE("opencl: n-loop segments combined by combine_segments")
                 CAPTURE(segments);
                 CAPTURE(preload);
                 auto b = make_backend("opencl", o);
-                const MatrixD got = run_step(*b, D, topo(32, 1, 1), Q);
+                const MatrixD got = run_step(*b, D, topo(0, 32, 1, 1), Q);
                 CHECK(static_cast<detail::OpenCLBackend&>(*b).last_segments() == std::min(segments, (777 + 63) / 64));
                 CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
-                CHECK(deviation(D, Q, topo(32, 4, 3), o) < kTol);
+                CHECK(deviation(D, Q, topo(0, 32, 4, 3), o) < kTol);
             }
         }
     }
@@ -223,7 +184,7 @@ TEST_CASE("opencl: a few work-groups loop over many blocks (z smaller than the b
     auto rng = make_rng("opencl-ppus");
     const PreparedData D = mstest::random_prepared(rng, 200, 2, KernelModel::PerPoint);
     const MatrixD Q = mstest::random_queries(rng, D, 500);
-    Topology t = topo(16, 2, 2);
+    Topology t = topo(0, 16, 2, 2);
     t.ppus = 3;
     CHECK(deviation(D, Q, t) < kTol);
 }
@@ -301,7 +262,7 @@ TEST_CASE("opencl: compiled kernels are cached across bind() and backend instanc
     auto rng = make_rng("opencl-cache");
     const PreparedData D = mstest::random_prepared(rng, 64, 2, KernelModel::Shared);
     const MatrixD Q = mstest::random_queries(rng, D, 8);
-    Topology t = topo(32, 2, 2);
+    Topology t = topo(0, 32, 2, 2);
     deviation(D, Q, t);
     const std::size_t n = detail::cl_programs_compiled();
     deviation(D, Q, t);
@@ -346,9 +307,9 @@ TEST_CASE("opencl: bad device specs and limits give clear errors")
     }
     {
         auto b = make_backend("opencl");
-        CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(topo(1 << 16, 1, 1), D),
+        CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(topo(0, 1 << 16, 1, 1), D),
                              "CL_DEVICE_MAX_WORK_GROUP_SIZE");
-        CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(topo(48, 32, 32), D), "f_vppu", "divide");
+        CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(topo(0, 48, 32, 32), D), "f_vppu", "divide");
     }
     {
         auto b = make_backend("opencl");

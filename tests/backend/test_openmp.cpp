@@ -12,6 +12,7 @@
 #include "backends/openmp/cpu_features.hpp"
 #define MS_SIMD_WIDTH 4  // the portable exp2 (the wider ones are covered through step())
 #include "backends/openmp/simd_exp2.hpp"
+#include "step_support.hpp"
 #include "test_data.hpp"
 #include "test_support.hpp"
 
@@ -25,6 +26,9 @@ namespace {
 using namespace meanshift;
 using mstest::make_rng;
 using mstest::max_abs_diff;
+using mstest::oracle_step;
+using mstest::run_step;
+using mstest::topo;
 
 /// docs/testing.md: a float32 backend's step may differ from the oracle by 1e-4 + 1e-5·R (R = the
 /// largest |coordinate|); 1.5× that for the per-point model.
@@ -34,41 +38,11 @@ double tolerance(const PreparedData& D, const MatrixD& Q)
     return (1e-4 + 1e-5 * R) * (D.model == KernelModel::Shared ? 1.0 : 1.5);
 }
 
-MatrixD run_step(Backend& b, const PreparedData& D, const Topology& want, const MatrixD& Q,
-                 const CandidateList* candidates = nullptr)
-{
-    b.bind(D, b.resolve_topology(want, D));
-    MatrixD out = MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
-    StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = Q.rows();
-    r.candidates = candidates;
-    b.step(r);
-    return out;
-}
-
-MatrixD oracle_step(const PreparedData& D, const MatrixD& Q, const CandidateList* candidates = nullptr)
-{
-    auto s = make_backend("serial");
-    return run_step(*s, D, Topology{}, Q, candidates);
-}
-
 std::unique_ptr<Backend> openmp(int threads = 0)
 {
     BackendOptions o;
     o.threads = threads;
     return make_backend("openmp", o);
-}
-
-Topology topo(int tau, int f_vppu, int f_load, int z = 0)
-{
-    Topology t;
-    t.ppus = z;
-    t.pus_per_ppu = tau;
-    t.f_vppu = f_vppu;
-    t.f_load = f_load;
-    return t;
 }
 
 /// The SIMD widths this CPU runs (always includes 4).
@@ -86,7 +60,7 @@ std::vector<Topology> lane_mappings(int tau)
     std::set<std::pair<int, int>> seen;
     for (int g : {1, 2, 4, tau})
         for (int l : {1, std::max(1, g / 2), g})
-            if (g <= tau && seen.insert({g, l}).second) out.push_back(topo(tau, g, l));
+            if (g <= tau && seen.insert({g, l}).second) out.push_back(topo(0, tau, g, l));
     return out;
 }
 
@@ -155,7 +129,7 @@ TEST_CASE("openmp: non-power-of-two f_load, n smaller than the vPPU, ragged mode
                     for (int f_load : {1, 3, 5, tau - 1, tau})
                         for (int f_vppu : {tau, 1}) {
                             if (f_load > f_vppu) continue;
-                            const Topology t = topo(tau, f_vppu, f_load);
+                            const Topology t = topo(0, tau, f_vppu, f_load);
                             INFO("n=" << n << " count=" << count << " z=" << z << " topology " << t.to_string());
                             CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tol);
                         }
@@ -173,7 +147,7 @@ TEST_CASE("openmp: float64 accumulation keeps 200000-point sums accurate")
         const MatrixD Q = mstest::random_queries(rng, D, 20);
         const MatrixD want = oracle_step(D, Q);
         auto be = openmp();
-        for (const Topology& t : {topo(0, 1, 1), topo(0, widths().front(), widths().front())}) {
+        for (const Topology& t : {topo(0, 0, 1, 1), topo(0, 0, widths().front(), widths().front())}) {
             INFO("topology " << t.to_string());
             CHECK(max_abs_diff(run_step(*be, D, t, Q), want) <= tolerance(D, Q));
         }
@@ -193,7 +167,7 @@ TEST_CASE("openmp: weights that underflow give zero, never NaN; a mode without s
         for (int tau : widths())
             for (int f_vppu : {1, tau}) {
                 auto be = openmp();
-                const MatrixD got = run_step(*be, D, topo(tau, f_vppu, f_vppu), Q);
+                const MatrixD got = run_step(*be, D, topo(0, tau, f_vppu, f_vppu), Q);
                 INFO("tau=" << tau << " f_vppu=" << f_vppu);
                 CHECK(got.allFinite());
                 for (Index q = 0; q < Q.rows(); ++q)
@@ -241,22 +215,22 @@ TEST_CASE("openmp: defaults, device description and topologies it cannot run")
     CHECK(def.pus_per_ppu == tau);
     CHECK(def.f_vppu == 1);
     CHECK(def.f_load == 1);
-    CHECK(be->resolve_topology(topo(0, tau, 0), D).f_load == tau);  // f_load 0 = all PUs of the vPPU
+    CHECK(be->resolve_topology(topo(0, 0, tau, 0), D).f_load == tau);  // f_load 0 = all PUs of the vPPU
     const DeviceInfo dev = be->devices().at(0);
     CHECK(dev.kind == "cpu");
     CHECK(dev.name.find("3 threads") != std::string::npos);
     CHECK(dev.name.find(std::to_string(tau) + " float lanes") != std::string::npos);
 
     auto any = openmp();
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 3, 1), D), "f_vppu");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 2 * tau, 1), D), "f_vppu");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 2, 3), D), "f_load");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, -1, 1), D), "f_vppu");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 1, -1), D), "f_load");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(32, 1, 1), D), "tau", "SIMD width");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(6, 1, 1), D), "tau", "SIMD width");
-    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(tau, 1, 1, -2), D), "PPU");
-    CHECK_THROWS_KEYWORD(InvalidArgument, be->resolve_topology(topo(tau, 1, 1, 2), D), "threads");  // conflicts with 3
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, tau, 3, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, tau, 2 * tau, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, tau, 2, 3), D), "f_load");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, tau, -1, 1), D), "f_vppu");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, tau, 1, -1), D), "f_load");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, 32, 1, 1), D), "tau", "SIMD width");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(0, 6, 1, 1), D), "tau", "SIMD width");
+    CHECK_THROWS_KEYWORD(InvalidArgument, any->resolve_topology(topo(-2, tau, 1, 1), D), "PPU");
+    CHECK_THROWS_KEYWORD(InvalidArgument, be->resolve_topology(topo(2, tau, 1, 1), D), "threads");  // conflicts with 3
     CHECK_THROWS_KEYWORD(InvalidArgument, openmp(-1), "threads");
 
     auto unbound = openmp();

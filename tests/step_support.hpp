@@ -1,0 +1,83 @@
+#pragma once
+// Helpers for tests that drive a backend one step at a time (tests/backend/*.cpp, the conformance
+// suite, topology and cost-model tests): topology requests, one poisoned step, the float64 serial
+// oracle, the "is this backend usable here" skip and scoped backend knobs (environment variables).
+
+#include <meanshift/meanshift.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace mstest {
+
+/// A topology request (0 = let the backend choose): z PPUs of τ PUs each, f_vppu PUs per vPPU,
+/// f_load of them sharing the n-loop (topology.hpp).
+inline meanshift::Topology topo(int z, int tau, int f_vppu, int f_load)
+{
+    meanshift::Topology t;
+    t.ppus = z;
+    t.pus_per_ppu = tau;
+    t.f_vppu = f_vppu;
+    t.f_load = f_load;
+    return t;
+}
+
+/// One step of Q (count × k, prepared units) on bound data. The output is poisoned with NaN, so an
+/// entry the backend did not write fails every comparison (max_abs_diff treats NaN as infinite).
+inline meanshift::MatrixD step(meanshift::Backend& be, const meanshift::MatrixD& Q,
+                               const meanshift::CandidateList* candidates = nullptr)
+{
+    meanshift::MatrixD out = meanshift::MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
+    meanshift::StepRequest r;
+    r.positions = Q.data();
+    r.out = out.data();
+    r.count = Q.rows();
+    r.candidates = candidates;
+    be.step(r);
+    return out;
+}
+
+/// Resolves `want`, binds D and runs one step of Q; the resolved topology goes to *used if given.
+inline meanshift::MatrixD run_step(meanshift::Backend& b, const meanshift::PreparedData& D,
+                                   const meanshift::Topology& want, const meanshift::MatrixD& Q,
+                                   const meanshift::CandidateList* candidates = nullptr,
+                                   meanshift::Topology* used = nullptr)
+{
+    const meanshift::Topology t = b.resolve_topology(want, D);
+    if (used) *used = t;
+    b.bind(D, t);
+    return step(b, Q, candidates);
+}
+
+/// The same step on the float64 serial backend (the oracle).
+inline meanshift::MatrixD oracle_step(const meanshift::PreparedData& D, const meanshift::MatrixD& Q,
+                                      const meanshift::CandidateList* candidates = nullptr)
+{
+    auto s = meanshift::make_backend("serial");
+    return run_step(*s, D, meanshift::Topology{}, Q, candidates);
+}
+
+/// True when backend `name` is usable here; otherwise says why (the caller then skips its test).
+inline bool backend_usable(const std::string& name)
+{
+    for (const auto& s : meanshift::list_backends())
+        if (s.name == name) {
+            if (!s.usable) MESSAGE(name << " backend not usable here, test skipped: " << s.reason);
+            return s.usable;
+        }
+    return false;
+}
+
+/// Sets an environment variable (a backend tuning knob) for the lifetime of the object.
+struct EnvVar {
+    std::string name;
+    EnvVar(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
+    ~EnvVar() { unsetenv(name.c_str()); }
+    EnvVar(const EnvVar&) = delete;
+    EnvVar& operator=(const EnvVar&) = delete;
+};
+
+}  // namespace mstest
