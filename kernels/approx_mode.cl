@@ -37,34 +37,13 @@ void approx_mode(__global const float4* records,  /* ntiles · TILE · STRIDE fl
                 __global const float* ref = tile_ref + t * REF_STRIDE;
                 __global const float4* tile4 = records + t * (TILE * STRIDE / 4);
                 ms_begin_tile(&s, queries, count, blk, vppu, ref);
-/* Alg. 3 lines 11-16 over this tile's records lane, lane + F_LOAD, ... */
-#if MS_CAN_FACTOR
-                if (s.factor) {
-#pragma unroll 4
-                    for (int i = lane; i < TILE; i += F_LOAD) {
-                        float rec[STRIDE];
-                        MS_COPY_RECORD(rec, tile4, i);
-                        ms_visit_nocq(&s, rec);
-                    }
-                } else
-#endif
-                {
-#pragma unroll 4
-                    for (int i = lane; i < TILE; i += F_LOAD) {
-                        float rec[STRIDE];
-                        MS_COPY_RECORD(rec, tile4, i);
-                        ms_visit(&s, rec);
-                    }
-                }
+                MS_VISIT_TILE(&s, tile4, lane);
                 ms_end_tile(&s);
             }
         }
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        if (segments == 1)
-            ms_store_modes(&s, queries, out, count, blk, vppu, lane);
-        else
-            ms_store_partial(&s, partial, count, blk, vppu, lane, u % segments);
+        ms_store_unit(&s, queries, out, partial, count, segments, u, blk, vppu, lane);
     }
 }

@@ -40,25 +40,7 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
             if (lane < F_LOAD) {
                 __global const float* ref = tile_ref + t * REF_STRIDE;
                 ms_begin_tile(&s, queries, count, blk, vppu, ref);
-/* Alg. 3 lines 11-16 over this tile's records lane, lane + F_LOAD, ... */
-#if MS_CAN_FACTOR
-                if (s.factor) {
-#pragma unroll 4
-                    for (int i = lane; i < TILE; i += F_LOAD) {
-                        float rec[STRIDE];
-                        MS_COPY_RECORD(rec, batch, i);
-                        ms_visit_nocq(&s, rec);
-                    }
-                } else
-#endif
-                {
-#pragma unroll 4
-                    for (int i = lane; i < TILE; i += F_LOAD) {
-                        float rec[STRIDE];
-                        MS_COPY_RECORD(rec, batch, i);
-                        ms_visit(&s, rec);
-                    }
-                }
+                MS_VISIT_TILE(&s, batch, lane);
                 ms_end_tile(&s);
             }
             barrier(CLK_LOCAL_MEM_FENCE); /* s2 */
@@ -66,9 +48,6 @@ void approx_modes_preload(__global const float4* records,  /* ntiles · TILE · 
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        if (segments == 1)
-            ms_store_modes(&s, queries, out, count, blk, vppu, lane);
-        else
-            ms_store_partial(&s, partial, count, blk, vppu, lane, u % segments);
+        ms_store_unit(&s, queries, out, partial, count, segments, u, blk, vppu, lane);
     }
 }
