@@ -1,7 +1,10 @@
 #pragma once
 // Helpers for tests that drive a backend one step at a time (tests/backend/*.cpp, the conformance
 // suite, topology and cost-model tests): topology requests, one poisoned step, the float64 serial
-// oracle, the "is this backend usable here" skip and scoped backend knobs (environment variables).
+// oracle and the deviation from it, the "is this backend usable here" skip and scoped backend knobs
+// (environment variables).
+
+#include "test_support.hpp"
 
 #include <meanshift/meanshift.hpp>
 
@@ -58,6 +61,16 @@ inline meanshift::MatrixD oracle_step(const meanshift::PreparedData& D, const me
 {
     auto s = meanshift::make_backend("serial");
     return run_step(*s, D, meanshift::Topology{}, Q, candidates);
+}
+
+/// Largest deviation of one step of backend `name` (options o) from the oracle, in prepared units
+/// (= bandwidths for the shared model); NaN (an unwritten entry) counts as infinite.
+inline double deviation(const std::string& name, const meanshift::PreparedData& D, const meanshift::MatrixD& Q,
+                        const meanshift::Topology& want, const meanshift::BackendOptions& o = {},
+                        meanshift::Topology* used = nullptr)
+{
+    auto b = meanshift::make_backend(name, o);
+    return max_abs_diff(run_step(*b, D, want, Q, nullptr, used), oracle_step(D, Q));
 }
 
 /// True when backend `name` is usable here; otherwise says why (the caller then skips its test).
