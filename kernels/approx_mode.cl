@@ -11,15 +11,7 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
-void approx_mode(__global const float4* records,  /* ntiles · TILE · STRIDE floats */
-                 __global const float* tile_ref,  /* ntiles · (K + 1): r_t, radius */
-                 const int ntiles,
-                 __global const float* queries,   /* count · K: y_p */
-                 __global float* out,             /* count · K: new y_p */
-                 const int count,
-                 const int nblocks,
-                 const int segments,              /* n-loop segments per mode block */
-                 __global float* partial)         /* segments · count · NACC (segments > 1) */
+void approx_mode(MS_APPROX_MODE_PARAMS)
 {
     const int lid = (int)get_local_id(0);
     const int vppu = lid / F_VPPU;
