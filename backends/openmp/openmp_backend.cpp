@@ -4,6 +4,7 @@
 //   vPPU = f_vppu consecutive lanes; f_load of them share the n-loop.
 // Threads take blocks of modes dynamically; the SIMD kernels (kernel_*.cpp) advance one block.
 // See docs/backend-openmp.md.
+#include "backends/candidates.hpp"
 #include "backends/factory.hpp"
 #include "backends/openmp/cpu_features.hpp"
 
@@ -267,8 +268,7 @@ private:
                 for (int d = 0; d < k; ++d) y[d] = static_cast<float>(yq[d]);
                 std::fill(s0.begin(), s0.end(), 0.0);
                 std::fill(s1.begin(), s1.end(), 0.0);
-                for (Index j = c.offsets[q]; j < c.offsets[q + 1]; ++j) {
-                    const Index i = c.indices[j];
+                detail::for_each_point(req, q, n, [&](Index i) {
                     const float* x = D.points_f.data() + i * k;
                     float d2 = 0.0f;
                     if (per_point) {
@@ -287,9 +287,8 @@ private:
                             s1[d] += static_cast<double>(e * x[d]);
                         }
                     }
-                }
-                double* out = req.out + q * k;
-                for (int d = 0; d < k; ++d) out[d] = s0[d] > 0 ? s1[d] / s0[d] : yq[d];
+                });
+                detail::finish_mode(s0.data(), s1.data(), yq, req.out + q * k, k);
             }
         }
     }

@@ -1,5 +1,6 @@
 // serial: a plain float64 implementation of Alg. 1 driven by Alg. 4. It is the oracle every other
 // backend is tested against, so it favours clarity and accuracy over speed.
+#include "backends/candidates.hpp"
 #include "backends/factory.hpp"
 
 #include <meanshift/errors.hpp>
@@ -78,14 +79,8 @@ public:
                     }
                 }
             };
-            if (req.candidates) {
-                for (Index c = req.candidates->offsets[q]; c < req.candidates->offsets[q + 1]; ++c)
-                    visit(req.candidates->indices[c]);
-            } else {
-                for (Index i = 0; i < n; ++i) visit(i);
-            }
-            double* out = req.out + q * k;
-            for (int d = 0; d < k; ++d) out[d] = s0[d] > 0 ? s1[d] / s0[d] : y[d];
+            detail::for_each_point(req, q, n, visit);
+            detail::finish_mode(s0.data(), s1.data(), y, req.out + q * k, k);
         }
     }
 
