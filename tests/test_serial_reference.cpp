@@ -8,6 +8,7 @@
 // 1e-6 bandwidths.
 #include "checks.hpp"
 #include "reference.hpp"
+#include "step_support.hpp"
 
 #include <meanshift/meanshift.hpp>
 
@@ -56,13 +57,7 @@ TEST_CASE("serial vs reference: one step on random data, shared and per-point ke
                 INFO("model " << std::string(model == KernelModel::Shared ? "shared" : "per-point") << ", n = " << n << ", k = " << k);
                 const PreparedData D = random_prepared(rng, n, k, model);
                 const MatrixD Q = random_queries(rng, D, 9);
-                be->bind(D, be->resolve_topology(Topology{}, D));
-                MatrixD out = MatrixD::Constant(Q.rows(), k, std::nan(""));
-                StepRequest req;
-                req.positions = Q.data();
-                req.out = out.data();
-                req.count = Q.rows();
-                be->step(req);
+                const MatrixD out = run_step(*be, D, Topology{}, Q);  // poisoned: every entry must be written
                 const ref::Model M(D.points, prepared_variances(D));
                 MatrixD want(Q.rows(), k);
                 for (Index q = 0; q < Q.rows(); ++q) ref::step(M, Q.row(q).data(), want.row(q).data());

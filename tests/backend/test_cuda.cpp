@@ -318,13 +318,8 @@ TEST_CASE("cuda: errors are exceptions, never crashes")
     b->bind(D, t);
     CandidateList c;
     c.offsets = {0, 0};
-    MatrixD y = D.points.topRows(1), out(1, 3);
-    StepRequest r;
-    r.positions = y.data();
-    r.out = out.data();
-    r.count = 1;
-    r.candidates = &c;
-    CHECK_THROWS_AS(b->step(r), NotSupported);
+    const MatrixD y = D.points.topRows(1);
+    CHECK_THROWS_AS(mstest::step(*b, y, &c), NotSupported);
 }
 
 #endif  // MEANSHIFT_HAVE_CUDA

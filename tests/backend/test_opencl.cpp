@@ -316,13 +316,7 @@ TEST_CASE("opencl: bad device specs and limits give clear errors")
         b->bind(D, b->resolve_topology(Topology{}, D));
         CandidateList c;
         c.offsets = {0, 0, 0, 0, 0};
-        MatrixD out(4, 3);
-        StepRequest r;
-        r.positions = Q.data();
-        r.out = out.data();
-        r.count = 4;
-        r.candidates = &c;
-        CHECK_THROWS_AS(b->step(r), NotSupported);
+        CHECK_THROWS_AS(mstest::step(*b, Q, &c), NotSupported);
     }
 }
 

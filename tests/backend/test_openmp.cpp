@@ -234,12 +234,8 @@ TEST_CASE("openmp: defaults, device description and topologies it cannot run")
     CHECK_THROWS_KEYWORD(InvalidArgument, openmp(-1), "threads");
 
     auto unbound = openmp();
-    MatrixD Q = MatrixD::Zero(1, 3), out(1, 3);
-    StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = 1;
-    CHECK_THROWS_AS(unbound->step(r), Error);
+    const MatrixD Q = MatrixD::Zero(1, 3);
+    CHECK_THROWS_AS(mstest::step(*unbound, Q), Error);
 }
 
 #endif  // MEANSHIFT_HAVE_OPENMP
