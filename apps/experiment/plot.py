@@ -143,10 +143,12 @@ def plot_fload(rows, out, source):
     ax2 = axes[-1]
     by_fv = defaultdict(dict)
     for r in rows:
-        by_fv[int(num(r, "f_vppu"))][num(r, "f_load")] = num(r, "utilisation")
-    for fv, g in sorted(by_fv.items()):
+        by_fv[(r["backend"], int(num(r, "f_vppu")))][num(r, "f_load")] = num(r, "utilisation")
+    styles = {b: s for b, s in zip(backends, ["o-", "s--", "^:"])}
+    for (b, fv), g in sorted(by_fv.items()):
         xs = sorted(g)
-        ax2.plot(xs, [g[x] for x in xs], "o-", ms=3, color=colours.get(fv), label=f"f_vppu={fv}")
+        ax2.plot(xs, [g[x] for x in xs], styles.get(b, "o-"), ms=3, color=colours.get(fv),
+                 label=f"{b} f_vppu={fv}" if len(backends) > 1 else f"f_vppu={fv}")
     ax2.set_xlabel("f_load")
     ax2.set_ylabel("utilisation of the PU-slots predicted by Thm. 1-2")
     ax2.set_ylim(0, 1.05)
