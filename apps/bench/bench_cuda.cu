@@ -1,7 +1,8 @@
 // bench_cuda: pair interactions per second of the cuda backend's step() (one mean-shift
 // iteration, float32 on the device) and the seeds' end-to-end benchmark through cluster().
 //
-//   bench_cuda [section ...]   sections: throughput tiles modes topology e2e (default: all)
+//   bench_cuda [section ...]   sections: throughput tiles modes topology e2e (default: all),
+//                              variants (A/B of the fast kernels' point loops; not in the default)
 //   MEANSHIFT_BENCH_N=<n>      points of the throughput runs (default 2^20)
 //
 // Throughput: every query against every point; "step" is timed around Backend::step() (host
@@ -85,6 +86,7 @@ struct Config {
     int r = 0;  // modes per PU (fast kernels), 0 = default
     ms::Topology topology;
     ms::Index queries = 0;  // 0 = all n
+    int variant = 0;        // fast-kernel point loop (MEANSHIFT_CUDA_FAST_VARIANT), 0 = default
 };
 
 struct Rate {
@@ -99,6 +101,10 @@ Rate pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topolog
         setenv("MEANSHIFT_CUDA_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
     else
         unsetenv("MEANSHIFT_CUDA_MODES_PER_PU");
+    if (c.variant > 0)
+        setenv("MEANSHIFT_CUDA_FAST_VARIANT", std::to_string(c.variant).c_str(), 1);
+    else
+        unsetenv("MEANSHIFT_CUDA_FAST_VARIANT");
     ms::BackendOptions o;
     o.preload = c.preload;
     o.preload_size = c.tile;
@@ -171,9 +177,22 @@ int main(int argc, char** argv)
         if (wanted(argc, argv, "throughput")) {
             for (const auto* d : {&iso, &pp}) {
                 const char* m = d == &iso ? "isotropic" : "per-point";
-                row(m, {"default (preload, W=512)", true, 0, 0, {}, 0}, *d);
-                row(m, {"naive (no preload, W=512)", false, 0, 0, {}, 0}, *d);
+                row(m, {"default (preload, W=1024)", true, 0, 0, {}, 0}, *d);
+                row(m, {"naive (no preload, W=1024)", false, 0, 0, {}, 0}, *d);
             }
+        }
+        if (argc > 1 && wanted(argc, argv, "variants")) {
+            // Point-loop variants of the fast kernels (kernel_params.hpp), interleaved and repeated so
+            // that drift during the run shows: 1 = run-time W, unroll 2; 2 / 3 = W fixed at compile
+            // time, unroll 4 / 8 (per-point in Horner form), at W = 512 and 1024.
+            for (int rep = 0; rep < 2; ++rep)
+                for (const auto* d : {&iso, &pp})
+                    for (int w : {512, 1024})
+                        for (int v : {1, 2, 3}) {
+                            Config c{"variant " + std::to_string(v) + " W=" + std::to_string(w), true, w, 0, {}, 0};
+                            c.variant = v;
+                            row(d == &iso ? "isotropic" : "per-point", c, *d);
+                        }
         }
         if (wanted(argc, argv, "tiles")) {
             for (const auto* d : {&iso, &pp})

@@ -2,7 +2,7 @@
 # Runs the cuda backend's checks and benchmarks on the GPU machine, from the repository root, with
 # the build folder build-cuda (Release, -DMEANSHIFT_CUDA=ON) carried along. Logs go to $OUT.
 #   bash apps/bench/bench_cuda_device.sh [steps...]
-#   steps: smi test conformance bench ncu memcheck racecheck tiles sweeps ab (default: all but ab)
+#   steps: smi test conformance bench ncu memcheck racecheck tiles sweeps ab variants (default: all but ab, variants)
 set -u
 B=${BUILD:-build-cuda}
 export LD_LIBRARY_PATH=$PWD/$B/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
@@ -25,6 +25,7 @@ for s in $steps; do
            grep -E "issue_stalled" "$OUT/ncu_$skip.txt" | sort -k3 -g -r | head -6
          done ;;
     ab) timeout 120 $B/bin/bench_cuda throughput 2>&1 | tee "$OUT/ab.txt" ;;
+    variants) timeout 240 $B/bin/bench_cuda variants 2>&1 | tee "$OUT/variants.txt" ;;
     tiles) timeout 150 $B/bin/bench_cuda tiles 2>&1 | tee "$OUT/tiles.txt" ;;
     memcheck) timeout 120 compute-sanitizer --tool memcheck --leak-check full $T -tc='*topologies*,*chunked*,*split*,*errors*' 2>&1 | tail -8 ;;
     racecheck) timeout 120 compute-sanitizer --tool racecheck $T -tc='*topologies*,*tile widths*' 2>&1 | tail -8 ;;

@@ -26,8 +26,12 @@ namespace cuda {
 namespace {
 
 constexpr int kDefaultThreads = 256;
-constexpr int kDefaultFastTile = 512;
+constexpr int kDefaultFastTile = 1024;  // preload width W of the fast kernels (same-run A/B: +1 % over 512)
 constexpr int kMaxFastThreads = 256;     // launch bounds of the fast kernels
+// Point loop of the fast kernels (kernel_params.hpp), from the same-run A/B in performance-gpu.md:
+// compile-time tile width, unrolled 4x (isotropic) / 8x (per-point).
+constexpr int kDefaultFastVariantShared = 2;
+constexpr int kDefaultFastVariantPerPoint = 3;
 
 /// Internal knobs (environment, read at bind()): force small chunks in tests, pick r in sweeps.
 long long env_value(const char* name, long long fallback)
@@ -239,7 +243,11 @@ private:
         if (p.fast) {
             p.tile = options_.preload_size > 0 ? options_.preload_size : kDefaultFastTile;
             p.r = modes_per_pu(k, pp, options_.preload);
-            p.kernel = pp ? fast_kernel_per_point(k, p.r, options_.preload) : fast_kernel_shared(k, p.r, options_.preload);
+            // Variant of the point loop (kernel_params.hpp); MEANSHIFT_CUDA_FAST_VARIANT overrides (A/B benchmarks).
+            const int v = static_cast<int>(env_value("MEANSHIFT_CUDA_FAST_VARIANT", pp ? kDefaultFastVariantPerPoint
+                                                                                        : kDefaultFastVariantShared));
+            p.kernel = pp ? fast_kernel_per_point(k, p.r, options_.preload, p.tile, v)
+                          : fast_kernel_shared(k, p.r, options_.preload, p.tile, v);
             p.smem = options_.preload ? static_cast<std::size_t>(p.tile) * fast_stride(k, pp) * sizeof(float) : 0;
         } else {
             p.tile = options_.preload_size > 0 ? options_.preload_size : t.pus_per_ppu;

@@ -8,8 +8,13 @@
 // p' = x - c_t and q' = y - c_t (both small for every pair whose weight matters), the per-pair
 // work is ms_pair_expanded_shared / ms_pair_expanded_per_point and the end-of-tile fold is
 // ms_fold_shared / ms_fold_per_point of kernels/meanshift_device.h, the same definitions the
-// OpenCL backend runs. Isotropic k = 3: 3 FMAs (+1 add for |q'|², often factored out of the
-// tile, see below), one ex2, 4 FP32 instructions for the sums. Per-point: 2k FMAs, one ex2, 2k.
+// OpenCL backend runs (per-point with a compile-time tile width: the same exponent in Horner
+// form, pair_horner_per_point). Isotropic k = 3: 3 FMAs (+1 add for |q'|², often factored out of
+// the tile, see below), one ex2, 4 FP32 instructions for the sums. Per-point: 2k FMAs, one ex2, 2k.
+// The default point loop has the tile width W fixed at compile time (no remainder, fixed
+// shared-memory offsets) and is unrolled 4× (isotropic) / 8× (per-point): 8.5 / 13.6 issue slots
+// per pair at k = 3, r = 4 against 8.9 / 14.1 for the run-time-W loop unrolled 2× (SASS counts,
+// docs/performance-gpu.md).
 // These sources are compiled with -ftz=true, so MS_EXP2 (exp2f) is a single ex2.approx.ftz.
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_device.h"
@@ -48,15 +53,24 @@ __device__ __forceinline__ void load_point(const float4* src, int i, float (&pt)
     }
 }
 
+/// Points of a tile: the compile-time width TW when TW > 0 (the loop then has no remainder and
+/// unrolls UNR times with fixed shared-memory offsets), else the run-time width W.
+template <int TW>
+__device__ __forceinline__ int tile_width(int W)
+{
+    return TW > 0 ? TW : W;
+}
+
 /// Shared model, one tile, through the shared device header (record [p', a], qs = L q',
 /// cq = -L/2 |q'|², L = log2 e). SUB = false: cq is factored out of the tile (passed as -0.0f,
 /// which the compiler drops: one instruction less per pair).
-template <int K, int R, int VEC, bool PRELOAD, bool SUB>
+template <int K, int R, int VEC, bool PRELOAD, bool SUB, int TW, int UNR>
 __device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const float (&qs)[R][K],
                                                  const float (&cq)[R][1], float (&s0)[R][1], float (&s1)[R][K])
 {
-#pragma unroll 2
-    for (int i = 0; i < W; ++i) {
+    const int w = tile_width<TW>(W);
+#pragma unroll UNR
+    for (int i = 0; i < w; ++i) {
         float pt[4 * VEC];
         load_point<VEC, PRELOAD>(src, i, pt);
 #pragma unroll
@@ -64,31 +78,61 @@ __device__ __forceinline__ void tile_sums_shared(const float4* src, int W, const
     }
 }
 
-/// Per-point model, one tile, through the shared device header (record [A, B_d, C_d]).
-template <int K, int R, int VEC, bool PRELOAD>
+/// Per-point pair in Horner form: the same exponent as ms_pair_expanded_per_point,
+/// rec[0] + Σ_d q_d (rec[1+d] + rec[1+k+d] q_d), with the same 2k FMAs, but needs only q, not q²,
+/// in registers (r·k registers fewer: the unrolled point loop then keeps q² from being recomputed
+/// per iteration). Same record layout and raw sums.
+template <int K>
+__device__ __forceinline__ void pair_horner_per_point(const float (&q)[K], const float* rec, float (&s0)[K],
+                                                      float (&s1)[K])
+{
+    float arg = rec[0];
+#pragma unroll
+    for (int d = 0; d < K; ++d) arg = fmaf(q[d], fmaf(rec[1 + K + d], q[d], rec[1 + d]), arg);
+    const float e = ex2_approx(arg);
+#pragma unroll
+    for (int d = 0; d < K; ++d) {
+        s0[d] = fmaf(e, rec[1 + K + d], s0[d]);
+        s1[d] = fmaf(e, rec[1 + d], s1[d]);
+    }
+}
+
+/// Per-point model, one tile (record [A, B_d, C_d]): the shared device header's pair with a
+/// run-time tile width, the Horner form above with a compile-time one.
+template <int K, int R, int VEC, bool PRELOAD, int TW, int UNR>
 __device__ __forceinline__ void tile_sums_per_point(const float4* src, int W, const float (&qp)[R][K],
                                                     const float (&q2)[R][K], float (&s0)[R][K], float (&s1)[R][K])
 {
-#pragma unroll 2
-    for (int i = 0; i < W; ++i) {
+    const int w = tile_width<TW>(W);
+#pragma unroll UNR
+    for (int i = 0; i < w; ++i) {
         float pt[4 * VEC];
         load_point<VEC, PRELOAD>(src, i, pt);
 #pragma unroll
-        for (int j = 0; j < R; ++j) ms_pair_expanded_per_point(qp[j], q2[j], pt, K, s0[j], s1[j]);
+        for (int j = 0; j < R; ++j) {
+            if constexpr (TW > 0)
+                pair_horner_per_point<K>(qp[j], pt, s0[j], s1[j]);
+            else
+                ms_pair_expanded_per_point(qp[j], q2[j], pt, K, s0[j], s1[j]);
+        }
     }
 }
 
 /// At most 256 threads per block; two blocks per SM where the register blocking leaves room
 /// (k·r ≤ 24, per-point 2k·r ≤ 24: at most 128 registers, no spills), so that 16 warps hide
 /// the ex2 and FMA latencies.
-template <int K, int R, bool PP, bool PRELOAD>
-__global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fast_kernel(const FastParams p)
+///
+/// TW > 0: the tile width is the compile-time constant TW (the host launches this only when
+/// p.tile == TW); UNR: unroll factor of the point loop.
+template <int K, int R, bool PP, bool PRELOAD, int TW = 0, int UNR = 2>
+__global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1))
+    fast_kernel(const FastParams p)
 {
     using Lay = FastLayout<K, PP>;
     extern __shared__ float4 s_tile[];
     const float4* data = reinterpret_cast<const float4*>(p.data);
     const int T = blockDim.x;
-    const int W = p.tile;
+    const int W = tile_width<TW>(p.tile);
     const long long tile_vecs = static_cast<long long>(W) * Lay::kVec;
 
     for (long long u = blockIdx.x; u < p.units; u += gridDim.x) {
@@ -161,11 +205,11 @@ __global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fas
 
             if constexpr (!PP) {
                 if (factor)
-                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, false>(src, W, qp, qx, s0, s1);
+                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, false, TW, UNR>(src, W, qp, qx, s0, s1);
                 else
-                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, true>(src, W, qp, qx, s0, s1);
+                    tile_sums_shared<K, R, Lay::kVec, PRELOAD, true, TW, UNR>(src, W, qp, qx, s0, s1);
             } else {
-                tile_sums_per_point<K, R, Lay::kVec, PRELOAD>(src, W, qp, qx, s0, s1);
+                tile_sums_per_point<K, R, Lay::kVec, PRELOAD, TW, UNR>(src, W, qp, qx, s0, s1);
             }
 
             // Fold the tile sums into query-relative totals (S1 = Σ e w (p' - q'), y_new = y + S1/S0).
@@ -201,14 +245,22 @@ __global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fas
     }
 }
 
-/// Table of instantiations: k in 1..8, r in {1,2,4,8} with k·r ≤ 32.
+/// Table of instantiations: k in 1..8, r in {1,2,4,8} with k·r ≤ 32. variant (see
+/// kernel_params.hpp): 1 = run-time tile width, point loop unrolled 2×; 2 / 3 = tile width known
+/// at compile time (512 or 1024), unrolled 4× / 8× (preloading only; other widths get variant 1).
 template <bool PP>
-const void* fast_kernel_table(int k, int r, bool preload)
+const void* fast_kernel_table(int k, int r, bool preload, int tile, int variant)
 {
-#define MS_FAST_CASE(KK, RR)                                                                   \
-    if (k == KK && r == RR)                                                                    \
-        return preload ? reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true>)         \
-                       : reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, false>);
+    const int v = preload && (tile == 512 || tile == 1024) ? variant : 1;
+#define MS_FAST_CASE(KK, RR)                                                                            \
+    if (k == KK && r == RR) {                                                                           \
+        if (!preload) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, false>);            \
+        if (v == 2 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 4>);   \
+        if (v == 3 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 8>);   \
+        if (v == 2 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 4>); \
+        if (v == 3 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 8>); \
+        return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true>);                           \
+    }
 #define MS_FAST_K(KK) MS_FAST_CASE(KK, 1) MS_FAST_CASE(KK, 2) MS_FAST_CASE(KK, 4)
     MS_FAST_K(1) MS_FAST_K(2) MS_FAST_K(3) MS_FAST_K(4) MS_FAST_K(5) MS_FAST_K(6) MS_FAST_K(7) MS_FAST_K(8)
     MS_FAST_CASE(1, 8) MS_FAST_CASE(2, 8) MS_FAST_CASE(3, 8) MS_FAST_CASE(4, 8)

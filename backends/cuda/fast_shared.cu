@@ -3,5 +3,8 @@
 #include "backends/cuda/fast_kernel.cuh"
 
 namespace meanshift::cuda {
-const void* fast_kernel_shared(int k, int r, bool preload) { return fast_kernel_table<false>(k, r, preload); }
+const void* fast_kernel_shared(int k, int r, bool preload, int tile, int variant)
+{
+    return fast_kernel_table<false>(k, r, preload, tile, variant);
+}
 }  // namespace meanshift::cuda

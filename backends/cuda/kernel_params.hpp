@@ -47,9 +47,12 @@ struct TopologyParams {
 };
 
 /// Kernel entry points (nullptr when that combination is not instantiated).
-/// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block.
-const void* fast_kernel_shared(int k, int r, bool preload);
-const void* fast_kernel_per_point(int k, int r, bool preload);
+/// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block. `variant`
+/// of the point loop: 1 = run-time tile width, unrolled 2×; 2 / 3 = tile width fixed at compile
+/// time, unrolled 4× / 8×, per-point pairs in Horner form (only with preloading and a tile of 512
+/// or 1024 points; otherwise variant 1).
+const void* fast_kernel_shared(int k, int r, bool preload, int tile = 0, int variant = 1);
+const void* fast_kernel_per_point(int k, int r, bool preload, int tile = 0, int variant = 1);
 /// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
 const void* topology_kernel(int k, bool per_point, bool preload);
 
