@@ -7,6 +7,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace meanshift::detail {
 
@@ -17,6 +19,17 @@ struct BackendFactory {
     /// Create an instance; throws BackendUnavailable / DeviceError / InvalidArgument.
     std::function<std::unique_ptr<Backend>(const BackendOptions&)> create;
 };
+
+/// Status of a backend that can run whenever it is compiled in (the host backends).
+inline BackendStatus usable_status(std::string name, std::vector<DeviceInfo> devices)
+{
+    BackendStatus s;
+    s.name = std::move(name);
+    s.compiled_in = true;
+    s.usable = true;
+    s.devices = std::move(devices);
+    return s;
+}
 
 BackendFactory serial_factory();
 #if MEANSHIFT_HAVE_OPENMP

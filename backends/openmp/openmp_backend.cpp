@@ -309,14 +309,8 @@ BackendFactory openmp_factory()
 {
     BackendFactory f;
     f.name = "openmp";
-    f.probe = [] {
-        BackendStatus s;
-        s.name = "openmp";
-        s.compiled_in = true;
-        s.usable = true;  // the generic kernel runs on any CPU
-        s.devices = {host_device(omp_get_max_threads())};
-        return s;
-    };
+    // Always usable: the generic kernel runs on any CPU.
+    f.probe = [] { return usable_status("openmp", {host_device(omp_get_max_threads())}); };
     f.create = [](const BackendOptions& o) { return std::unique_ptr<Backend>(new OpenMPBackend(o)); };
     return f;
 }

@@ -95,14 +95,7 @@ BackendFactory serial_factory()
 {
     BackendFactory f;
     f.name = "serial";
-    f.probe = [] {
-        BackendStatus s;
-        s.name = "serial";
-        s.compiled_in = true;
-        s.usable = true;
-        s.devices = {SerialBackend::host_device()};
-        return s;
-    };
+    f.probe = [] { return usable_status("serial", {SerialBackend::host_device()}); };
     f.create = [](const BackendOptions&) { return std::unique_ptr<Backend>(new SerialBackend()); };
     return f;
 }
