@@ -132,24 +132,14 @@ inline meanshift::PreparedData random_prepared(std::mt19937_64& rng, Index n, in
     D.points.resize(n, k);
     for (Index i = 0; i < n; ++i)
         for (int d = 0; d < k; ++d) D.points(i, d) = double(float(N(rng)));
-    D.points_f = D.points.cast<float>();
     if (model == KernelModel::PerPoint) {
         const double a = k > 8 ? 0.3 : 0.7;
         std::uniform_real_distribution<double> U(-a, a);
         D.precision.resize(n, k);
-        D.log_weight.resize(n);
-        for (Index i = 0; i < n; ++i) {
-            double logdet = 0;
-            for (int d = 0; d < k; ++d) {
-                D.precision(i, d) = double(float(std::exp(U(rng))));
-                logdet -= std::log(D.precision(i, d));
-            }
-            D.log_weight[i] = -0.5 * logdet;
-        }
-        D.log_weight.array() -= D.log_weight.maxCoeff();
-        D.precision_f = D.precision.cast<float>();
-        D.log_weight_f = D.log_weight.cast<float>();
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) D.precision(i, d) = double(float(std::exp(U(rng))));
     }
+    D.finalize();
     return D;
 }
 

@@ -85,21 +85,10 @@ PreparedData make_blobs(Index n, bool per_point, int k = 3)
         for (int d = 0; d < k; ++d) D.points(i, d) = (d < 3 ? centres[i % 3][d] : 0.0) + normal(rng);
     if (per_point) {  // diagonal H_i with variances in [0.5, 2]
         D.precision.resize(n, k);
-        D.log_weight.resize(n);
-        for (Index i = 0; i < n; ++i) {
-            double log_det = 0;
-            for (int d = 0; d < k; ++d) {
-                const double h = variance(rng);
-                D.precision(i, d) = 1.0 / h;
-                log_det += std::log(h);
-            }
-            D.log_weight[i] = -0.5 * log_det;
-        }
-        D.log_weight.array() -= D.log_weight.maxCoeff();
-        D.precision_f = D.precision.cast<float>();
-        D.log_weight_f = D.log_weight.cast<float>();
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) D.precision(i, d) = 1.0 / variance(rng);
     }
-    D.points_f = D.points.cast<float>();
+    D.finalize();
     return D;
 }
 

@@ -61,21 +61,13 @@ ms::PreparedData prepare(const ms::MatrixF& raw, double h, ms::KernelModel model
         std::uniform_real_distribution<double> u(0.75, 1.25);
         p.points = x;
         p.precision.resize(n, k);
-        p.log_weight.resize(n);
-        for (ms::Index i = 0; i < n; ++i) {
-            double lw = 0;
+        for (ms::Index i = 0; i < n; ++i)
             for (int d = 0; d < k; ++d) {
                 const double hi = h * u(rng);
                 p.precision(i, d) = 1.0 / (hi * hi);
-                lw -= std::log(hi);
             }
-            p.log_weight[i] = lw;
-        }
-        p.log_weight.array() -= p.log_weight.maxCoeff();
-        p.precision_f = p.precision.cast<float>();
-        p.log_weight_f = p.log_weight.cast<float>();
     }
-    p.points_f = p.points.cast<float>();
+    p.finalize();
     return p;
 }
 

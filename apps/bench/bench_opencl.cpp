@@ -124,23 +124,13 @@ PreparedData make_data(Index n, int k, bool per_point, const std::string& kind, 
     } else {
         throw InvalidArgument("bench_opencl: --data must be blobs or uniform");
     }
-    D.points_f = D.points.cast<float>();
     if (per_point) {
         std::uniform_real_distribution<double> L(-0.7, 0.7);
         D.precision.resize(n, k);
-        D.log_weight.resize(n);
-        for (Index i = 0; i < n; ++i) {
-            double logdet = 0;
-            for (int d = 0; d < k; ++d) {
-                D.precision(i, d) = std::exp(L(rng));
-                logdet -= std::log(D.precision(i, d));
-            }
-            D.log_weight[i] = -0.5 * logdet;
-        }
-        D.log_weight.array() -= D.log_weight.maxCoeff();
-        D.precision_f = D.precision.cast<float>();
-        D.log_weight_f = D.log_weight.cast<float>();
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) D.precision(i, d) = std::exp(L(rng));
     }
+    D.finalize();
     return D;
 }
 

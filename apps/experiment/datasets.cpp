@@ -52,23 +52,13 @@ meanshift::PreparedData prepare_for_steps(const MatrixF& data, double h, meanshi
         std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
         std::uniform_real_distribution<double> u(0.75, 1.25);
         p.precision.resize(n, k);
-        p.log_weight.resize(n);
-        double max_lw = -1e300;
-        for (Index i = 0; i < n; ++i) {
-            double lw = 0;
+        for (Index i = 0; i < n; ++i)
             for (int d = 0; d < k; ++d) {
-                const double s = u(rng);               // h_id / h in prepared units
-                p.precision(i, d) = 1.0 / (s * s);    // 1 / H_i,dd
-                lw -= std::log(s);                    // log |H_i|^{-1/2}
+                const double s = u(rng);             // h_id / h in prepared units
+                p.precision(i, d) = 1.0 / (s * s);  // 1 / H_i,dd
             }
-            p.log_weight[i] = lw;
-            max_lw = std::max(max_lw, lw);
-        }
-        p.log_weight.array() -= max_lw;
     }
-    p.points_f = p.points.cast<float>();
-    p.precision_f = p.precision.cast<float>();
-    p.log_weight_f = p.log_weight.cast<float>();
+    p.finalize();
     return p;
 }
 

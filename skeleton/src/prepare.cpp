@@ -73,30 +73,19 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
     } else {
         D.model = KernelModel::PerPoint;
         MatrixD prec(n, k);
-        VectorD logw(n);
         std::vector<double> var(static_cast<std::size_t>(k));
         for (Index i = 0; i < n; ++i) {
             bw.covariance_diagonal(i, Xd.row(i).data(), k, var.data());
-            double logdet = 0;
-            for (int d = 0; d < k; ++d) {
-                prec(i, d) = 1.0 / var[std::size_t(d)];
-                logdet += std::log(var[std::size_t(d)]);
-            }
-            logw[i] = -0.5 * logdet;  // log |H_i|^{-1/2}
+            for (int d = 0; d < k; ++d) prec(i, d) = 1.0 / var[std::size_t(d)];
         }
         // Whiten by the geometric-mean precision so prepared coordinates and precisions are O(1).
         p.scale.resize(k);
         for (int d = 0; d < k; ++d) p.scale[d] = std::sqrt(std::exp(prec.col(d).array().log().mean()));
         for (int d = 0; d < k; ++d) prec.col(d) /= p.scale[d] * p.scale[d];
-        // Only ratios of weights matter: shift so the largest c_i is 0 (no overflow in exp).
-        logw.array() -= logw.maxCoeff();
         D.precision = std::move(prec);
-        D.log_weight = std::move(logw);
-        D.precision_f = D.precision.cast<float>();
-        D.log_weight_f = D.log_weight.cast<float>();
     }
     D.points = (Xd.rowwise() - p.centre.transpose()).array().rowwise() * p.scale.transpose().array();
-    D.points_f = D.points.cast<float>();
+    D.finalize();
     check_float32_range(D);
     return p;
 }
@@ -118,3 +107,20 @@ MatrixF from_prepared(const Prepared& p, const MatrixD& y)
 }
 
 }  // namespace meanshift::detail
+
+namespace meanshift {
+
+void PreparedData::finalize()
+{
+    points_f = points.cast<float>();
+    if (model == KernelModel::PerPoint) {
+        // log|H_i|^{-1/2} = ½ Σ_d log(1/H_i,dd). Only ratios of weights matter: shift so the
+        // largest c_i is 0 (nothing overflows in exp).
+        log_weight = 0.5 * precision.array().log().rowwise().sum().matrix();
+        if (log_weight.size()) log_weight.array() -= log_weight.maxCoeff();
+        precision_f = precision.cast<float>();
+        log_weight_f = log_weight.cast<float>();
+    }
+}
+
+}  // namespace meanshift

@@ -262,7 +262,7 @@ TEST_CASE("cuda: 640 x 480 image at spatial bandwidth 4 matches the float64 orac
         const double mid = 0.5 * (D.points.col(d).minCoeff() + D.points.col(d).maxCoeff());
         D.points.col(d) = (D.points.col(d).array() - mid) / h[d];
     }
-    D.points_f = D.points.cast<float>();
+    D.finalize();
     std::uniform_int_distribution<Index> pick(0, D.n() - 1);
     MatrixD Q(200, 5);
     for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(pick(rng));

@@ -205,7 +205,7 @@ TEST_CASE("opencl: large extent (image-like grid over +-80 bandwidths), expanded
             D.points(i, 3) = (y < h / 2 ? 1.0 : 6.0);
             D.points(i, 4) = 0.5 * ((x + y) % 3);
         }
-    D.points_f = D.points.cast<float>();
+    D.finalize();
     MatrixD Q = D.points;
     for (Index i = 0; i < Q.rows(); ++i) Q(i, 0) += 0.75, Q(i, 1) -= 0.5;  // between grid points
     for (bool preload : {false, true}) {

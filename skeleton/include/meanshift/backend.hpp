@@ -41,6 +41,12 @@ struct PreparedData {
 
     Index n() const noexcept { return points.rows(); }
     int k() const noexcept { return static_cast<int>(points.cols()); }
+
+    /// Derives everything that follows from `model`, `points` and (PerPoint) `precision`:
+    /// log_weight c_i = ½ Σ_d log precision_id − max_j c_j (= log|H_i|^{-1/2} up to a common shift,
+    /// which cancels in eq. 5-6), and the float32 copies. The skeleton calls it; code that builds
+    /// PreparedData by hand (tests, benchmarks) calls it instead of repeating the derivation.
+    void finalize();
 };
 
 /// Optional truncated-kernel candidate list (CSR): for active query q, only data points
