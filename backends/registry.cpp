@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <utility>
 
 namespace meanshift {
 namespace {
@@ -69,10 +70,11 @@ std::vector<BackendStatus> list_backends()
     return out;
 }
 
-std::string resolve_auto_backend()
+namespace {
+
+// Fastest usable first: CUDA, then OpenCL on a GPU, then OpenMP, then the serial oracle.
+std::string pick_auto(const std::vector<BackendStatus>& all)
 {
-    // Fastest usable first: CUDA, then OpenCL on a GPU, then OpenMP, then the serial oracle.
-    std::vector<BackendStatus> all = list_backends();
     auto usable = [&](const std::string& n, bool need_gpu) {
         for (const auto& s : all) {
             if (s.name != n || !s.usable) continue;
@@ -82,15 +84,23 @@ std::string resolve_auto_backend()
         }
         return false;
     };
-    if (usable("cuda", false)) return "cuda";
-    if (usable("opencl", true)) return "opencl";
-    if (usable("openmp", false)) return "openmp";
-    return "serial";
+    for (auto [name, need_gpu] : {std::pair<const char*, bool>{"cuda", false}, {"opencl", true}, {"openmp", false}})
+        if (usable(name, need_gpu)) return name;
+    return "serial";  // always compiled in and usable
+}
+
+}  // namespace
+
+std::string resolve_auto_backend()
+{
+    return pick_auto(list_backends());
 }
 
 std::unique_ptr<Backend> make_backend(const std::string& requested, const BackendOptions& options)
 {
-    const std::string name = requested == "auto" ? resolve_auto_backend() : requested;
+    // "auto" probes every backend once and picks a usable one: no second probe of the choice.
+    const bool is_auto = requested == "auto";
+    const std::string name = is_auto ? pick_auto(list_backends()) : requested;
     auto it = std::find_if(factories().begin(), factories().end(),
                            [&](const auto& f) { return f.name == name; });
     if (it == factories().end()) {
@@ -105,9 +115,11 @@ std::unique_ptr<Backend> make_backend(const std::string& requested, const Backen
         msg << " (or 'auto')";
         throw BackendUnavailable(msg.str());
     }
-    const BackendStatus status = probe_safely(*it);
-    if (!status.usable)
-        throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
+    if (!is_auto) {
+        const BackendStatus status = probe_safely(*it);
+        if (!status.usable)
+            throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
+    }
     return it->create(options);
 }
 
