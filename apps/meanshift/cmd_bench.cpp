@@ -36,10 +36,7 @@ void run_bench(const BenchArgs& a)
                         : meanshift::Bandwidth::isotropic(a.bandwidth);
     a.run.apply(opt);
     opt.fixed_iterations = a.iterations;
-    TerminalProgress progress(!a.run.quiet);
-    opt.progress = progress.callback();
-    const meanshift::Result r = meanshift::cluster(data, opt);
-    progress.finish();
+    const meanshift::Result r = cluster_with_progress(data, opt, a.run.quiet);
 
     const meanshift::Timing& t = r.timing;
     nlohmann::ordered_json j = {{"backend", r.backend},

@@ -58,11 +58,7 @@ void run_cluster(const ClusterArgs& a)
     opt.bandwidth = make_bandwidth(a, n, k);
     a.run.apply(opt);
     a.conv.apply(opt);
-    TerminalProgress progress(!a.run.quiet);
-    opt.progress = progress.callback();
-
-    const meanshift::Result r = meanshift::cluster(data, opt);
-    progress.finish();
+    const meanshift::Result r = cluster_with_progress(data, opt, a.run.quiet);
 
     const std::string centres_path = sibling_path(a.output, "centres");
     write_labels(a.output, r.labels);

@@ -95,10 +95,7 @@ void run_segment(const SegmentArgs& a)
     opt.bandwidth = meanshift::Bandwidth::diagonal({a.spatial, a.spatial, a.range, a.range, a.range});
     a.run.apply(opt);
     a.conv.apply(opt);
-    TerminalProgress progress(!a.run.quiet);
-    opt.progress = progress.callback();
-    const meanshift::Result r = meanshift::cluster(features, opt);
-    progress.finish();
+    const meanshift::Result r = cluster_with_progress(features, opt, a.run.quiet);
 
     // Paint each segment with the mean colour of its pixels (averaged in linear light).
     const std::size_t c = r.cluster_sizes.size();

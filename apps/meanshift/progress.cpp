@@ -40,4 +40,13 @@ void TerminalProgress::finish()
     drawn_ = false;
 }
 
+meanshift::Result cluster_with_progress(const meanshift::MatrixF& data, meanshift::Options options, bool quiet)
+{
+    TerminalProgress progress(!quiet);
+    options.progress = progress.callback();
+    meanshift::Result r = meanshift::cluster(data, options);
+    progress.finish();
+    return r;
+}
+
 }  // namespace mscli

@@ -28,4 +28,7 @@ private:
     std::chrono::steady_clock::time_point start_, last_;
 };
 
+/// meanshift::cluster() with a progress line on stderr unless `quiet` (what every subcommand runs).
+meanshift::Result cluster_with_progress(const meanshift::MatrixF& data, meanshift::Options options, bool quiet);
+
 }  // namespace mscli
