@@ -27,12 +27,23 @@ void RunOptions::add_to(CLI::App& app)
     app.add_flag("--quiet,-q", quiet, "no progress display");
 }
 
+namespace {
+// --preload as a flag: on when given. BackendOptions::preload is a bool or an enum {Auto, On, Off}
+// depending on the library version; the template is chosen for the enum.
+inline void set_preload(bool& dst, bool on) { dst = on; }
+template <class E>
+void set_preload(E& dst, bool on)
+{
+    dst = on ? E::On : E::Auto;
+}
+}  // namespace
+
 void RunOptions::apply(meanshift::Options& o) const
 {
     o.backend = backend;
     o.backend_options.device_spec = device;
     o.backend_options.devices = devices;
-    o.backend_options.preload = preload;
+    set_preload(o.backend_options.preload, preload);
     o.backend_options.threads = threads;
     o.topology.ppus = ppus;
     o.topology.pus_per_ppu = tau;
@@ -79,9 +90,9 @@ CLI::Validator number_check(bool allow_zero)
             char* end = nullptr;
             const double v = std::strtod(text.c_str(), &end);
             if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
-                return "'" + text + "' is not a number";
+                return "'" + clip(text) + "' is not a number";
             if (v < 0 || (!allow_zero && v == 0))
-                return std::string("must be ") + (allow_zero ? ">= 0" : "> 0") + ", got " + text;
+                return std::string("must be ") + (allow_zero ? ">= 0" : "> 0") + ", got " + clip(text);
             return {};
         },
         allow_zero ? "NONNEGATIVE" : "POSITIVE");
@@ -94,19 +105,15 @@ CLI::Validator non_negative() { return number_check(true); }
 
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what)
 {
-    for (meanshift::Index i = 0; i < m.size(); ++i) {
-        if (std::fabs(m.data()[i]) > FLT_MAX)
-            throw meanshift::InvalidArgument(what + ": value " + std::to_string(m.data()[i]) +
-                                             " does not fit in float32");
+    for (meanshift::Index i = 0; i < m.rows(); ++i) {
+        for (meanshift::Index d = 0; d < m.cols(); ++d) {
+            if (std::fabs(m(i, d)) > FLT_MAX)
+                throw meanshift::InvalidArgument(what + ": row " + std::to_string(i + 1) + ", column " +
+                                                 std::to_string(d + 1) + ": value " + sci(m(i, d)) +
+                                                 " does not fit in float32 (|x| <= " + sci(FLT_MAX) + ")");
+        }
     }
     return m.cast<float>();
-}
-
-std::string sci(double v)
-{
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3g", v);
-    return buf;
 }
 
 }  // namespace mscli

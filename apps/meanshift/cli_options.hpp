@@ -4,6 +4,8 @@
 
 #include <meanshift/meanshift.hpp>
 
+#include "text.hpp"
+
 #include <CLI/CLI.hpp>
 
 #include <string>
@@ -43,11 +45,8 @@ struct ConvergenceOptions {
 CLI::Validator positive();
 CLI::Validator non_negative();
 
-/// float64 matrix -> float32 matrix for cluster(); throws InvalidArgument naming `what` if a
-/// value does not fit in float32.
+/// float64 matrix -> float32 matrix for cluster(); throws InvalidArgument naming `what`, the row
+/// and the column if a value does not fit in float32.
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what);
-
-/// "1.23e+09" style figure for printing rates.
-std::string sci(double v);
 
 }  // namespace mscli

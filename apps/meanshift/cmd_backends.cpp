@@ -52,12 +52,14 @@ void run_backends(bool json)
 
 }  // namespace
 
-void add_backends_command(CLI::App& app)
+void add_backends_command(CLI::App& app, Mode mode)
 {
     auto json = std::make_shared<bool>(false);
     CLI::App* sub = app.add_subcommand("backends", "List backends and devices, with reasons for unavailable ones");
     sub->add_flag("--json", *json, "machine-readable output (one JSON object)");
-    sub->callback([json] { run_backends(*json); });
+    sub->callback([json, mode] {
+        if (mode == Mode::Run) run_backends(*json);
+    });
 }
 
 }  // namespace mscli

@@ -57,7 +57,7 @@ void run_bench(const BenchArgs& a)
 
 }  // namespace
 
-void add_bench_command(CLI::App& app)
+void add_bench_command(CLI::App& app, Mode mode)
 {
     auto a = std::make_shared<BenchArgs>();
     CLI::App* sub = app.add_subcommand(
@@ -77,7 +77,9 @@ void add_bench_command(CLI::App& app)
     sub->add_option("--blobs", a->blobs, "number of Gaussian blobs")->check(positive())->capture_default_str();
     sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
     a->run.add_to(*sub);
-    sub->callback([a] { run_bench(*a); });
+    sub->callback([a, mode] {
+        if (mode == Mode::Run) run_bench(*a);
+    });
 }
 
 }  // namespace mscli

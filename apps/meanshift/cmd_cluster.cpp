@@ -2,6 +2,7 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "io_matrix.hpp"
+#include "output_files.hpp"
 #include "progress.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -30,7 +31,7 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, meanshift::Index n, in
     if (!a.per_point.empty()) {
         meanshift::MatrixD h = read_matrix(a.per_point);
         if (h.rows() != n || h.cols() != k)
-            throw meanshift::InvalidArgument(a.per_point + ": per-point bandwidths must be " + std::to_string(n) +
+            throw meanshift::InvalidArgument(a.per_point + ": --per-point-bandwidths must be " + std::to_string(n) +
                                              " x " + std::to_string(k) + " (one row of standard deviations per "
                                              "point), got " + std::to_string(h.rows()) + " x " +
                                              std::to_string(h.cols()));
@@ -45,10 +46,22 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, meanshift::Index n, in
     return meanshift::Bandwidth::isotropic(a.bandwidth);
 }
 
-void run_cluster(const ClusterArgs& a)
+// Every file of the run: inputs, then outputs, checked against each other before any work.
+void run_cluster(const ClusterArgs& a, Mode mode)
 {
-    format_of(a.output);  // reject a bad output name before the (long) run
-    if (!a.modes_output.empty()) format_of(a.modes_output);
+    const MatrixFormat out_format = format_of(a.output);  // reject a bad output name before the (long) run
+    const MatrixFormat modes_format = a.modes_output.empty() ? out_format : format_of(a.modes_output);
+    format_of(a.input);
+    if (!a.per_point.empty()) format_of(a.per_point);
+    if (mode == Mode::CheckOnly) return;
+
+    const std::string centres_path = sibling_path(a.output, "centres");
+    OutputFiles files;
+    files.add_input(a.input, "the input");
+    if (!a.per_point.empty()) files.add_input(a.per_point, "the --per-point-bandwidths file");
+    const std::size_t labels_slot = files.add_output(a.output, "-o");
+    const std::size_t centres_slot = files.add_output(centres_path, "the centres file named after -o " + a.output);
+    const std::size_t modes_slot = a.modes_output.empty() ? 0 : files.add_output(a.modes_output, "--modes");
 
     const meanshift::MatrixF data = to_float(read_matrix(a.input), a.input);
     const meanshift::Index n = data.rows();
@@ -60,10 +73,10 @@ void run_cluster(const ClusterArgs& a)
     a.conv.apply(opt);
     const meanshift::Result r = cluster_with_progress(data, opt, a.run.quiet);
 
-    const std::string centres_path = sibling_path(a.output, "centres");
-    write_labels(a.output, r.labels);
-    write_matrix(centres_path, r.centres);
-    if (!a.modes_output.empty()) write_matrix(a.modes_output, r.modes);
+    files.set(labels_slot, labels_bytes(out_format, r.labels));
+    files.set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
+    if (!a.modes_output.empty()) files.set(modes_slot, matrix_bytes(modes_format, r.modes));
+    files.commit();
 
     meanshift::Index not_converged = 0;
     for (bool c : r.converged) not_converged += c ? 0 : 1;
@@ -78,13 +91,14 @@ void run_cluster(const ClusterArgs& a)
     std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total,
                 t.seconds_prepare, t.seconds_iterate, t.seconds_group);
     std::printf("pairs/s     %s\n", sci(t.pairs_per_second()).c_str());
-    std::printf("labels  ->  %s\ncentres ->  %s\n", a.output.c_str(), centres_path.c_str());
-    if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", a.modes_output.c_str());
+    std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
+                escape_for_terminal(centres_path).c_str());
+    if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
 }
 
 }  // namespace
 
-void add_cluster_command(CLI::App& app)
+void add_cluster_command(CLI::App& app, Mode mode)
 {
     auto a = std::make_shared<ClusterArgs>();
     CLI::App* sub = app.add_subcommand("cluster", "Cluster the points of a CSV or NPY file (one point per row)");
@@ -104,10 +118,10 @@ void add_cluster_command(CLI::App& app)
     hs->excludes(pp);
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
-    sub->callback([a, h, hs, pp] {
+    sub->callback([a, h, hs, pp, mode] {
         if (h->count() + hs->count() + pp->count() == 0)
             throw CLI::RequiredError("one of --bandwidth, --bandwidths, --per-point-bandwidths");
-        run_cluster(*a);
+        run_cluster(*a, mode);
     });
 }
 

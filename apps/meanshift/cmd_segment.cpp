@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "io_image.hpp"
 #include "io_matrix.hpp"
+#include "output_files.hpp"
 #include "progress.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -28,6 +29,7 @@ struct SegmentArgs {
     double spatial = 6.0;
     double range = 8.0;
     long long max_pixels = 20000;
+    long long max_image_pixels = kDefaultMaxImagePixels;
     RunOptions run;
     ConvergenceOptions conv;
 };
@@ -63,13 +65,22 @@ void false_colour(int label, std::uint8_t rgb[3])
     rgb[2] = static_cast<std::uint8_t>(std::lround(b * 255));
 }
 
-void run_segment(const SegmentArgs& a)
+void run_segment(const SegmentArgs& a, Mode mode)
 {
     if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
     if (!a.labels_output.empty()) format_of(a.labels_output);
+    if (mode == Mode::CheckOnly) return;
     const auto t0 = std::chrono::steady_clock::now();
 
-    const RgbImage original = load_rgb(a.input);
+    // Every file of the run, checked against each other before any work.
+    const std::string labels_png = a.output.substr(0, a.output.size() - 4) + "-labels.png";
+    OutputFiles files;
+    files.add_input(a.input, "the input image");
+    const std::size_t segmented_slot = files.add_output(a.output, "-o");
+    const std::size_t labels_png_slot = files.add_output(labels_png, "the label image named after -o " + a.output);
+    const std::size_t ids_slot = a.labels_output.empty() ? 0 : files.add_output(a.labels_output, "--labels");
+
+    const RgbImage original = load_rgb(a.input, a.max_image_pixels);
     int w = 0, h = 0;
     fitted_size(original.width, original.height, a.max_pixels, w, h);
     const RgbImage img = downscale_area(original, w, h);
@@ -116,13 +127,14 @@ void run_segment(const SegmentArgs& a)
         for (int ch = 0; ch < 3; ++ch) s[ch] = mean[static_cast<std::size_t>(l) * 3 + ch];
         false_colour(l, &labels.pixels[static_cast<std::size_t>(i) * 3]);
     }
-    const std::string labels_png = a.output.substr(0, a.output.size() - 4) + "-labels.png";
-    write_png(a.output, segmented);
-    write_png(labels_png, labels);
-    if (!a.labels_output.empty()) write_int_matrix(a.labels_output, r.labels, h, w);
+    files.set(segmented_slot, png_bytes(segmented));
+    files.set(labels_png_slot, png_bytes(labels));
+    if (!a.labels_output.empty())
+        files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), r.labels, h, w));
+    files.commit();
 
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("image       %s, %d x %d", a.input.c_str(), original.width, original.height);
+    std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), original.width, original.height);
     if (w != original.width || h != original.height)
         std::printf(", downscaled to %d x %d (--max-pixels %lld)", w, h, a.max_pixels);
     std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
@@ -134,14 +146,15 @@ void run_segment(const SegmentArgs& a)
                 static_cast<long long>(not_converged));
     std::printf("time        %.2f s clustering, %.2f s in all\n", r.timing.seconds_total, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
-    std::printf("segmented   %s\nlabels      %s", a.output.c_str(), labels_png.c_str());
-    if (!a.labels_output.empty()) std::printf(" (label ids: %s)", a.labels_output.c_str());
+    std::printf("segmented   %s\nlabels      %s", escape_for_terminal(a.output).c_str(),
+                escape_for_terminal(labels_png).c_str());
+    if (!a.labels_output.empty()) std::printf(" (label ids: %s)", escape_for_terminal(a.labels_output).c_str());
     std::printf("\n");
 }
 
 }  // namespace
 
-void add_segment_command(CLI::App& app)
+void add_segment_command(CLI::App& app, Mode mode)
 {
     auto a = std::make_shared<SegmentArgs>();
     // A shift of 1/100 bandwidth (0.06 px, 0.08 L*) is far below what a segment boundary can see.
@@ -165,10 +178,14 @@ void add_segment_command(CLI::App& app)
                     "Brute-force cost grows with the square of the pixel count")
         ->check(non_negative())
         ->capture_default_str();
+    sub->add_option("--max-image-pixels", a->max_image_pixels,
+                    "refuse images whose header declares more pixels than this, before decoding; 0 = no limit")
+        ->check(non_negative())
+        ->capture_default_str();
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
-    sub->callback([a] { run_segment(*a); });
+    sub->callback([a, mode] { run_segment(*a, mode); });
 }
 
 }  // namespace mscli

@@ -1,15 +1,23 @@
 #pragma once
 /// @file commands.hpp
-/// Each subcommand registers itself on the CLI11 app; its callback runs the command and throws
-/// meanshift::Error (or a subclass) on failure, which main() turns into a one-line message.
+/// Each subcommand registers itself on the CLI11 app; its callback checks the arguments, then runs
+/// the command and throws meanshift::Error (or a subclass) on failure, which main() turns into a
+/// one-line message.
 
 #include <CLI/CLI.hpp>
 
 namespace mscli {
 
-void add_cluster_command(CLI::App& app);   ///< meanshift cluster IN -o OUT
-void add_segment_command(CLI::App& app);   ///< meanshift segment IMAGE -o OUT.png
-void add_backends_command(CLI::App& app);  ///< meanshift backends
-void add_bench_command(CLI::App& app);     ///< meanshift bench --n N --dims K ...
+/// What a subcommand's callback does after its argument checks: Run (the tool), or CheckOnly
+/// (no file is read or written and nothing is computed: the option-parsing fuzz target).
+enum class Mode { Run, CheckOnly };
+
+void add_cluster_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift cluster IN -o OUT
+void add_segment_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift segment IMAGE -o OUT.png
+void add_backends_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift backends
+void add_bench_command(CLI::App& app, Mode mode = Mode::Run);     ///< meanshift bench --n N --dims K ...
+
+/// The whole `meanshift` app: name, version flag, the four subcommands.
+void setup_app(CLI::App& app, Mode mode = Mode::Run);
 
 }  // namespace mscli

@@ -3,11 +3,13 @@
 // has the same number of fields.
 #include "io_matrix.hpp"
 
+#include "text.hpp"
+
 #include <meanshift/errors.hpp>
 
 #include <csv.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -21,11 +23,19 @@ namespace {
 
 using meanshift::IoError;
 
+// Fields are converted as they arrive, so memory stays a small multiple of the file size (8 bytes
+// per field of at least 2 bytes); only the text of the first offending field is kept.
 struct CsvState {
     std::string name;
     bool whitespace_delimited = false;
     std::size_t line = 1;            // 1-based line of the row being read
-    std::vector<std::string> row;    // fields of the current row
+    std::vector<double> row;         // values of the current row
+    std::size_t fields = 0;          // fields of the current row
+    std::size_t blank_fields = 0;    // of which empty or blank
+    std::size_t non_numeric = 0;     // of which not numbers
+    std::size_t first_bad = 0;       // 1-based column of the first field that is not a finite number
+    std::string first_bad_text;      // its text (clipped)
+    bool first_bad_is_nonfinite = false;
     std::vector<double> values;      // all rows, row-major
     std::size_t cols = 0;
     std::size_t rows = 0;
@@ -33,78 +43,98 @@ struct CsvState {
     std::string error;               // first error; parsing continues but is ignored after it
 };
 
-bool parse_number(const std::string& field, double& out)
+bool is_blank(const char* p, std::size_t len)
 {
-    std::size_t b = field.find_first_not_of(" \t");
-    std::size_t e = field.find_last_not_of(" \t");
-    if (b == std::string::npos) return false;
-    std::string s = field.substr(b, e - b + 1);
-    const char* begin = s.c_str();
-    char* end = nullptr;
-    errno = 0;
-    out = std::strtod(begin, &end);
-    if (end == begin || *end != '\0') return false;
+    for (std::size_t i = 0; i < len; ++i)
+        if (p[i] != ' ' && p[i] != '\t') return false;
     return true;
+}
+
+// strtod on the field without surrounding blanks; the whole field must be consumed.
+bool parse_number(const char* p, std::size_t len, double& out)
+{
+    std::size_t b = 0, e = len;
+    while (b < e && (p[b] == ' ' || p[b] == '\t')) ++b;
+    while (e > b && (p[e - 1] == ' ' || p[e - 1] == '\t')) --e;
+    if (b == e) return false;
+    const std::string s(p + b, e - b);  // NUL-terminated copy for strtod
+    char* end = nullptr;
+    out = std::strtod(s.c_str(), &end);
+    return end != s.c_str() && *end == '\0';
 }
 
 void on_field(void* data, std::size_t len, void* user)
 {
     auto* st = static_cast<CsvState*>(user);
+    if (!st->error.empty()) return;
     if (data == nullptr) {  // empty unquoted field
         if (st->whitespace_delimited) return;  // runs of spaces separate one field
-        st->row.emplace_back();
-        return;
+        len = 0;
     }
-    st->row.emplace_back(static_cast<const char*>(data), len);
+    const char* p = data ? static_cast<const char*>(data) : "";
+    ++st->fields;
+    double v = 0;
+    if (is_blank(p, len)) ++st->blank_fields;
+    if (!parse_number(p, len, v)) {
+        ++st->non_numeric;
+        if (st->first_bad == 0) {
+            st->first_bad = st->fields;
+            st->first_bad_text = clip(std::string_view(p, len));
+        }
+    } else if (!std::isfinite(v) && st->first_bad == 0) {
+        st->first_bad = st->fields;
+        st->first_bad_text = clip(std::string_view(p, len));
+        st->first_bad_is_nonfinite = true;
+    }
+    st->row.push_back(v);
 }
 
 void finish_row(CsvState& st)
 {
-    std::vector<std::string> row;
-    row.swap(st.row);
     const std::size_t line = st.line++;
-    if (!st.error.empty()) return;
-    if (row.empty() || (row.size() == 1 && row[0].find_first_not_of(" \t") == std::string::npos))
-        return;  // blank line (or a comment line blanked before parsing)
-
-    std::vector<double> v(row.size());
-    std::size_t bad = row.size();
-    std::size_t non_numeric = 0;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-        if (!parse_number(row[c], v[c])) {
-            ++non_numeric;
-            if (bad == row.size()) bad = c;
-        }
+    const std::size_t fields = st.fields;
+    const std::size_t blank = st.blank_fields, non_numeric = st.non_numeric, bad = st.first_bad;
+    const bool nonfinite = st.first_bad_is_nonfinite;
+    std::string bad_text;
+    bad_text.swap(st.first_bad_text);
+    st.fields = st.blank_fields = st.non_numeric = st.first_bad = 0;
+    st.first_bad_is_nonfinite = false;
+    if (!st.error.empty()) {
+        st.row.clear();
+        return;
+    }
+    if (fields == 0 || (fields == 1 && blank == 1)) {  // blank line (or a comment line blanked before parsing)
+        st.row.clear();
+        return;
     }
     std::ostringstream msg;
-    if (st.header_allowed && non_numeric == row.size()) {  // header line: names, skip
+    if (st.header_allowed && non_numeric == fields) {  // header line: names, skip
         st.header_allowed = false;
+        st.row.clear();
         return;
     }
     st.header_allowed = false;
-    if (bad != row.size()) {
-        msg << st.name << ": line " << line << ", column " << bad + 1 << ": '" << row[bad]
-            << "' is not a number";
+    if (bad != 0) {
+        msg << st.name << ": line " << line << ", column " << bad << ": ";
+        if (nonfinite)
+            msg << "'" << bad_text << "' is not finite (NaN and Inf are not allowed)";
+        else if (bad_text.find_first_not_of(" \t") == std::string::npos)
+            msg << "empty field (every field must be a number)";
+        else
+            msg << "'" << bad_text << "' is not a number";
         st.error = msg.str();
         return;
-    }
-    for (std::size_t c = 0; c < row.size(); ++c) {
-        if (!std::isfinite(v[c])) {
-            msg << st.name << ": line " << line << ", column " << c + 1 << ": '" << row[c]
-                << "' is not finite (NaN and Inf are not allowed)";
-            st.error = msg.str();
-            return;
-        }
     }
     if (st.rows == 0) {
-        st.cols = row.size();
-    } else if (row.size() != st.cols) {
-        msg << st.name << ": line " << line << " has " << row.size() << " fields, but earlier rows have "
-            << st.cols << " (ragged rows)";
+        st.cols = fields;
+    } else if (fields != st.cols) {
+        msg << st.name << ": line " << line << " has " << fields << " fields, but earlier rows have " << st.cols
+            << " (ragged rows)";
         st.error = msg.str();
         return;
     }
-    st.values.insert(st.values.end(), v.begin(), v.end());
+    st.values.insert(st.values.end(), st.row.begin(), st.row.end());
+    st.row.clear();
     ++st.rows;
 }
 
@@ -186,6 +216,7 @@ meanshift::MatrixD parse_csv(std::string text, const std::string& name)
     if (!st.error.empty()) throw IoError(st.error);
     if (st.rows == 0) throw IoError(name + ": no data rows");
 
+    std::string().swap(text);
     meanshift::MatrixD m(static_cast<meanshift::Index>(st.rows), static_cast<meanshift::Index>(st.cols));
     std::copy(st.values.begin(), st.values.end(), m.data());
     return m;

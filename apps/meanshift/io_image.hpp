@@ -17,11 +17,30 @@ struct RgbImage {
     std::size_t count() const { return static_cast<std::size_t>(width) * static_cast<std::size_t>(height); }
 };
 
-/// Loads JPEG, PNG, BMP, TGA, GIF (first frame), PSD, PNM; grey or RGBA inputs become RGB.
-/// Throws meanshift::IoError with stb's reason on failure.
-RgbImage load_rgb(const std::string& path);
+/// Default of `meanshift segment --max-image-pixels`: images whose header declares more pixels are
+/// refused before decoding (100 megapixels: 300 MB as 8-bit RGB, twice that while converting).
+constexpr long long kDefaultMaxImagePixels = 100000000;
 
-/// Writes a PNG (8-bit RGB). Throws IoError on failure.
+/// Loads JPEG, PNG, BMP, TGA, GIF (first frame), PSD, PNM, HDR, PIC; grey or RGBA inputs become
+/// RGB. Before decoding, the header's width × height is checked: both > 0, at most `max_pixels`
+/// (0 = no limit of ours; stb_image's own limits remain), and no more than the file's bytes can
+/// hold (declared_size_problem()). Throws meanshift::IoError naming the file and the rule.
+RgbImage load_rgb(const std::string& path, long long max_pixels = kDefaultMaxImagePixels);
+/// The same for an image already in memory; `name` is used in messages.
+RgbImage decode_rgb(const std::string& bytes, const std::string& name,
+                    long long max_pixels = kDefaultMaxImagePixels);
+
+/// Checks the header of an image file against the file's size. Uncompressed formats (binary
+/// PNM, uncompressed BMP and TGA) must hold every declared pixel; compressed formats may declare
+/// at most as many pixels as their best possible compression allows per byte of file (PNG 8,256,
+/// GIF 4,096, JPEG 512, run-length TGA/PSD/HDR/PIC 128). Returns an empty string if the header
+/// is plausible or the format is not recognised (stb_image decides then), else the reason.
+/// Fills `width`/`height` when it parsed them (else leaves them 0).
+std::string declared_size_problem(const std::string& bytes, int& width, int& height);
+
+/// PNG (8-bit RGB) file contents. Throws IoError on failure.
+std::string png_bytes(const RgbImage& image);
+/// Writes a PNG (temporary file + rename). Throws IoError on failure.
 void write_png(const std::string& path, const RgbImage& image);
 
 /// Size with at most `max_pixels` pixels and the same aspect ratio (unchanged if it already fits

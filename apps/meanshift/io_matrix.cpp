@@ -1,14 +1,18 @@
 // Format dispatch by extension, CSV writers and small file helpers.
 #include "io_matrix.hpp"
 
+#include "output_files.hpp"
+
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
-#include <memory>
-#include <sstream>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace mscli {
 namespace {
@@ -26,21 +30,11 @@ std::string lower_extension(const std::string& path)
     return ext;
 }
 
-struct FileCloser {
-    void operator()(std::FILE* f) const { std::fclose(f); }
-};
-
-std::unique_ptr<std::FILE, FileCloser> open_for_writing(const std::string& path)
+void append_int(std::string& out, int v, char end)
 {
-    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "w"));
-    if (!f) throw IoError(path + ": cannot open for writing");
-    return f;
-}
-
-void close_checked(std::unique_ptr<std::FILE, FileCloser> f, const std::string& path)
-{
-    const bool failed = std::ferror(f.get()) != 0;
-    if (std::fclose(f.release()) != 0 || failed) throw IoError(path + ": write failed");
+    char buf[16];
+    const int len = std::snprintf(buf, sizeof buf, "%d%c", v, end);
+    out.append(buf, static_cast<std::size_t>(len));
 }
 
 }  // namespace
@@ -55,12 +49,29 @@ MatrixFormat format_of(const std::string& path)
 
 std::string read_file(const std::string& path)
 {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw IoError(path + ": cannot open for reading");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad()) throw IoError(path + ": read failed");
-    return ss.str();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IoError(path + ": cannot open for reading (" + std::strerror(errno) + ")");
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+        ::close(fd);
+        throw IoError(path + ": is a folder, not a file");
+    }
+    std::string bytes;
+    if (S_ISREG(st.st_mode) && st.st_size > 0) bytes.reserve(static_cast<std::size_t>(st.st_size));
+    char buf[65536];
+    for (;;) {
+        const ssize_t r = ::read(fd, buf, sizeof buf);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            const int err = errno;
+            ::close(fd);
+            throw IoError(path + ": read failed (" + std::strerror(err) + ")");
+        }
+        if (r == 0) break;
+        bytes.append(buf, static_cast<std::size_t>(r));
+    }
+    ::close(fd);
+    return bytes;
 }
 
 meanshift::MatrixD read_matrix(const std::string& path)
@@ -68,41 +79,52 @@ meanshift::MatrixD read_matrix(const std::string& path)
     return format_of(path) == MatrixFormat::Csv ? read_csv(path) : read_npy(path);
 }
 
+std::string matrix_bytes(MatrixFormat format, const meanshift::MatrixF& m)
+{
+    if (format == MatrixFormat::Npy) return npy_float_bytes(m);
+    std::string out;
+    out.reserve(static_cast<std::size_t>(m.size()) * 12);
+    char buf[40];
+    for (Index i = 0; i < m.rows(); ++i) {
+        for (Index d = 0; d < m.cols(); ++d) {
+            const int len = std::snprintf(buf, sizeof buf, d + 1 < m.cols() ? "%.9g," : "%.9g\n",
+                                          static_cast<double>(m(i, d)));
+            out.append(buf, static_cast<std::size_t>(len));
+        }
+    }
+    return out;
+}
+
+std::string int_matrix_bytes(MatrixFormat format, const std::vector<int>& values, Index rows, Index cols)
+{
+    if (format == MatrixFormat::Npy) return npy_int_bytes(values, {rows, cols});
+    std::string out;
+    out.reserve(values.size() * 3);
+    for (Index i = 0; i < rows; ++i)
+        for (Index d = 0; d < cols; ++d)
+            append_int(out, values[static_cast<std::size_t>(i * cols + d)], d + 1 < cols ? ',' : '\n');
+    return out;
+}
+
+std::string labels_bytes(MatrixFormat format, const std::vector<int>& labels)
+{
+    if (format == MatrixFormat::Npy) return npy_int_bytes(labels, {static_cast<Index>(labels.size())});
+    return int_matrix_bytes(format, labels, static_cast<Index>(labels.size()), 1);
+}
+
 void write_matrix(const std::string& path, const meanshift::MatrixF& m)
 {
-    if (format_of(path) == MatrixFormat::Npy) {
-        write_npy_float(path, m);
-        return;
-    }
-    auto f = open_for_writing(path);
-    for (Index i = 0; i < m.rows(); ++i) {
-        for (Index d = 0; d < m.cols(); ++d)
-            std::fprintf(f.get(), d + 1 < m.cols() ? "%.9g," : "%.9g\n", static_cast<double>(m(i, d)));
-    }
-    close_checked(std::move(f), path);
+    write_file_atomically(path, matrix_bytes(format_of(path), m));
 }
 
 void write_int_matrix(const std::string& path, const std::vector<int>& values, Index rows, Index cols)
 {
-    if (format_of(path) == MatrixFormat::Npy) {
-        write_npy_int(path, values, {rows, cols});
-        return;
-    }
-    auto f = open_for_writing(path);
-    for (Index i = 0; i < rows; ++i) {
-        for (Index d = 0; d < cols; ++d)
-            std::fprintf(f.get(), d + 1 < cols ? "%d," : "%d\n", values[static_cast<std::size_t>(i * cols + d)]);
-    }
-    close_checked(std::move(f), path);
+    write_file_atomically(path, int_matrix_bytes(format_of(path), values, rows, cols));
 }
 
 void write_labels(const std::string& path, const std::vector<int>& labels)
 {
-    if (format_of(path) == MatrixFormat::Npy) {
-        write_npy_int(path, labels, {static_cast<Index>(labels.size())});
-        return;
-    }
-    write_int_matrix(path, labels, static_cast<Index>(labels.size()), 1);
+    write_file_atomically(path, labels_bytes(format_of(path), labels));
 }
 
 std::string sibling_path(const std::string& path, const std::string& tag)

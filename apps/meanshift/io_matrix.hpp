@@ -29,26 +29,35 @@ meanshift::MatrixD read_csv(const std::string& path);
 meanshift::MatrixD parse_csv(std::string text, const std::string& name);
 
 /// NPY reader (format versions 1-3): dtypes f4, f8, i1-i8, u1-u8 in either byte order, C or
-/// Fortran order, 1-D or 2-D.
+/// Fortran order, 1-D or 2-D. The declared shape is checked against the file size before anything
+/// is allocated.
 meanshift::MatrixD read_npy(const std::string& path);
+/// Parses NPY bytes (same rules as read_npy); `name` is used in messages.
+meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& name);
 
-/// NPY writers (format 1.0, little-endian '<f4' / '<i4', C order).
-void write_npy_float(const std::string& path, const meanshift::MatrixF& m);
-void write_npy_int(const std::string& path, const std::vector<int>& values,
-                   const std::vector<meanshift::Index>& shape);
+/// File contents, for OutputFiles (output_files.hpp). NPY: format 1.0, little-endian, C order.
+std::string npy_float_bytes(const meanshift::MatrixF& m);                       ///< '<f4'
+std::string npy_int_bytes(const std::vector<int>& values, const std::vector<meanshift::Index>& shape);  ///< '<i4'
+/// n × k float32 matrix: CSV with 9 significant digits (round-trips float32), or NPY '<f4'.
+std::string matrix_bytes(MatrixFormat format, const meanshift::MatrixF& m);
+/// rows × cols integer matrix, values row-major: CSV, or NPY '<i4'.
+std::string int_matrix_bytes(MatrixFormat format, const std::vector<int>& values, meanshift::Index rows,
+                             meanshift::Index cols);
+/// One label per line (CSV) or a 1-D '<i4' array (NPY).
+std::string labels_bytes(MatrixFormat format, const std::vector<int>& labels);
 
-/// Writes an n × k matrix (float32 values; CSV with 9 significant digits, NPY as '<f4').
+/// Single-file writers (temporary file + rename, see output_files.hpp); the format follows the
+/// extension.
 void write_matrix(const std::string& path, const meanshift::MatrixF& m);
-/// Writes an n × k integer matrix (CSV, or NPY as '<i4'); `cols` = k, values row-major.
 void write_int_matrix(const std::string& path, const std::vector<int>& values, meanshift::Index rows,
                       meanshift::Index cols);
-/// Writes one label per line (CSV) or a 1-D '<i4' array (NPY).
 void write_labels(const std::string& path, const std::vector<int>& labels);
 
 /// "out.csv" -> "out.centres.csv": the sibling file that receives the cluster centres.
 std::string sibling_path(const std::string& path, const std::string& tag);
 
-/// Whole file as bytes; throws IoError if it cannot be read.
+/// Whole file as bytes; throws IoError (with the system's reason) if it cannot be read or is a
+/// folder.
 std::string read_file(const std::string& path);
 
 }  // namespace mscli

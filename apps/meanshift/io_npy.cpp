@@ -3,12 +3,15 @@
 // a Python-literal dict {'descr': .., 'fortran_order': .., 'shape': (..)}, then the raw array.
 #include "io_matrix.hpp"
 
+#include "text.hpp"
+
 #include <meanshift/errors.hpp>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -40,7 +43,7 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 {
     std::size_t k = header.find("'" + key + "'");
     if (k == std::string::npos) k = header.find("\"" + key + "\"");
-    if (k == std::string::npos) throw IoError(name + ": NPY header has no '" + key + "'");
+    if (k == std::string::npos) throw IoError(name + ": NPY header has no '" + key + "' entry");
     std::size_t colon = header.find(':', k);
     if (colon == std::string::npos) throw IoError(name + ": malformed NPY header");
     std::size_t b = header.find_first_not_of(" ", colon + 1);
@@ -69,8 +72,9 @@ std::vector<Index> parse_shape(const std::string& text, const std::string& name)
         std::size_t e = item.find_last_not_of(" L");
         std::string num = item.substr(b, e - b + 1);
         char* end = nullptr;
+        errno = 0;
         long long v = std::strtoll(num.c_str(), &end, 10);
-        if (end == num.c_str() || *end != '\0' || v < 0) throw IoError(name + ": bad NPY shape " + text);
+        if (end == num.c_str() || *end != '\0' || v < 0 || errno == ERANGE) throw IoError(name + ": NPY shape " + clip(text) + " is not a tuple of non-negative integers");
         dims.push_back(static_cast<Index>(v));
     }
     return dims;
@@ -118,50 +122,50 @@ std::string npy_header(const std::string& descr, const std::vector<Index>& shape
     return out + dict;
 }
 
-void write_bytes(const std::string& path, const std::string& bytes)
-{
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw IoError(path + ": cannot open for writing");
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    f.close();
-    if (!f) throw IoError(path + ": write failed");
-}
-
 }  // namespace
 
-meanshift::MatrixD read_npy(const std::string& path)
+meanshift::MatrixD read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
 {
-    const std::string bytes = read_file(path);
     const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
     if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
-        throw IoError(path + ": not an NPY file (bad magic)");
+        throw IoError(path + ": not an NPY file (it does not start with \\x93NUMPY)");
     const int major = u[6];
     std::size_t header_len, offset;
     if (major == 1) {
         header_len = read_le(u + 8, 2);
         offset = 10;
     } else if (major == 2 || major == 3) {
-        if (bytes.size() < 12) throw IoError(path + ": truncated NPY header");
+        if (bytes.size() < 12) throw IoError(path + ": truncated NPY header (" + std::to_string(bytes.size()) + " bytes)");
         header_len = read_le(u + 8, 4);
         offset = 12;
     } else {
-        throw IoError(path + ": unsupported NPY version " + std::to_string(major));
+        throw IoError(path + ": unsupported NPY format version " + std::to_string(major) + " (1, 2 and 3 are read)");
     }
-    if (bytes.size() < offset + header_len) throw IoError(path + ": truncated NPY header");
+    if (bytes.size() - offset < header_len)
+        throw IoError(path + ": truncated NPY header (it declares " + std::to_string(header_len) +
+                      " bytes, the file has " + std::to_string(bytes.size() - offset) + " after the preamble)");
     const std::string header = bytes.substr(offset, header_len);
     offset += header_len;
 
     std::string descr = dict_value(header, "descr", path);
-    if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"'))
-        throw IoError(path + ": unsupported NPY dtype " + descr + " (structured arrays are not supported)");
+    if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"') || descr.back() != descr.front())
+        throw IoError(path + ": unsupported NPY dtype " + clip(descr) + " (structured arrays are not supported)");
     descr = descr.substr(1, descr.size() - 2);
-    const bool fortran = dict_value(header, "fortran_order", path) == "True";
+    const std::string fortran_text = dict_value(header, "fortran_order", path);
+    if (fortran_text != "True" && fortran_text != "False")
+        throw IoError(path + ": NPY 'fortran_order' must be True or False, got " + clip(fortran_text));
+    const bool fortran = fortran_text == "True";
     const std::vector<Index> shape = parse_shape(dict_value(header, "shape", path), path);
 
-    if (descr.size() < 3) throw IoError(path + ": unsupported NPY dtype '" + descr + "'");
+    const std::string bad_dtype =
+        path + ": unsupported NPY dtype '" + clip(descr) + "' (use float32/float64 or integers)";
+    if (descr.size() < 3 || descr.size() > 3 || std::string("<>|=").find(descr[0]) == std::string::npos)
+        throw IoError(bad_dtype);
     const char order = descr[0];
     const char kind = descr[1];
-    const int size = std::atoi(descr.c_str() + 2);
+    const int size = descr[2] - '0';
     const bool big = order == '>' || (order == '=' && !host_is_little_endian());
     const bool swap = size > 1 && (big == host_is_little_endian());
 
@@ -169,9 +173,7 @@ meanshift::MatrixD read_npy(const std::string& path)
         throw IoError(path + ": expected a 1-D or 2-D array, got " + std::to_string(shape.size()) + "-D");
     const Index n = shape[0];
     const Index k = shape.size() == 2 ? shape[1] : 1;
-    if (n == 0 || k == 0) throw IoError(path + ": the array is empty");
-    if (n > std::numeric_limits<Index>::max() / k / 8) throw IoError(path + ": array too large");
-    const std::size_t count = static_cast<std::size_t>(n * k);
+    if (n == 0 || k == 0) throw IoError(path + ": the array is empty (shape " + std::to_string(n) + " x " + std::to_string(k) + ")");
 
     double (*load)(const unsigned char*, bool) = nullptr;
     if (kind == 'f' && size == 4) load = load_as_double<float>;
@@ -186,19 +188,35 @@ meanshift::MatrixD read_npy(const std::string& path)
     else if (kind == 'u' && size == 8) load = load_as_double<std::uint64_t>;
     else if (kind == 'b' && size == 1) load = load_as_double<std::uint8_t>;
     else
-        throw IoError(path + ": unsupported NPY dtype '" + descr + "' (use float32/float64 or integers)");
+        throw IoError(bad_dtype);
 
-    if (bytes.size() - offset < count * static_cast<std::size_t>(size))
-        throw IoError(path + ": truncated NPY data (expected " + std::to_string(count * size) + " bytes)");
+    // The shape must fit in the bytes that follow the header: checked before anything is allocated
+    // (and without overflow: n and k come from the file).
+    const std::size_t have = bytes.size() - offset;
+    const std::size_t elements_there = have / static_cast<std::size_t>(size);
+    if (static_cast<std::size_t>(n) > elements_there / static_cast<std::size_t>(k)) {
+        std::ostringstream msg;
+        msg << path << ": truncated NPY data: the header declares shape (" << n << ", " << k << ") of '" << descr
+            << "', ";
+        if (static_cast<std::size_t>(n) <= std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(k) /
+                                               static_cast<std::size_t>(size))
+            msg << static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * static_cast<std::size_t>(size)
+                << " bytes";
+        else
+            msg << "more bytes than any file can hold";
+        msg << ", but the file has " << have << " after the header";
+        throw IoError(msg.str());
+    }
 
     meanshift::MatrixD m(n, k);
     for (Index i = 0; i < n; ++i) {
         for (Index d = 0; d < k; ++d) {
             const Index src = fortran ? d * n + i : i * k + d;
-            const double v = load(u + offset + static_cast<std::size_t>(src) * size, swap);
+            const double v = load(u + offset + static_cast<std::size_t>(src) * static_cast<std::size_t>(size), swap);
             if (!std::isfinite(v)) {
                 std::ostringstream msg;
-                msg << path << ": element [" << i << ", " << d << "] is not finite (NaN and Inf are not allowed)";
+                msg << path << ": element [" << i << ", " << d << "] (0-based) is " << v
+                    << " (NaN and Inf are not allowed)";
                 throw IoError(msg.str());
             }
             m(i, d) = v;
@@ -207,20 +225,20 @@ meanshift::MatrixD read_npy(const std::string& path)
     return m;
 }
 
-void write_npy_float(const std::string& path, const meanshift::MatrixF& m)
+std::string npy_float_bytes(const meanshift::MatrixF& m)
 {
     std::string out = npy_header("<f4", {m.rows(), m.cols()});
     out.reserve(out.size() + static_cast<std::size_t>(m.size()) * 4);
     for (Index i = 0; i < m.size(); ++i) append_le<float>(out, m.data()[i]);
-    write_bytes(path, out);
+    return out;
 }
 
-void write_npy_int(const std::string& path, const std::vector<int>& v, const std::vector<Index>& shape)
+std::string npy_int_bytes(const std::vector<int>& v, const std::vector<Index>& shape)
 {
     std::string out = npy_header("<i4", shape);
     out.reserve(out.size() + v.size() * 4);
     for (int x : v) append_le<std::int32_t>(out, static_cast<std::int32_t>(x));
-    write_bytes(path, out);
+    return out;
 }
 
 }  // namespace mscli
