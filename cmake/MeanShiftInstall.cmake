@@ -19,6 +19,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/skeleton/include/meanshift
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${CMAKE_BINARY_DIR}/generated/meanshift/config.hpp
               ${CMAKE_BINARY_DIR}/generated/meanshift/version.hpp
+              ${CMAKE_BINARY_DIR}/generated/meanshift/export.hpp
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meanshift)
 install(EXPORT MeanShiftTargets NAMESPACE meanshift:: DESTINATION ${MEANSHIFT_INSTALL_CMAKEDIR})
 

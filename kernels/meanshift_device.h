@@ -205,4 +205,27 @@ MS_INLINE void ms_fold_per_point(const float* rmq, const float* s0, const float*
     }
 }
 
+/* ---- end of a step: Alg. 3 line 20 and Alg. 5, the one device-side copy (CUDA and OpenCL) ---- */
+
+/* Dimension d of one mode. The kernels accumulate the shift relative to the mode, so
+ * y' = y + S1_d / S0_d; a dimension without support (S0_d = 0) keeps y. Adds
+ * metric_d · (y' - y)² to *shift2 (the squared Mahalanobis shift of Alg. 5; metric_d = 1 for the
+ * Euclidean distance in prepared units) and returns y'. */
+MS_INLINE float ms_finish_dim(float y, float s0, float s1, float metric, float* shift2)
+{
+    const float t = s0 > 0.0f ? s1 / s0 : 0.0f;
+    *shift2 = MS_FMA(metric * t, t, *shift2);
+    return y + t;
+}
+
+/* Status of a mode after its step, the values of meanshift::ModeStatus: 2 = no support (S0 = 0
+ * in every dimension: the mode kept its position), 1 = converged (shift2 <= tol2), 0 = active. */
+#define MS_STATUS_ACTIVE 0
+#define MS_STATUS_CONVERGED 1
+#define MS_STATUS_NO_SUPPORT 2
+MS_INLINE int ms_mode_status(int supported, float shift2, float tol2)
+{
+    return !supported ? MS_STATUS_NO_SUPPORT : (shift2 <= tol2 ? MS_STATUS_CONVERGED : MS_STATUS_ACTIVE);
+}
+
 #endif /* MEANSHIFT_DEVICE_H */

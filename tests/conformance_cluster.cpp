@@ -269,6 +269,48 @@ TEST_CASE("conformance cluster: a reused Clusterer re-binds new data correctly")
     check_against_oracle(ra2, wa, {1, 1, 1}, mode_tolerance(1e-4, prepared_extent(a.data, {1, 1, 1})));
 }
 
+TEST_CASE("conformance cluster: after fit() the Clusterer's binding still steps on the fitted data")
+{
+    // Regression (issue 9, item 8): the backend used to keep a raw pointer to data on fit()'s stack.
+    auto rng = make_rng("conf-clusterer-binding");
+    MSTEST_SEED_INFO();
+    const std::vector<double> sigma{0.6, 0.6};
+    const Blobs a = make_blobs(rng, 2, {60, 40}, sigma, 10.0);
+    Clusterer c(conf::options(Bandwidth::isotropic(1.0)));
+    CHECK_THROWS_AS(c.binding(), Error);
+    (void)c.fit(a.data);
+    Binding& b = c.binding();
+    const PreparedData& D = b.data();
+    CHECK(D.n() == 100);
+    const MatrixD Q = D.points.topRows(17);
+    CHECK(max_abs_diff(conf::step(b, Q), oracle_step(D, Q)) <= conf::step_tolerance(conf::extent(D.points, Q)));
+}
+
+TEST_CASE("conformance cluster: seeds far from all data are reported without support")
+{
+    auto rng = make_rng("conf-no-support");
+    MSTEST_SEED_INFO();
+    const std::vector<double> sigma{0.5, 0.5};
+    const Blobs b = make_blobs(rng, 2, {50, 50}, sigma, 10.0);
+    MatrixF seeds(3, 2);
+    seeds.row(0) = b.data.row(0);
+    seeds.row(1) << 1e5f, -1e5f;  // every weight underflows
+    seeds.row(2) = b.data.row(60);
+    const Options o = conf::options(Bandwidth::isotropic(1.0));
+    const Eigen::Ref<const MatrixF> s(seeds);
+    const Result r = cluster(b.data, o, &s);
+    REQUIRE(r.no_support.size() == 3);
+    CHECK_FALSE(r.no_support[0]);
+    CHECK(r.no_support[1]);
+    CHECK_FALSE(r.no_support[2]);
+    CHECK(r.modes_without_support == 1);
+    CHECK_FALSE(r.converged[1]);
+    CHECK(r.converged[0]);
+    CHECK(r.iterations[1] == 1);
+    CHECK(r.modes(1, 0) == 1e5f);
+    CHECK(r.modes(1, 1) == -1e5f);
+}
+
 TEST_CASE("conformance cluster: Alg. 7 preloading on blobs far from the origin")
 {
     auto rng = make_rng("conf-preload");
@@ -277,7 +319,7 @@ TEST_CASE("conformance cluster: Alg. 7 preloading on blobs far from the origin")
     const Blobs b = make_blobs(rng, 3, {130, 97, 70}, sigma, 12.0, 1e4);
     for (const Bandwidth& bw : {Bandwidth::isotropic(1.0), Bandwidth::per_point(MatrixD::Constant(297, 3, 0.9))}) {
         Options o = conf::options(bw);
-        o.backend_options.preload = true;
+        o.backend_options.preload = Preload::On;
         const Result got = cluster(b.data, o);
         const Result want = cluster(b.data, conf::options(bw, "serial"));
         check_blobs_recovered(got, b, blob_tolerance(b, sigma), {1, 1, 1});

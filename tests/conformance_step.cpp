@@ -1,4 +1,4 @@
-// Conformance through the backend interface: make_backend + bind + step, one iteration of Alg. 3
+// Conformance through the backend interface: make_backend + bind + step_once, one iteration of Alg. 3
 // for a set of modes, against the serial oracle and the independent reference, for ragged n,
 // k = 1…64, both kernel models, ragged mode counts and every topology the backend accepts.
 #include "conformance.hpp"
@@ -15,8 +15,8 @@ std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "share
 /// the tolerance in prepared units is step_tolerance(R) × 1.5.
 void check_step(Backend& be, Backend& oracle, const PreparedData& D, const MatrixD& Q, std::size_t max_topologies = 1000)
 {
-    oracle.bind(D, oracle.resolve_topology(Topology{}, D));
-    const MatrixD want = conf::step(oracle, Q);
+    const auto shared = share(D);
+    const MatrixD want = conf::step(*oracle.bind(shared, Topology{}), Q);
     const ref::Model M(D.points, D.model == KernelModel::Shared ? MatrixD::Ones(D.n(), D.k())
                                                                 : MatrixD(D.precision.cwiseInverse()));
     MatrixD ref_out(Q.rows(), Q.cols());
@@ -28,8 +28,7 @@ void check_step(Backend& be, Backend& oracle, const PreparedData& D, const Matri
     if (ts.size() > max_topologies) ts.resize(max_topologies);
     for (const Topology& t : ts) {
         INFO("topology " << t.to_string() << ", count " << Q.rows() << ", tolerance " << tol);
-        be.bind(D, t);
-        const MatrixD got = conf::step(be, Q);
+        const MatrixD got = conf::step(*be.bind(shared, t), Q);
         CHECK(got.allFinite());
         CHECK(max_abs_diff(got, want) <= tol);
         CHECK(max_abs_diff(got, ref_out) <= tol);
@@ -82,23 +81,22 @@ TEST_CASE("conformance step: a mode without support keeps its position; count 0 
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         INFO(model_name(model));
         const PreparedData D = random_prepared(rng, 100, 3, model);
-        be->bind(D, be->resolve_topology(Topology{}, D));
+        auto binding = be->bind(share(D), Topology{});
         MatrixD Q(2, 3);
         Q << 1000.25, -1000.5, 999.75,  // every weight underflows, in float64 too
             0.5, 0.5, 0.5;
-        const MatrixD got = conf::step(*be, Q);
+        StepReport report;
+        const MatrixD got = conf::step(*binding, Q, &report);
         CHECK(got(0, 0) == 1000.25);
         CHECK(got(0, 1) == -1000.5);
         CHECK(got(0, 2) == 999.75);
         CHECK(got.row(1).allFinite());
+        REQUIRE(report.mode.size() == 2);
+        for (std::size_t j = 0; j < 2; ++j)
+            CHECK(report.status[j] == (report.mode[j] == 0 ? ModeStatus::NoSupport : ModeStatus::Active));
 
-        StepRequest none;
         double dummy = 42.0;
-        none.positions = &dummy;
-        none.out = &dummy;
-        none.count = 0;
-        CHECK_NOTHROW(be->step(none));
-        CHECK(dummy == 42.0);
+        CHECK_THROWS_AS(binding->set_modes(&dummy, 0), InvalidArgument);
     }
 }
 
@@ -114,10 +112,8 @@ TEST_CASE("conformance step: binding new data replaces the old (different n, k, 
     for (const PreparedData* D : {&A, &B, &C, &A}) {
         INFO("n = " << D->n() << ", k = " << D->k());
         const MatrixD Q = random_queries(rng, *D, 40);
-        be->bind(*D, be->resolve_topology(Topology{}, *D));
-        const MatrixD got = conf::step(*be, Q);
-        oracle->bind(*D, oracle->resolve_topology(Topology{}, *D));
-        const MatrixD want = conf::step(*oracle, Q);
+        const MatrixD got = conf::step(*be->bind(share(*D), Topology{}), Q);
+        const MatrixD want = conf::step(*oracle->bind(share(*D), Topology{}), Q);
         CHECK(max_abs_diff(got, want) <= 1.5 * conf::step_tolerance(conf::extent(D->points, Q)));
     }
 }
@@ -166,11 +162,12 @@ TEST_CASE("conformance step: Alg. 7 preloading (BackendOptions::preload and prel
     MSTEST_SEED_INFO();
     auto oracle = make_backend("serial");
     struct Variant {
-        bool preload;
+        Preload preload;
         int size;
     };
-    for (const Variant v : {Variant{true, 0}, Variant{true, 1}, Variant{true, 7}, Variant{true, 64}, Variant{false, 0}}) {
-        INFO("preload " << v.preload << ", preload_size " << v.size);
+    for (const Variant v : {Variant{Preload::On, 0}, Variant{Preload::On, 1}, Variant{Preload::On, 7},
+                            Variant{Preload::On, 64}, Variant{Preload::Off, 0}, Variant{Preload::Auto, 0}}) {
+        INFO("preload " << static_cast<int>(v.preload) << ", preload_size " << v.size);
         BackendOptions bo;
         bo.preload = v.preload;
         bo.preload_size = v.size;
@@ -190,7 +187,7 @@ TEST_CASE("conformance step: Alg. 7 preloading (BackendOptions::preload and prel
                     INFO(model_name(model) << ", n = " << n << ", k = " << k);
                     const PreparedData D = random_prepared(rng, n, k, model);
                     try {
-                        be->bind(D, be->resolve_topology(Topology{}, D));
+                        (void)be->resolve_topology(Topology{}, D);
                     } catch (const InvalidArgument& e) {
                         MESSAGE("declined at bind: " << std::string(e.what()));
                         continue;
@@ -199,5 +196,81 @@ TEST_CASE("conformance step: Alg. 7 preloading (BackendOptions::preload and prel
                 }
             }
         }
+    }
+}
+
+TEST_CASE("conformance step: a binding owns its data and outlives the backend")
+{
+    auto rng = make_rng("conf-step-owned");
+    MSTEST_SEED_INFO();
+    const PreparedData D = random_prepared(rng, 257, 3, KernelModel::PerPoint);
+    const MatrixD Q = random_queries(rng, D, 33);
+    const MatrixD want = oracle_step(D, Q);
+    std::unique_ptr<Binding> binding;
+    {
+        auto be = make_backend(conf::backend());
+        binding = be->bind(share(D), Topology{});  // the caller's copy and the backend go away
+    }
+    CHECK(binding->data().n() == 257);
+    CHECK(max_abs_diff(conf::step(*binding, Q), want) <= 1.5 * conf::step_tolerance(conf::extent(D.points, Q)));
+}
+
+TEST_CASE("conformance step: modes stay bound across steps; converged modes leave the active set")
+{
+    auto rng = make_rng("conf-step-active");
+    MSTEST_SEED_INFO();
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        INFO(model_name(model));
+        const PreparedData D = random_prepared(rng, 300, 2, model);
+        auto be = make_backend(conf::backend());
+        auto oracle = make_backend("serial");
+        auto b = be->bind(share(D), Topology{});
+        auto o = oracle->bind(share(D), Topology{});
+        const MatrixD Y0 = random_queries(rng, D, 70);
+        const Index m = Y0.rows();
+        b->set_modes(Y0.data(), m);
+        o->set_modes(Y0.data(), m);
+        CHECK(b->mode_count() == m);
+        CHECK(b->active_count() == m);
+        // Three fixed steps on the device equal three oracle steps (the modes never left it).
+        StepReport rb, ro;
+        for (int it = 0; it < 3; ++it) {
+            b->step(0.0, false, rb);
+            o->step(0.0, false, ro);
+            CHECK(static_cast<Index>(rb.mode.size()) == m);
+        }
+        MatrixD yb(m, 2), yo(m, 2);
+        b->read_modes(yb.data());
+        o->read_modes(yo.data());
+        CHECK(max_abs_diff(yb, yo) <= 3 * conf::step_tolerance(conf::extent(D.points, Y0)));
+        // Each reported shift is the squared distance moved in that step.
+        MatrixD before = yb;
+        b->step(0.0, false, rb);
+        b->read_modes(yb.data());
+        for (std::size_t j = 0; j < rb.mode.size(); ++j) {
+            const Index q = rb.mode[j];
+            const double d2 = (yb.row(q) - before.row(q)).squaredNorm();
+            CHECK(std::abs(rb.shift2[j] - d2) <= 1e-3 * d2 + 1e-9);
+        }
+        // Retiring: with a huge tolerance every mode converges at once and leaves.
+        b->step(1e6, true, rb);
+        CHECK(rb.mode.size() == static_cast<std::size_t>(m));
+        for (ModeStatus st : rb.status) CHECK(st == ModeStatus::Converged);
+        CHECK(b->active_count() == 0);
+        b->step(1e6, true, rb);
+        CHECK(rb.mode.empty());
+        // A mode far from the data leaves as NoSupport, the others stay active under tol = 0.
+        MatrixD Y1 = Y0.topRows(5);
+        Y1.row(2).setConstant(1e6);
+        b->set_modes(Y1.data(), 5);
+        b->step(0.0, true, rb);
+        REQUIRE(rb.mode.size() == 5);
+        for (std::size_t j = 0; j < 5; ++j)
+            CHECK(rb.status[j] == (rb.mode[j] == 2 ? ModeStatus::NoSupport : ModeStatus::Active));
+        CHECK(b->active_count() == 4);
+        MatrixD y1(5, 2);
+        b->read_modes(y1.data());
+        CHECK(y1(2, 0) == 1e6);
+        CHECK(y1(2, 1) == 1e6);
     }
 }

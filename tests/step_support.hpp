@@ -1,8 +1,7 @@
 #pragma once
 // Helpers for tests that drive a backend one step at a time (tests/backend/*.cpp, the conformance
 // suite, topology and cost-model tests): topology requests, one poisoned step, the float64 serial
-// oracle and the deviation from it, the "is this backend usable here" skip and scoped backend knobs
-// (environment variables).
+// oracle and the deviation from it, the "is this backend usable here" skip.
 
 #include "test_support.hpp"
 
@@ -11,7 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace mstest {
@@ -28,39 +27,38 @@ inline meanshift::Topology topo(int z, int tau, int f_vppu, int f_load)
     return t;
 }
 
-/// One step of Q (count × k, prepared units) on bound data. The output is poisoned with NaN, so an
+/// Shares a copy of D for binding (a binding holds shared ownership of its data).
+inline std::shared_ptr<const meanshift::PreparedData> share(const meanshift::PreparedData& D)
+{
+    return std::make_shared<const meanshift::PreparedData>(D);
+}
+
+/// One step of Q (count × k, prepared units) on a binding. The output is poisoned with NaN, so an
 /// entry the backend did not write fails every comparison (max_abs_diff treats NaN as infinite).
-inline meanshift::MatrixD step(meanshift::Backend& be, const meanshift::MatrixD& Q,
-                               const meanshift::CandidateList* candidates = nullptr)
+inline meanshift::MatrixD step(meanshift::Binding& b, const meanshift::MatrixD& Q,
+                               meanshift::StepReport* report = nullptr)
 {
     meanshift::MatrixD out = meanshift::MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
-    meanshift::StepRequest r;
-    r.positions = Q.data();
-    r.out = out.data();
-    r.count = Q.rows();
-    r.candidates = candidates;
-    be.step(r);
+    b.step_once(Q.data(), out.data(), Q.rows(), report);
     return out;
 }
 
 /// Resolves `want`, binds D and runs one step of Q; the resolved topology goes to *used if given.
 inline meanshift::MatrixD run_step(meanshift::Backend& b, const meanshift::PreparedData& D,
                                    const meanshift::Topology& want, const meanshift::MatrixD& Q,
-                                   const meanshift::CandidateList* candidates = nullptr,
                                    meanshift::Topology* used = nullptr)
 {
     const meanshift::Topology t = b.resolve_topology(want, D);
     if (used) *used = t;
-    b.bind(D, t);
-    return step(b, Q, candidates);
+    auto binding = b.bind(share(D), t);
+    return step(*binding, Q);
 }
 
 /// The same step on the float64 serial backend (the oracle).
-inline meanshift::MatrixD oracle_step(const meanshift::PreparedData& D, const meanshift::MatrixD& Q,
-                                      const meanshift::CandidateList* candidates = nullptr)
+inline meanshift::MatrixD oracle_step(const meanshift::PreparedData& D, const meanshift::MatrixD& Q)
 {
     auto s = meanshift::make_backend("serial");
-    return run_step(*s, D, meanshift::Topology{}, Q, candidates);
+    return run_step(*s, D, meanshift::Topology{}, Q);
 }
 
 /// Largest deviation of one step of backend `name` (options o) from the oracle, in prepared units
@@ -70,7 +68,7 @@ inline double deviation(const std::string& name, const meanshift::PreparedData& 
                         meanshift::Topology* used = nullptr)
 {
     auto b = meanshift::make_backend(name, o);
-    return max_abs_diff(run_step(*b, D, want, Q, nullptr, used), oracle_step(D, Q));
+    return max_abs_diff(run_step(*b, D, want, Q, used), oracle_step(D, Q));
 }
 
 /// True when backend `name` is usable here; otherwise says why (the caller then skips its test).
@@ -83,14 +81,5 @@ inline bool backend_usable(const std::string& name)
         }
     return false;
 }
-
-/// Sets an environment variable (a backend tuning knob) for the lifetime of the object.
-struct EnvVar {
-    std::string name;
-    EnvVar(const char* n, const std::string& v) : name(n) { setenv(n, v.c_str(), 1); }
-    ~EnvVar() { unsetenv(name.c_str()); }
-    EnvVar(const EnvVar&) = delete;
-    EnvVar& operator=(const EnvVar&) = delete;
-};
 
 }  // namespace mstest

@@ -18,7 +18,7 @@ struct Row {
     int k = 0;                  ///< dimensions
     long long m = 0;            ///< modes advanced per step
     int z = 0, tau = 0, f_vppu = 0, f_load = 0;  ///< resolved topology
-    int preload = 0;            ///< Alg. 7 local-memory preloading on/off
+    int preload = 0;            ///< Alg. 7 local-memory preloading: 1 on, 0 off, -1 auto (backend default)
     int preload_size = 0;       ///< points per batch / tile width (0 = backend default)
     int threads = 0;            ///< OpenMP threads requested (0 = all)
     int iterations = 1;         ///< steps per timed run

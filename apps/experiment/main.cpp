@@ -111,7 +111,9 @@ void add_common(CLI::App* s, Cli& c, bool topology)
     s->add_option("--device", c.cfg.backend_options.device_spec, "OpenCL device 'P:D'");
     s->add_option("--devices", c.devices_spec, "device indices for multi-device backends, e.g. '0,1'");
     s->add_option("--threads", c.cfg.backend_options.threads, "OpenMP threads (0 = all)")->capture_default_str();
-    s->add_flag("--preload", c.cfg.backend_options.preload, "Alg. 7 local-memory preloading");
+    s->add_option_function<std::string>(
+        "--preload", [&c](const std::string& v) { c.cfg.backend_options.set("preload", v); },
+        "Alg. 7 local-memory preloading: auto (default: the measured fastest), on, off");
     s->add_option("--preload-size", c.cfg.backend_options.preload_size, "points per preload batch / tile width");
     if (topology) {
         s->add_option("--z", c.cfg.topology.ppus, "z: PPUs (0 = backend default)");

@@ -34,7 +34,7 @@ Row base_row(const std::string& sweep, const SweepConfig& c, const std::string& 
     r.device = device;
     r.kernel = c.kernel;
     r.k = c.k;
-    r.preload = c.backend_options.preload ? 1 : 0;
+    r.preload = c.backend_options.preload == meanshift::Preload::On ? 1 : c.backend_options.preload == meanshift::Preload::Off ? 0 : -1;
     r.preload_size = c.backend_options.preload_size;
     r.threads = c.backend_options.threads;
     return r;
@@ -147,7 +147,7 @@ void sweep_preload(const SweepConfig& c, CsvWriter& out)
     std::vector<std::pair<SweepConfig, std::unique_ptr<StepBench>>> variants;
     auto add = [&](bool on, int size) {
         SweepConfig v = c;
-        v.backend_options.preload = on;
+        v.backend_options.preload = on ? meanshift::Preload::On : meanshift::Preload::Off;
         v.backend_options.preload_size = size;
         try {
             variants.emplace_back(v, std::make_unique<StepBench>(c.backend, v.backend_options));

@@ -45,27 +45,29 @@ StepBench::~StepBench() = default;
 meanshift::Topology StepBench::bind(const meanshift::PreparedData& data, const meanshift::Topology& requested)
 {
     const meanshift::Topology t = backend_->resolve_topology(requested, data);
-    backend_->bind(data, t);
-    data_ = &data;
+    binding_.reset();
+    binding_ = backend_->bind(std::make_shared<const meanshift::PreparedData>(data), t);
     return t;
 }
 
 Stats StepBench::time_step(meanshift::Index m, int repeats, double min_seconds, bool cpu_clock)
 {
-    if (!data_) throw meanshift::Error("StepBench: time_step() before bind()");
-    const int k = data_->k();
-    const meanshift::Index n = data_->n();
-    std::vector<double> pos(static_cast<std::size_t>(m * k)), out(pos.size());
+    if (!binding_) throw meanshift::Error("StepBench: time_step() before bind()");
+    const meanshift::PreparedData& D = binding_->data();
+    const int k = D.k();
+    const meanshift::Index n = D.n();
+    std::vector<double> pos(static_cast<std::size_t>(m * k));
     for (meanshift::Index q = 0; q < m; ++q)
-        for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(q * k + d)] = data_->points(q % n, d);
-    meanshift::StepRequest req;
-    req.positions = pos.data();
-    req.out = out.data();
-    req.count = m;
+        for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(q * k + d)] = D.points(q % n, d);
+    // The modes stay on the device across the timed steps (as in cluster()); no mode retires, so
+    // every step costs m × n pair interactions.
+    binding_->set_modes(pos.data(), m);
+    meanshift::StepReport report;
+    auto step = [&] { binding_->step(0.0, false, report); };
 
     auto once = [&] {
         const double t0 = now_seconds(cpu_clock);
-        backend_->step(req);
+        step();
         return now_seconds(cpu_clock) - t0;
     };
     once();  // warm-up: first launch, JIT, page faults
@@ -74,7 +76,7 @@ Stats StepBench::time_step(meanshift::Index m, int repeats, double min_seconds, 
     std::vector<double> samples;
     for (int r = 0; r < std::max(1, repeats); ++r) {
         const double t0 = now_seconds(cpu_clock);
-        for (int i = 0; i < inner; ++i) backend_->step(req);
+        for (int i = 0; i < inner; ++i) step();
         samples.push_back((now_seconds(cpu_clock) - t0) / inner);
     }
     return summarize(samples);

@@ -40,7 +40,7 @@ public:
 
 private:
     std::unique_ptr<meanshift::Backend> backend_;
-    const meanshift::PreparedData* data_ = nullptr;
+    std::unique_ptr<meanshift::Binding> binding_;  ///< owns a copy of the bound data
 };
 
 /// Seconds of cluster(data, options) (Timing::seconds_total), median of `repeats`, after one

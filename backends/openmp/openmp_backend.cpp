@@ -4,7 +4,7 @@
 //   vPPU = f_vppu consecutive lanes; f_load of them share the n-loop.
 // Threads take blocks of modes dynamically; the SIMD kernels (kernel_*.cpp) advance one block.
 // See docs/backend-openmp.md.
-#include "backends/candidates.hpp"
+#include "backends/host_binding.hpp"
 #include "backends/factory.hpp"
 #include "backends/openmp/cpu_features.hpp"
 
@@ -28,6 +28,8 @@ using openmp_detail::KernelData;
 using openmp_detail::KernelTable;
 
 constexpr double kLog2e = 1.44269504088896340736;
+/// Widest k the SIMD kernels take; wider data use a plain per-mode loop with O(k) memory.
+constexpr int kMaxSimdK = 4096;
 
 std::string isa_label(const KernelTable& t)
 {
@@ -52,90 +54,46 @@ DeviceInfo host_device(int threads)
     return d;
 }
 
-class OpenMPBackend final : public Backend {
+/// The bound data in the SIMD kernels' float32 layout (simd_kernel.hpp) and the per-thread
+/// scratch; the modes themselves are kept by HostBinding in float64.
+class OpenMPBinding final : public detail::HostBinding {
 public:
-    explicit OpenMPBackend(const BackendOptions& options) : options_(options)
+    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t) : HostBinding(std::move(data), t)
     {
-        if (options.threads < 0)
-            throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
-                                  std::to_string(options.threads));
-    }
-
-    std::string name() const override { return "openmp"; }
-
-    std::vector<DeviceInfo> devices() const override { return {host_device(default_threads())}; }
-
-    Topology resolve_topology(const Topology& requested, const PreparedData& data) const override
-    {
-        if (data.n() < 1 || data.k() < 1)
-            throw InvalidArgument("openmp backend: data must have n >= 1 points and k >= 1 dimensions");
-        Topology t = requested;
-        if (t.ppus == 0) {
-            t.ppus = default_threads();
-        } else if (options_.threads > 0 && options_.threads != t.ppus) {
-            throw InvalidArgument("openmp backend: z (ppus) = " + std::to_string(t.ppus) +
-                                  " conflicts with threads = " + std::to_string(options_.threads) +
-                                  "; both name the number of OpenMP threads, set only one");
-        }
-        if (t.pus_per_ppu == 0) t.pus_per_ppu = openmp_detail::usable_kernels().front()->width;
-        if (t.f_vppu == 0) t.f_vppu = 1;  // one mode per lane: the fast path
-        if (t.f_load == 0) t.f_load = t.f_vppu;
-        validate_topology(t, name());
-        if (!openmp_detail::kernel_for_width(t.pus_per_ppu)) {
-            std::string widths;
-            for (const KernelTable* k : openmp_detail::usable_kernels())
-                widths += (widths.empty() ? "" : ", ") + std::to_string(k->width) + " (" + k->isa + ")";
-            throw InvalidArgument("invalid topology for backend 'openmp' (" + t.to_string() +
-                                  "): tau must be a SIMD width in float32 lanes that this CPU runs: " +
-                                  widths + ", or 0 for the widest");
-        }
-        return t;
-    }
-
-    void bind(const PreparedData& data, const Topology& topology) override
-    {
-        // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
-        const Topology t = resolve_topology(topology, data);
-        const Index n = data.n();
-        const int k = data.k();
-        const bool per_point = data.model == KernelModel::PerPoint;
-        if (per_point && (data.precision.rows() != n || data.precision.cols() != k || data.log_weight.size() != n))
+        const PreparedData& D = *data_;
+        const Index n = D.n();
+        const int k = D.k();
+        const bool per_point = D.model == KernelModel::PerPoint;
+        if (per_point && (D.precision.rows() != n || D.precision.cols() != k || D.log_weight.size() != n))
             throw InvalidArgument("openmp backend: per-point model needs precision (n x k) and log_weight (n)");
-
-        data_ = nullptr;
-        topology_ = t;
         table_ = openmp_detail::kernel_for_width(t.pus_per_ppu);
-        kd_ = KernelData{};
         kd_.per_point = per_point;
         kd_.n = n;
         kd_.k = k;
         kd_.f_vppu = t.f_vppu;
         kd_.f_load = t.f_load;
-        build_layout(data);
-        data_ = &data;
+        // Very wide data (k > kMaxSimdK) take the plain per-mode loop: the SIMD kernels keep k
+        // sums per lane, which would need gigabytes of scratch for k = 10^6.
+        if (k <= kMaxSimdK) build_layout(D);
     }
 
-    void step(const StepRequest& req) override
+private:
+    void advance(const double* in, double* out, unsigned char* supported, Index count) override
     {
-        if (!data_) throw Error("openmp backend: step() before bind()");
-        if (req.count < 0) throw InvalidArgument("openmp backend: negative mode count");
-        if (req.count == 0) return;
-        if (!req.positions || !req.out) throw InvalidArgument("openmp backend: null positions/out");
-        if (req.candidates) {
-            step_candidates(req);
+        if (kd_.k > kMaxSimdK) {
+            advance_wide(in, out, supported, count);
             return;
         }
-
         const int z = topology_.ppus;
         KernelData kd = kd_;
         // Two vectors of modes per block hide the exp2 latency best; drop to one when that
         // would leave threads without a block (few active modes near convergence).
         kd.regs = 2;
-        if (kd.f_vppu == 1 && (req.count + 2 * table_->width - 1) / (2 * table_->width) < z) kd.regs = 1;
+        if (kd.f_vppu == 1 && (count + 2 * table_->width - 1) / (2 * table_->width) < z) kd.regs = 1;
         const openmp_detail::RunBlockFn run = table_->select(kd);
         if (!run) throw Error("openmp backend: no kernel for " + topology_.to_string());
         const Index per_block = table_->modes_per_block(kd);
-        const Index blocks = (req.count + per_block - 1) / per_block;
+        const Index blocks = (count + per_block - 1) / per_block;
         const std::size_t scratch_bytes = table_->scratch_bytes(kd);
         scratch_.resize(scratch_bytes * static_cast<std::size_t>(z));  // before the parallel region: may throw
 
@@ -146,14 +104,49 @@ public:
 #pragma omp for schedule(dynamic, 1)
             for (Index b = 0; b < blocks; ++b) {
                 const Index first = b * per_block;
-                const int m = static_cast<int>(std::min(per_block, req.count - first));
-                run(kd, req.positions + first * k, m, req.out + first * k, scratch);
+                const int m = static_cast<int>(std::min(per_block, count - first));
+                run(kd, in + first * k, m, out + first * k, supported + first, scratch);
             }
         }
     }
 
-private:
-    int default_threads() const { return options_.threads > 0 ? options_.threads : omp_get_max_threads(); }
+    /// k > kMaxSimdK: one mode per thread at a time, float32 data, float64 sums (O(k) memory).
+    void advance_wide(const double* in, double* out, unsigned char* supported, Index count)
+    {
+        const PreparedData& D = *data_;
+        const Index n = D.n();
+        const int k = D.k();
+        const bool per_point = D.model == KernelModel::PerPoint;
+#pragma omp parallel num_threads(topology_.ppus)
+        {
+            std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+            std::vector<float> y(static_cast<std::size_t>(k));
+#pragma omp for schedule(dynamic, 1)
+            for (Index q = 0; q < count; ++q) {
+                const double* yq = in + q * k;
+                for (int d = 0; d < k; ++d) y[d] = static_cast<float>(yq[d]);
+                std::fill(s0.begin(), s0.end(), 0.0);
+                std::fill(s1.begin(), s1.end(), 0.0);
+                for (Index i = 0; i < n; ++i) {
+                    const float* x = D.points_f.data() + i * k;
+                    const float* w = per_point ? D.precision_f.data() + i * k : nullptr;
+                    double d2 = 0.0;
+                    for (int d = 0; d < k; ++d) {
+                        const double t = static_cast<double>(y[d]) - x[d];
+                        d2 += (per_point ? w[d] : 1.0f) * t * t;
+                    }
+                    const double e = std::exp((per_point ? D.log_weight_f[i] : 0.0) - 0.5 * d2);
+                    if (e == 0.0) continue;
+                    for (int d = 0; d < k; ++d) {
+                        const double ew = per_point ? e * w[d] : e;
+                        s0[d] += ew;
+                        s1[d] += ew * x[d];
+                    }
+                }
+                supported[q] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, yq, out + q * k, k) ? 1 : 0;
+            }
+        }
+    }
 
     /// Converts the prepared data into the kernel's float32 layout and units (simd_kernel.hpp).
     void build_layout(const PreparedData& data)
@@ -164,10 +157,6 @@ private:
         const double sigma = std::sqrt(0.5 * kLog2e);  // exp(-r²/2) = exp2(-(σr)²)
         const double x_scale = per_point ? 1.0 : sigma;
         kd_.y_scale = x_scale;
-        for (std::vector<float>* v : {&x_, &sw_, &w_, &wx_, &c2_}) {
-            v->clear();
-            v->shrink_to_fit();
-        }
 
         // Per point: the distance is formed as Σ (√w_d y_d - √w_d x_d)², so x is stored as √w_d x_d.
         auto w_at = [&](Index i, int d) { return 0.5 * kLog2e * data.precision(i, d); };
@@ -239,67 +228,81 @@ private:
         return v.data() + (misalign ? (64 - misalign) / sizeof(float) : 0);
     }
 
-    /// Truncated-kernel candidate lists: a plain loop per mode over its candidates (float32
-    /// data, float64 sums), modes spread over the threads. The topology's lane mapping does not
-    /// apply here: candidate sets differ per mode, so lanes would gather from scattered points.
-    void step_candidates(const StepRequest& req)
-    {
-        const CandidateList& c = *req.candidates;
-        const PreparedData& D = *data_;
-        const Index n = D.n();
-        const int k = D.k();
-        if (static_cast<Index>(c.offsets.size()) != req.count + 1 || c.offsets.front() != 0 ||
-            c.offsets.back() != static_cast<Index>(c.indices.size()))
-            throw InvalidArgument("openmp backend: candidate list needs count + 1 offsets from 0 to indices.size()");
-        for (Index q = 0; q < req.count; ++q)
-            if (c.offsets[q] > c.offsets[q + 1])
-                throw InvalidArgument("openmp backend: candidate offsets must not decrease");
-        for (Index i : c.indices)
-            if (i < 0 || i >= n) throw InvalidArgument("openmp backend: candidate index out of range");
-
-        const bool per_point = D.model == KernelModel::PerPoint;
-#pragma omp parallel num_threads(topology_.ppus)
-        {
-            std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
-            std::vector<float> y(static_cast<std::size_t>(k));
-#pragma omp for schedule(dynamic, 16)
-            for (Index q = 0; q < req.count; ++q) {
-                const double* yq = req.positions + q * k;
-                for (int d = 0; d < k; ++d) y[d] = static_cast<float>(yq[d]);
-                std::fill(s0.begin(), s0.end(), 0.0);
-                std::fill(s1.begin(), s1.end(), 0.0);
-                detail::for_each_point(req, q, n, [&](Index i) {
-                    const float* x = D.points_f.data() + i * k;
-                    float d2 = 0.0f;
-                    if (per_point) {
-                        const float* w = D.precision_f.data() + i * k;
-                        for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
-                        const float e = std::exp(D.log_weight_f[i] - 0.5f * d2);
-                        for (int d = 0; d < k; ++d) {
-                            s0[d] += static_cast<double>(e * w[d]);
-                            s1[d] += static_cast<double>(e * w[d] * x[d]);
-                        }
-                    } else {
-                        for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
-                        const float e = std::exp(-0.5f * d2);
-                        for (int d = 0; d < k; ++d) {
-                            s0[d] += static_cast<double>(e);
-                            s1[d] += static_cast<double>(e * x[d]);
-                        }
-                    }
-                });
-                detail::finish_mode(s0.data(), s1.data(), yq, req.out + q * k, k);
-            }
-        }
-    }
-
-    BackendOptions options_;
-    const PreparedData* data_ = nullptr;
-    Topology topology_;
     const KernelTable* table_ = nullptr;
     KernelData kd_;
     std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
+};
+
+class OpenMPBackend final : public Backend {
+public:
+    explicit OpenMPBackend(const BackendOptions& options) : options_(options)
+    {
+        if (options.threads < 0)
+            throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
+                                  std::to_string(options.threads));
+        widest_ = widest_allowed(options.openmp.isa);
+    }
+
+    std::string name() const override { return "openmp"; }
+
+    std::vector<DeviceInfo> devices() const override { return {host_device(default_threads())}; }
+
+    Topology resolve_topology(const Topology& requested, const PreparedData& data) const override
+    {
+        if (data.n() < 1 || data.k() < 1)
+            throw InvalidArgument("openmp backend: data must have n >= 1 points and k >= 1 dimensions");
+        Topology t = requested;
+        if (t.ppus == 0) {
+            t.ppus = default_threads();
+        } else if (options_.threads > 0 && options_.threads != t.ppus) {
+            throw InvalidArgument("openmp backend: z (ppus) = " + std::to_string(t.ppus) +
+                                  " conflicts with threads = " + std::to_string(options_.threads) +
+                                  "; both name the number of OpenMP threads, set only one");
+        }
+        if (t.pus_per_ppu == 0) t.pus_per_ppu = widest_->width;
+        if (t.f_vppu == 0) t.f_vppu = 1;  // one mode per lane: the fast path
+        if (t.f_load == 0) t.f_load = t.f_vppu;
+        validate_topology(t, name());
+        if (!openmp_detail::kernel_for_width(t.pus_per_ppu)) {
+            std::string widths;
+            for (const KernelTable* k : openmp_detail::usable_kernels())
+                widths += (widths.empty() ? "" : ", ") + std::to_string(k->width) + " (" + k->isa + ")";
+            throw InvalidArgument("invalid topology for backend 'openmp' (" + t.to_string() +
+                                  "): tau must be a SIMD width in float32 lanes that this CPU runs: " +
+                                  widths + ", or 0 for the widest");
+        }
+        return t;
+    }
+
+    std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
+    {
+        if (!data) throw InvalidArgument("openmp backend: bind() without data");
+        // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
+        const Topology t = resolve_topology(topology, *data);
+        return std::make_unique<OpenMPBinding>(std::move(data), t);
+    }
+
+private:
+    int default_threads() const { return options_.threads > 0 ? options_.threads : omp_get_max_threads(); }
+
+    /// The kernel table OpenMPTuning::isa names ("auto" = the widest this CPU runs).
+    static const KernelTable* widest_allowed(const std::string& isa)
+    {
+        const auto& usable = openmp_detail::usable_kernels();
+        if (isa == "auto") return usable.front();
+        const KernelTable* want = isa == "avx512"    ? openmp_detail::kernel_table_avx512()
+                                  : isa == "avx2"    ? openmp_detail::kernel_table_avx2()
+                                  : isa == "generic" ? openmp_detail::kernel_table_generic()
+                                                     : nullptr;
+        if (!want) throw InvalidArgument("openmp backend: unknown isa '" + isa + "' (auto, avx512, avx2, generic)");
+        if (std::find(usable.begin(), usable.end(), want) == usable.end())
+            throw InvalidArgument("openmp backend: isa '" + isa + "' is not compiled in or this CPU does not run it");
+        return want;
+    }
+
+    BackendOptions options_;
+    const KernelTable* widest_ = nullptr;
 };
 
 }  // namespace

@@ -44,10 +44,11 @@ struct KernelData {
     double y_scale = 1.0;  ///< kernel units per prepared unit (σ for Shared, 1 for PerPoint)
 };
 
-/// Advances modes [0, m) of one block: positions and out are m × k row-major, prepared units.
-/// scratch holds at least KernelTable::scratch_bytes(data) bytes, any alignment.
+/// Advances modes [0, m) of one block: positions and out are m × k row-major, prepared units;
+/// supported[j] = 0 when mode j had no support. scratch holds at least
+/// KernelTable::scratch_bytes(data) bytes, any alignment.
 using RunBlockFn = void (*)(const KernelData& data, const double* positions, int m, double* out,
-                            void* scratch);
+                            unsigned char* supported, void* scratch);
 
 struct KernelTable {
     int width = 0;              ///< τ: float32 lanes per vector

@@ -16,6 +16,7 @@
 // sums are added into float64 accumulators, so n = millions of points keeps ~1e-6 relative
 // accuracy instead of the ~n·ε drift of one long float32 sum.
 
+#include "backends/finish_mode.hpp"
 #include "simd_exp2.hpp"
 #include "simd_kernel.hpp"
 
@@ -45,22 +46,19 @@ inline void zero(double* p, Index count)
 
 /// Writes the new position of one mode from its float64 sums (Alg. 3 line 20). s0 has k entries
 /// for PerPoint (H_h,t is diagonal), one for Shared; `stride` separates entries of one sum. A
-/// dimension without support (sum underflowed to 0) keeps its old coordinate.
-inline void write_mode(const KernelData& D, const double* s0, const double* s1, Index stride,
-                       const double* old_y, double* out)
+/// dimension without support (sum underflowed to 0) keeps its old coordinate. Returns 0 when the
+/// mode had no support at all.
+inline unsigned char write_mode(const KernelData& D, const double* s0, const double* s1, Index stride,
+                                const double* old_y, double* out)
 {
-    const int k = D.k;
-    for (int d = 0; d < k; ++d) {
-        const double w = D.per_point ? s0[d * stride] : s0[0];
-        out[d] = w > 0.0 ? s1[d * stride] / w / D.y_scale : old_y[d];
-    }
+    return detail::finish_mode(s0, D.per_point ? stride : 0, s1, stride, D.y_scale, old_y, out, D.k) ? 1 : 0;
 }
 
 // ----------------------------------------------------------------------------------------------
 // f_vppu = 1: one mode per lane, R vectors of modes, fixed k = K.
 
 template <int K, int R, bool PP>
-void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
     constexpr int NS0 = PP ? K : 1;
@@ -137,7 +135,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, v
             const int q = r * W + l;
             if (q >= m) continue;
             const double* base = acc + r * NC * W + l;
-            write_mode(D, base, base + NS0 * W, W, pos + q * K, out + q * K);
+            sup[q] = write_mode(D, base, base + NS0 * W, W, pos + q * K, out + q * K);
         }
 }
 
@@ -190,7 +188,7 @@ __attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& 
 }
 
 template <bool PP>
-void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
     constexpr int P = 4;
@@ -218,7 +216,7 @@ void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, voi
     }
 
     for (int l = 0; l < m && l < W; ++l)
-        write_mode(D, acc + l, acc + ns0 * W + l, W, pos + l * k, out + l * k);
+        sup[l] = write_mode(D, acc + l, acc + ns0 * W + l, W, pos + l * k, out + l * k);
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -248,7 +246,7 @@ vf pu_mask(int active)
 }
 
 template <int G, int K, bool PP>
-void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
     static_assert(G > 1 && W % G == 0, "f_vppu must divide the SIMD width");
@@ -328,11 +326,11 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, vo
 
     reduce_vppu<G>(acc, NC);
     for (int j = 0; j < m && j < W / G; ++j)
-        write_mode(D, acc + j * G, acc + NS0 * W + j * G, W, pos + j * K, out + j * K);
+        sup[j] = write_mode(D, acc + j * G, acc + NS0 * W + j * G, W, pos + j * K, out + j * K);
 }
 
 template <int G, bool PP>
-void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void* scratch)
+void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
     const int k = D.k;
@@ -397,7 +395,7 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, void
 
     reduce_vppu<G>(acc, nc);
     for (int j = 0; j < m && j < W / G; ++j)
-        write_mode(D, acc + j * G, acc + ns0 * W + j * G, W, pos + j * k, out + j * k);
+        sup[j] = write_mode(D, acc + j * G, acc + ns0 * W + j * G, W, pos + j * k, out + j * k);
 }
 
 // ----------------------------------------------------------------------------------------------

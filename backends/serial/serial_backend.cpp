@@ -1,15 +1,58 @@
 // serial: a plain float64 implementation of Alg. 1 driven by Alg. 4. It is the oracle every other
 // backend is tested against, so it favours clarity and accuracy over speed.
-#include "backends/candidates.hpp"
+#include "backends/host_binding.hpp"
 #include "backends/factory.hpp"
 
 #include <meanshift/errors.hpp>
 
 #include <cmath>
+#include <memory>
 #include <vector>
 
 namespace meanshift {
 namespace {
+
+/// Alg. 1 in float64, one mode after the other.
+class SerialBinding final : public detail::HostBinding {
+public:
+    using HostBinding::HostBinding;
+
+private:
+    void advance(const double* in, double* out, unsigned char* supported, Index count) override
+    {
+        const PreparedData& D = *data_;
+        const int k = D.k();
+        const Index n = D.n();
+        std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+        for (Index q = 0; q < count; ++q) {
+            const double* y = in + q * k;
+            std::fill(s0.begin(), s0.end(), 0.0);
+            std::fill(s1.begin(), s1.end(), 0.0);
+            for (Index i = 0; i < n; ++i) {
+                const double* x = D.points.data() + i * k;
+                if (D.model == KernelModel::Shared) {
+                    double d2 = 0;
+                    for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
+                    const double e = std::exp(-0.5 * d2);
+                    for (int d = 0; d < k; ++d) {
+                        s0[d] += e;
+                        s1[d] += e * x[d];
+                    }
+                } else {
+                    const double* w = D.precision.data() + i * k;
+                    double d2 = 0;
+                    for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
+                    const double e = std::exp(D.log_weight[i] - 0.5 * d2);
+                    for (int d = 0; d < k; ++d) {
+                        s0[d] += e * w[d];
+                        s1[d] += e * w[d] * x[d];
+                    }
+                }
+            }
+            supported[q] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, out + q * k, k) ? 1 : 0;
+        }
+    }
+};
 
 class SerialBackend final : public Backend {
 public:
@@ -45,48 +88,14 @@ public:
         return t;
     }
 
-    void bind(const PreparedData& data, const Topology&) override { data_ = &data; }
-
-    void step(const StepRequest& req) override
+    std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
     {
-        if (!data_) throw Error("serial backend: step() before bind()");
-        const PreparedData& D = *data_;
-        const int k = D.k();
-        const Index n = D.n();
-        std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
-        for (Index q = 0; q < req.count; ++q) {
-            const double* y = req.positions + q * k;
-            std::fill(s0.begin(), s0.end(), 0.0);
-            std::fill(s1.begin(), s1.end(), 0.0);
-            auto visit = [&](Index i) {
-                const double* x = D.points.data() + i * k;
-                if (D.model == KernelModel::Shared) {
-                    double d2 = 0;
-                    for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
-                    const double e = std::exp(-0.5 * d2);
-                    for (int d = 0; d < k; ++d) {
-                        s0[d] += e;
-                        s1[d] += e * x[d];
-                    }
-                } else {
-                    const double* w = D.precision.data() + i * k;
-                    double d2 = 0;
-                    for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
-                    const double e = std::exp(D.log_weight[i] - 0.5 * d2);
-                    for (int d = 0; d < k; ++d) {
-                        s0[d] += e * w[d];
-                        s1[d] += e * w[d] * x[d];
-                    }
-                }
-            };
-            detail::for_each_point(req, q, n, visit);
-            detail::finish_mode(s0.data(), s1.data(), y, req.out + q * k, k);
-        }
+        if (!data) throw InvalidArgument("serial backend: bind() without data");
+        const Topology t = resolve_topology(topology, *data);
+        return std::make_unique<SerialBinding>(std::move(data), t);
     }
-
-private:
-    const PreparedData* data_ = nullptr;
 };
+
 
 }  // namespace
 

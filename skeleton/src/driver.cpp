@@ -6,6 +6,7 @@
 #include <meanshift/meanshift.hpp>
 
 #include <chrono>
+#include <memory>
 #include <cmath>
 #include <sstream>
 
@@ -32,72 +33,61 @@ void validate_options(const Options& o)
                               std::to_string(o.merge_eps));
 }
 
-Result run(Backend& backend, const float* data, Index n, int k, const Options& options, const float* seeds, Index m)
+Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
+           const Options& options, const float* seeds, Index m)
 {
     const auto t_start = Clock::now();
     validate_options(options);
     if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
 
     detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth);
-    const PreparedData& D = prep.data;
-    MatrixD Y = seeds ? detail::to_prepared(prep, seeds, m, "seeds") : D.points;
-    m = Y.rows();
+    const MatrixD Y0 = seeds ? detail::to_prepared(prep, seeds, m, "seeds") : prep.data.points;
+    m = Y0.rows();
     // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
     // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
-    const bool own_metric = !seeds && D.model == KernelModel::PerPoint;
+    const bool own_metric = !seeds && prep.data.model == KernelModel::PerPoint;
+    auto D = std::make_shared<const PreparedData>(std::move(prep.data));
 
     Result r;
     r.backend = backend.name();
-    r.topology = backend.resolve_topology(options.topology, D);
-    backend.bind(D, r.topology);
+    r.topology = backend.resolve_topology(options.topology, *D);
+    binding.reset();  // release the previous run's device buffers first
+    binding = backend.bind(D, r.topology);
+    binding->set_modes(Y0.data(), m, own_metric ? D->precision.data() : nullptr);
     r.timing.seconds_prepare = seconds_since(t_start);
 
-    const int max_it = options.fixed_iterations ? *options.fixed_iterations : options.max_iterations;
+    const bool fixed = options.fixed_iterations.has_value();
+    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
     const double tol2 = options.tolerance * options.tolerance;
     r.iterations.assign(static_cast<std::size_t>(m), 0);
     r.converged.assign(static_cast<std::size_t>(m), false);
-    std::vector<Index> active(static_cast<std::size_t>(m));
-    for (Index i = 0; i < m; ++i) active[std::size_t(i)] = i;
-    MatrixD in, out;
+    r.no_support.assign(static_cast<std::size_t>(m), false);
+    StepReport report;
 
     const auto t_iter = Clock::now();
     int it = 0;
-    while (!active.empty() && it < max_it) {
-        const Index a = static_cast<Index>(active.size());
-        in.resize(a, k);
-        out.resize(a, k);
-        for (Index j = 0; j < a; ++j) in.row(j) = Y.row(active[std::size_t(j)]);
-        StepRequest req;
-        req.positions = in.data();
-        req.out = out.data();
-        req.count = a;
-        backend.step(req);
-        if (!out.allFinite())
-            throw Error("backend '" + backend.name() + "' produced non-finite mode positions (a backend defect)");
-
-        std::size_t kept = 0;
-        for (Index j = 0; j < a; ++j) {
-            const Index q = active[std::size_t(j)];
-            double d2 = 0;
-            for (int d = 0; d < k; ++d) {
-                const double t = out(j, d) - in(j, d);
-                d2 += own_metric ? D.precision(q, d) * t * t : t * t;
-            }
-            Y.row(q) = out.row(j);
-            ++r.iterations[std::size_t(q)];
-            if (!options.fixed_iterations && d2 <= tol2)
-                r.converged[std::size_t(q)] = true;
-            else
-                active[kept++] = q;
+    while (binding->active_count() > 0 && it < max_it) {
+        const Index a = binding->active_count();
+        binding->step(tol2, !fixed, report);
+        for (std::size_t j = 0; j < report.mode.size(); ++j) {
+            const std::size_t q = static_cast<std::size_t>(report.mode[j]);
+            ++r.iterations[q];
+            r.no_support[q] = report.status[j] == ModeStatus::NoSupport;
+            if (report.status[j] == ModeStatus::Converged) r.converged[q] = true;
         }
-        active.resize(kept);
         r.timing.pair_interactions += static_cast<double>(a) * static_cast<double>(n);
         ++it;
-        if (options.progress && !options.progress(it, static_cast<Index>(active.size()), m))
+        if (options.progress && !options.progress(it, binding->active_count(), m))
             throw Error("cancelled by the progress callback");
     }
-    if (options.fixed_iterations) r.converged.assign(static_cast<std::size_t>(m), true);
+    for (Index q = 0; q < m; ++q) {
+        const std::size_t sq = static_cast<std::size_t>(q);
+        if (fixed) r.converged[sq] = !r.no_support[sq];
+        if (r.no_support[sq]) ++r.modes_without_support;
+    }
     r.timing.iterations = it;
+    MatrixD Y(m, k);
+    binding->read_modes(Y.data());
     r.timing.seconds_iterate = seconds_since(t_iter);
 
     const auto t_group = Clock::now();
@@ -117,7 +107,8 @@ Result cluster(const float* data, Index n, int k, const Options& options, const 
 {
     validate_options(options);
     auto backend = make_backend(options.backend, options.backend_options);
-    return run(*backend, data, n, k, options, seeds, m);
+    std::unique_ptr<Binding> binding;
+    return run(*backend, binding, data, n, k, options, seeds, m);
 }
 
 Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, const Eigen::Ref<const MatrixF>* seeds)
@@ -136,6 +127,12 @@ Clusterer::Clusterer(Clusterer&&) noexcept = default;
 Clusterer& Clusterer::operator=(Clusterer&&) noexcept = default;
 
 Backend& Clusterer::backend() { return *backend_; }
+
+Binding& Clusterer::binding()
+{
+    if (!binding_) throw Error("Clusterer::binding(): no data bound yet (call fit() first)");
+    return *binding_;
+}
 
 Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const Eigen::Ref<const MatrixF>* seeds)
 {
@@ -160,7 +157,7 @@ Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const Eigen::Ref<co
         dense_seeds = *seeds;
         sp = dense_seeds.data();
     }
-    return run(*backend_, dp, n, k, options_, sp, m);
+    return run(*backend_, binding_, dp, n, k, options_, sp, m);
 }
 
 }  // namespace meanshift

@@ -176,31 +176,33 @@ TEST_CASE("openmp: weights that underflow give zero, never NaN; a mode without s
     }
 }
 
-TEST_CASE("openmp: candidate lists match the oracle with the same lists")
+TEST_CASE("openmp: very wide data (k beyond the SIMD kernels) take the O(k) loop and match the oracle")
 {
     MSTEST_SEED_INFO();
-    auto rng = make_rng("openmp-step-candidates");
+    auto rng = make_rng("openmp-wide");
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
-        const PreparedData D = mstest::random_prepared(rng, 400, 4, model);
-        const MatrixD Q = mstest::random_queries(rng, D, 25);
-        CandidateList c;
-        c.offsets.push_back(0);
-        std::uniform_int_distribution<Index> pick(0, D.n() - 1);
-        for (Index q = 0; q < Q.rows(); ++q) {
-            const Index m = q % 5 == 0 ? 0 : 1 + q * 7;  // some modes with no candidates at all
-            for (Index j = 0; j < m; ++j) c.indices.push_back(pick(rng));
-            c.offsets.push_back(Index(c.indices.size()));
+        for (int k : {4096, 4097, 20000}) {
+            INFO("k = " << k);
+            const PreparedData D = mstest::random_prepared(rng, 3, k, model);
+            const MatrixD Q = D.points;
+            auto be = openmp(2);
+            CHECK(max_abs_diff(run_step(*be, D, Topology{}, Q), oracle_step(D, Q)) <= tolerance(D, Q));
         }
-        auto be = openmp(2);
-        CHECK(max_abs_diff(run_step(*be, D, Topology{}, Q, &c), oracle_step(D, Q, &c)) <= tolerance(D, Q));
-
-        CandidateList bad = c;
-        bad.indices.back() = D.n();
-        CHECK_THROWS_KEYWORD(InvalidArgument, run_step(*be, D, Topology{}, Q, &bad), "candidate");
-        bad = c;
-        bad.offsets.pop_back();
-        CHECK_THROWS_KEYWORD(InvalidArgument, run_step(*be, D, Topology{}, Q, &bad), "candidate");
     }
+}
+
+TEST_CASE("openmp: OpenMPTuning::isa picks the kernel width; unknown or unavailable sets are rejected")
+{
+    auto rng = make_rng("openmp-isa");
+    const PreparedData D = mstest::random_prepared(rng, 50, 3, KernelModel::Shared);
+    BackendOptions o;
+    o.openmp.isa = "generic";
+    auto be = make_backend("openmp", o);
+    const Topology t = be->resolve_topology(Topology{}, D);
+    CHECK(t.pus_per_ppu == widths().back());
+    o.openmp.isa = "sse5";
+    CHECK_THROWS_KEYWORD(InvalidArgument, make_backend("openmp", o), "isa");
+    CHECK_THROWS_KEYWORD(InvalidArgument, o.set("openmp.isa", "sse5"), "openmp.isa");
 }
 
 TEST_CASE("openmp: defaults, device description and topologies it cannot run")
@@ -233,9 +235,9 @@ TEST_CASE("openmp: defaults, device description and topologies it cannot run")
     CHECK_THROWS_KEYWORD(InvalidArgument, be->resolve_topology(topo(2, tau, 1, 1), D), "threads");  // conflicts with 3
     CHECK_THROWS_KEYWORD(InvalidArgument, openmp(-1), "threads");
 
-    auto unbound = openmp();
-    const MatrixD Q = MatrixD::Zero(1, 3);
-    CHECK_THROWS_AS(mstest::step(*unbound, Q), Error);
+    auto bound = openmp()->bind(mstest::share(D), Topology{});
+    StepReport report;
+    CHECK_THROWS_AS(bound->step(0.0, true, report), Error);  // before set_modes()
 }
 
 #endif  // MEANSHIFT_HAVE_OPENMP

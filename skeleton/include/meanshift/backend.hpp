@@ -1,12 +1,16 @@
 #pragma once
 /// @file backend.hpp
 /// The interface a backend implements. The skeleton (driver, convergence, grouping, validation)
-/// lives once in the library; a backend only advances a set of active modes by one iteration of
-/// Alg. 3 (approxMode) over all n data points, and reports the devices it sees.
+/// lives once in the library; a backend binds the data (Backend::bind) and its Binding advances
+/// the active modes by one iteration of Alg. 3 (approxMode) over the n data points, keeping the
+/// modes on the device; it also reports the devices it sees.
 
+#include <meanshift/export.hpp>
 #include <meanshift/topology.hpp>
+#include <meanshift/tuning.hpp>
 #include <meanshift/types.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,7 +34,7 @@ enum class KernelModel {
 /// All matrices are row-major n × k; coordinates are centred (the data's bounding-box centre is
 /// subtracted, so data far from the origin keep float32 precision) and, for KernelModel::Shared,
 /// whitened to unit bandwidth. float64 and float32 copies hold the same values.
-struct PreparedData {
+struct MEANSHIFT_API PreparedData {
     KernelModel model = KernelModel::Shared;
     MatrixD points;       ///< n × k
     MatrixD precision;    ///< n × k, 1/H_i,dd in prepared units (PerPoint only, else 0 × 0)
@@ -49,29 +53,72 @@ struct PreparedData {
     void finalize();
 };
 
-/// Optional truncated-kernel candidate list (CSR): for active query q, only data points
-/// indices[offsets[q] .. offsets[q+1]) are visited. Backends that do not support it throw
-/// NotSupported when it is non-null.
-struct CandidateList {
-    std::vector<Index> offsets;  ///< count + 1 entries
-    std::vector<Index> indices;  ///< data point indices
+/// What became of one mode in a step (StepReport::status).
+enum class ModeStatus : std::uint8_t {
+    Active = 0,     ///< moved by more than the tolerance: stays in the active set
+    Converged = 1,  ///< squared shift ≤ tol² (Alg. 4/5): left the active set
+    NoSupport = 2,  ///< Σ e_i underflowed to 0 (no point within reach): kept its position, left the active set
 };
 
-/// One iteration of Alg. 3 for `count` active modes.
-struct StepRequest {
-    const double* positions = nullptr;  ///< count × k row-major, current y_p (prepared units)
-    double* out = nullptr;              ///< count × k row-major, receives the new y_p
-    Index count = 0;
-    const CandidateList* candidates = nullptr;  ///< nullptr = all n points (exact Gaussian)
+/// What one Binding::step() reports, one entry per mode it advanced (in no particular order).
+struct StepReport {
+    std::vector<Index> mode;           ///< index of the mode in [0, m) (the order given to set_modes)
+    std::vector<double> shift2;        ///< its squared shift in the metric given to set_modes (Alg. 5)
+    std::vector<ModeStatus> status;    ///< Active, Converged or NoSupport
+    double kernel_seconds = -1;        ///< device time of the step's kernels; < 0 when not measured
+    void clear()
+    {
+        mode.clear();
+        shift2.clear();
+        status.clear();
+        kernel_seconds = -1;
+    }
 };
 
-/// Per-backend options chosen by the user at run time.
-struct BackendOptions {
-    std::vector<int> devices;   ///< device indices to use (multi-device backends); empty = default
-    std::string device_spec;    ///< OpenCL "P:D" (platform:device); empty = first GPU, else first
-    bool preload = false;       ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
-    int preload_size = 0;       ///< points staged per batch / tile width; 0 = backend default
-    int threads = 0;            ///< OpenMP threads (z); 0 = all
+/// Data bound to a backend together with the modes being advanced over it: the state of one
+/// mean-shift run on a device. A Binding owns what it uses: it holds shared ownership of the
+/// PreparedData, of the device context it runs on and of its device buffers (points, modes,
+/// active set) and tuning, so it stays valid after the Backend or the caller's data are gone.
+/// Modes live where the data are (device memory for GPU backends, in the backend's precision:
+/// float32 on GPUs, float64 in the serial oracle); only per-mode shifts and statuses cross to
+/// the host each step, and the final positions once (read_modes()).
+class MEANSHIFT_API Binding {
+public:
+    Binding() = default;
+    virtual ~Binding();
+    Binding(const Binding&) = delete;
+    Binding& operator=(const Binding&) = delete;
+
+    /// The bound data (prepared units).
+    virtual const PreparedData& data() const noexcept = 0;
+    /// The resolved topology the binding runs with.
+    virtual const Topology& topology() const noexcept = 0;
+
+    /// Places m ≥ 1 modes at `positions` (m × k row-major, prepared units) and makes them all
+    /// active. `metric` (m × k, or nullptr = Euclidean in prepared units): per-mode weights of the
+    /// squared shift Σ_d metric_qd (y'_d − y_d)² that step() reports (Alg. 5 with the seed's own
+    /// H_i⁻¹ when the seeds are the data points). Throws InvalidArgument (m < 1), DeviceError
+    /// (device out of memory).
+    virtual void set_modes(const double* positions, Index m, const double* metric = nullptr) = 0;
+
+    /// Number of modes set by set_modes().
+    virtual Index mode_count() const noexcept = 0;
+    /// Modes still in the active set.
+    virtual Index active_count() const noexcept = 0;
+
+    /// One iteration of Alg. 3 for every active mode. A mode whose squared shift is ≤ tol2 leaves
+    /// the active set as Converged; a mode with no support keeps its position and leaves as
+    /// NoSupport. With retire = false (fixed-iteration runs) no mode leaves; statuses are still
+    /// reported. `report` is cleared and filled with one entry per mode advanced. Throws Error
+    /// before set_modes(), DeviceError on a device failure.
+    virtual void step(double tol2, bool retire, StepReport& report) = 0;
+
+    /// Current positions of all m modes (m × k row-major, prepared units) into `out`.
+    virtual void read_modes(double* out) const = 0;
+
+    /// Convenience for tests and benchmarks: one step of `count` modes at `positions` into `out`
+    /// (count × k each, prepared units), i.e. set_modes + step(retire = false) + read_modes.
+    void step_once(const double* positions, double* out, Index count, StepReport* report = nullptr);
 };
 
 /// A device as a backend sees it.
@@ -85,22 +132,26 @@ struct DeviceInfo {
     std::size_t local_memory = 0;   ///< bytes per PPU (work-group / block), 0 if none
 };
 
-/// Abstract backend. Instances are created by the registry (registry.hpp).
-class Backend {
+/// Abstract backend: device discovery, topology rules and binding. Instances are created by the
+/// registry (registry.hpp); the steps run on the Binding that bind() returns.
+class MEANSHIFT_API Backend {
 public:
-    virtual ~Backend() = default;
+    Backend() = default;
+    virtual ~Backend();
+    Backend(const Backend&) = delete;
+    Backend& operator=(const Backend&) = delete;
+
     virtual std::string name() const = 0;
     /// The devices this instance will use.
     virtual std::vector<DeviceInfo> devices() const = 0;
     /// Fill zero fields of `requested` with this backend's defaults for `data`, then validate
-    /// (generic rules via validate_topology plus backend limits). Throws InvalidArgument.
+    /// (generic rules via validate_topology plus backend limits, e.g. the largest k it runs).
+    /// Changes no device state. Throws InvalidArgument.
     virtual Topology resolve_topology(const Topology& requested, const PreparedData& data) const = 0;
-    /// Bind the data (upload once) and the resolved topology for the following step() calls.
-    /// `data` stays alive and unchanged until the next bind() or destruction.
-    virtual void bind(const PreparedData& data, const Topology& topology) = 0;
-    /// Advance request.count modes by one iteration (Alg. 3 for each). A mode with no support
-    /// (Σ e_i underflows to 0) keeps its position.
-    virtual void step(const StepRequest& request) = 0;
+    /// Uploads `data` once and returns the binding that runs steps on it with `topology` (resolved
+    /// first, so zero fields take the defaults). The binding shares ownership of `data` and of this
+    /// backend's device context. Throws InvalidArgument, DeviceError.
+    virtual std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) = 0;
 };
 
 }  // namespace meanshift

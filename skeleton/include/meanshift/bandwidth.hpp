@@ -7,6 +7,7 @@
 /// The exception is the paper's Sec. IV closed form, whose σ_d are the diagonal entries of H_i
 /// (variances) exactly as the paper writes them.
 
+#include <meanshift/export.hpp>
 #include <meanshift/types.hpp>
 
 #include <vector>
@@ -22,7 +23,7 @@ enum class BandwidthKind {
 
 /// Immutable description of the covariance model. Validation of values against the data
 /// (finite, > 0, shapes) happens in prepare(), which throws InvalidArgument.
-class Bandwidth {
+class MEANSHIFT_API Bandwidth {
 public:
     /// Isotropic Gaussian kernel with standard deviation h (> 0, finite).
     static Bandwidth isotropic(double h);

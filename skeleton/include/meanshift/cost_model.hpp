@@ -27,6 +27,7 @@
 /// a, c', b, c, d, e, g, h (seconds per unit) are fitted by non-negative least squares on the relative
 /// error, so small and large runs weigh the same.
 
+#include <meanshift/export.hpp>
 #include <meanshift/backend.hpp>
 #include <meanshift/topology.hpp>
 #include <meanshift/types.hpp>
@@ -52,10 +53,10 @@ inline constexpr int kTerms = 8;
 
 /// Names of the terms, in column order: "loop", "loop_distinct", "reduce_adds", "reduce_traffic",
 /// "aleph", "finalize", "per_mode", "per_step".
-const std::array<std::string, kTerms>& term_names();
+MEANSHIFT_API const std::array<std::string, kTerms>& term_names();
 
 /// The counts of Theorems 1-3 for one workload, one step (before multiplying by constants).
-struct CostTerms {
+struct MEANSHIFT_API CostTerms {
     double waves = 0;           ///< W = ⌈m / (z·τ')⌉
     double loop = 0;            ///< ⌈n/f_load⌉·(5k+λ) per wave
     double loop_distinct = 0;   ///< ⌈n/f_load⌉·k per wave when f_vppu > 1, else 0
@@ -78,11 +79,11 @@ struct CostTerms {
 /// λ of Theorem 1: operations to form H_i^{-1} and |H_i| per point. 0 for KernelModel::Shared
 /// (whitened data, unit kernel), 2k+1 for KernelModel::PerPoint (precision weights in D² and in
 /// both sums, plus the log-weight).
-int lambda(KernelModel kernel, int k);
+MEANSHIFT_API int lambda(KernelModel kernel, int k);
 
 /// Counts for `w`. Throws InvalidArgument for n, k, m < 1, iterations < 1 or an unresolved /
 /// invalid topology (validate_topology's rules).
-CostTerms cost_terms(const Workload& w);
+MEANSHIFT_API CostTerms cost_terms(const Workload& w);
 
 /// Fitted machine constants, seconds per unit of each term (term_names() order).
 struct Constants {
@@ -91,7 +92,7 @@ struct Constants {
 };
 
 /// Predicted seconds for `w` (all `w.iterations` steps).
-double predict_seconds(const Workload& w, const Constants& c);
+MEANSHIFT_API double predict_seconds(const Workload& w, const Constants& c);
 
 /// One measurement for the fit.
 struct Sample {
@@ -116,6 +117,6 @@ struct FitResult {
 /// collinear terms share the weight as NNLS decides (the fit stays valid, the split does not).
 /// Throws InvalidArgument for no samples, a non-positive or non-finite time, or an invalid
 /// workload.
-FitResult fit(const std::vector<Sample>& samples);
+MEANSHIFT_API FitResult fit(const std::vector<Sample>& samples);
 
 }  // namespace meanshift::model

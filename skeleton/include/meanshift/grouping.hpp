@@ -2,6 +2,7 @@
 /// @file grouping.hpp
 /// Mode grouping on the host (Alg. 4 line 10).
 
+#include <meanshift/export.hpp>
 #include <meanshift/types.hpp>
 
 #include <vector>
@@ -27,6 +28,6 @@ struct Grouping {
 /// (> 0; eps == 0 groups only identical modes). Throws InvalidArgument for eps < 0 or non-finite.
 /// Uses a uniform grid of cell eps for k ≤ 8, so typical cost is O(m · groups in the
 /// neighbourhood) rather than O(m · c).
-Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method);
+MEANSHIFT_API Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method);
 
 }  // namespace meanshift

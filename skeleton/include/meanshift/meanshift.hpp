@@ -65,7 +65,11 @@ struct Result {
     std::vector<int> labels;       ///< m cluster labels in [0, c)
     std::vector<Index> cluster_sizes;  ///< c
     std::vector<int> iterations;   ///< m iterations made by each mode
-    std::vector<bool> converged;   ///< m: shift ≤ tolerance reached (always true in fixed mode)
+    std::vector<bool> converged;   ///< m: shift ≤ tolerance reached (always true in fixed mode for supported modes)
+    /// m: the mode had no support (every kernel weight underflowed to 0: a seed far from all
+    /// data); it kept its position and is not counted as converged.
+    std::vector<bool> no_support;
+    Index modes_without_support = 0;  ///< count of true entries in no_support
     Timing timing;
     std::string backend;           ///< backend that ran
     Topology topology;             ///< resolved topology
@@ -74,16 +78,17 @@ struct Result {
 /// Runs Alg. 4 on `data` (n × k row-major float32, n ≥ 1, finite). Queries/seeds default to the
 /// data; pass `seeds` (m × k) to start the ascent elsewhere. Throws InvalidArgument (bad input),
 /// BackendUnavailable, DeviceError.
-Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options,
+MEANSHIFT_API Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options,
                const Eigen::Ref<const MatrixF>* seeds = nullptr);
 
 /// Raw-pointer overload: `data` is n × k row-major, `seeds` m × k row-major or nullptr.
-Result cluster(const float* data, Index n, int k, const Options& options,
+MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& options,
                const float* seeds = nullptr, Index m = 0);
 
 /// Reusable clusterer: keeps the backend (and its compiled programs / device contexts) alive
-/// across runs.
-class Clusterer {
+/// across runs, and the binding of the last fit() (the prepared data on the device), which
+/// binding() exposes for further ascents against the fitted data.
+class MEANSHIFT_API Clusterer {
 public:
     explicit Clusterer(Options options);
     ~Clusterer();
@@ -93,10 +98,14 @@ public:
     Result fit(const Eigen::Ref<const MatrixF>& data, const Eigen::Ref<const MatrixF>* seeds = nullptr);
     const Options& options() const noexcept { return options_; }
     Backend& backend();
+    /// The binding of the last fit(): its data (prepared units) stay bound and owned by it, so
+    /// set_modes()/step() on it run against the fitted data. Throws Error before the first fit().
+    Binding& binding();
 
 private:
     Options options_;
     std::unique_ptr<Backend> backend_;
+    std::unique_ptr<Binding> binding_;
 };
 
 }  // namespace meanshift

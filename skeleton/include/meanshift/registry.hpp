@@ -5,6 +5,7 @@
 /// "Compiled in" and "usable now" are kept apart: a compiled-in backend without a device is
 /// listed with the reason.
 
+#include <meanshift/export.hpp>
 #include <meanshift/backend.hpp>
 
 #include <memory>
@@ -23,16 +24,16 @@ struct BackendStatus {
 
 /// Every backend this library knows, compiled in or not, with its status. Probing devices may
 /// take a moment (OpenCL/CUDA initialisation); never throws.
-std::vector<BackendStatus> list_backends();
+MEANSHIFT_API std::vector<BackendStatus> list_backends();
 
 /// Names of the backends compiled into this build, e.g. {"serial", "openmp"}.
-std::vector<std::string> compiled_backends();
+MEANSHIFT_API std::vector<std::string> compiled_backends();
 
 /// Create a backend by name ("auto" allowed). Throws BackendUnavailable for an unknown name
 /// (listing the known ones) or an unusable backend (with the reason).
-std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
+MEANSHIFT_API std::unique_ptr<Backend> make_backend(const std::string& name, const BackendOptions& options = {});
 
 /// The name "auto" resolves to on this machine.
-std::string resolve_auto_backend();
+MEANSHIFT_API std::string resolve_auto_backend();
 
 }  // namespace meanshift

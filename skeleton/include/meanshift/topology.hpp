@@ -12,11 +12,12 @@
 ///   PUs of a vPPU with local index ≥ f_load stay idle (they contribute zero partial sums).
 /// Up to z · τ' modes advance in parallel (Theorem 2/3).
 
+#include <meanshift/export.hpp>
 #include <string>
 
 namespace meanshift {
 
-struct Topology {
+struct MEANSHIFT_API Topology {
     int ppus = 0;         ///< z; 0 = let the backend choose (all it has).
     int pus_per_ppu = 0;  ///< τ; 0 = backend default (SIMD width, work-group size, block size).
     int f_vppu = 0;       ///< PUs per vPPU; 0 = backend default.
@@ -31,6 +32,6 @@ struct Topology {
 /// Checks the generic rules of Alg. 3 on a fully resolved topology and throws InvalidArgument
 /// with a message naming the violated rule: all values ≥ 1, f_vppu divides τ (remark after
 /// Alg. 3), 1 ≤ f_load ≤ f_vppu. `backend` names the backend in the message.
-void validate_topology(const Topology& t, const std::string& backend);
+MEANSHIFT_API void validate_topology(const Topology& t, const std::string& backend);
 
 }  // namespace meanshift

@@ -1,0 +1,78 @@
+// HostBinding: mode storage, Alg. 5 shifts and active-set compaction of the host backends.
+#include "backends/host_binding.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <cmath>
+
+namespace meanshift::detail {
+
+HostBinding::HostBinding(std::shared_ptr<const PreparedData> data, const Topology& topology)
+    : data_(std::move(data)), topology_(topology)
+{
+    if (!data_) throw InvalidArgument("bind: no data (null PreparedData)");
+}
+
+void HostBinding::set_modes(const double* positions, Index m, const double* metric)
+{
+    const int k = data_->k();
+    if (m < 1) throw InvalidArgument("set_modes: need at least one mode (m = " + std::to_string(m) + ")");
+    if (!positions) throw InvalidArgument("set_modes: null positions");
+    modes_ = Eigen::Map<const MatrixD>(positions, m, k);
+    if (!modes_.allFinite()) throw InvalidArgument("set_modes: positions must be finite");
+    if (metric) {
+        metric_ = Eigen::Map<const MatrixD>(metric, m, k);
+        if (!metric_.allFinite() || (metric_.array() < 0).any())
+            throw InvalidArgument("set_modes: metric weights must be finite and >= 0");
+    } else {
+        metric_.resize(0, 0);
+    }
+    active_.resize(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) active_[static_cast<std::size_t>(i)] = i;
+}
+
+void HostBinding::step(double tol2, bool retire, StepReport& report)
+{
+    report.clear();
+    if (modes_.rows() == 0) throw Error("step() before set_modes()");
+    const Index a = active_count();
+    if (a == 0) return;
+    const int k = data_->k();
+    in_.resize(a, k);
+    out_.resize(a, k);
+    supported_.assign(static_cast<std::size_t>(a), 1);
+    for (Index j = 0; j < a; ++j) in_.row(j) = modes_.row(active_[static_cast<std::size_t>(j)]);
+    advance(in_.data(), out_.data(), supported_.data(), a);
+    if (!out_.allFinite()) throw Error("backend produced non-finite mode positions (a backend defect)");
+
+    report.mode.resize(static_cast<std::size_t>(a));
+    report.shift2.resize(static_cast<std::size_t>(a));
+    report.status.resize(static_cast<std::size_t>(a));
+    std::size_t kept = 0;
+    for (Index j = 0; j < a; ++j) {
+        const std::size_t sj = static_cast<std::size_t>(j);
+        const Index q = active_[sj];
+        double d2 = 0;
+        for (int d = 0; d < k; ++d) {
+            const double t = out_(j, d) - in_(j, d);
+            d2 += (metric_.size() ? metric_(q, d) : 1.0) * t * t;
+        }
+        modes_.row(q) = out_.row(j);
+        const ModeStatus st = !supported_[sj] ? ModeStatus::NoSupport
+                              : d2 <= tol2    ? ModeStatus::Converged
+                                              : ModeStatus::Active;
+        report.mode[sj] = q;
+        report.shift2[sj] = d2;
+        report.status[sj] = st;
+        if (!retire || st == ModeStatus::Active) active_[kept++] = q;
+    }
+    active_.resize(kept);
+}
+
+void HostBinding::read_modes(double* out) const
+{
+    if (modes_.rows() == 0) throw Error("read_modes() before set_modes()");
+    Eigen::Map<MatrixD>(out, modes_.rows(), modes_.cols()) = modes_;
+}
+
+}  // namespace meanshift::detail

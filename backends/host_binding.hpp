@@ -1,0 +1,41 @@
+#pragma once
+// Internal: the Binding of the host backends (serial, openmp). Their "device" is host memory, so
+// the modes stay in a float64 matrix here and the active set is compacted in place; a backend
+// only implements advance() (Alg. 3 for a contiguous block of modes).
+
+#include "backends/finish_mode.hpp"
+
+#include <meanshift/backend.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace meanshift::detail {
+
+class HostBinding : public Binding {
+public:
+    HostBinding(std::shared_ptr<const PreparedData> data, const Topology& topology);
+
+    const PreparedData& data() const noexcept override { return *data_; }
+    const Topology& topology() const noexcept override { return topology_; }
+    void set_modes(const double* positions, Index m, const double* metric) override;
+    Index mode_count() const noexcept override { return modes_.rows(); }
+    Index active_count() const noexcept override { return static_cast<Index>(active_.size()); }
+    void step(double tol2, bool retire, StepReport& report) override;
+    void read_modes(double* out) const override;
+
+protected:
+    /// Advances `count` modes by one iteration: in and out are count × k (prepared units,
+    /// row-major); supported[j] = 0 when mode j had no support (it then keeps its position).
+    virtual void advance(const double* in, double* out, unsigned char* supported, Index count) = 0;
+
+    std::shared_ptr<const PreparedData> data_;
+    Topology topology_;
+
+private:
+    MatrixD modes_, metric_, in_, out_;
+    std::vector<Index> active_;
+    std::vector<unsigned char> supported_;
+};
+
+}  // namespace meanshift::detail

@@ -1,0 +1,74 @@
+#pragma once
+/// @file tuning.hpp
+/// Typed per-backend tuning. Every field has a default that is the fastest configuration measured
+/// for the device class and kernel model (docs/tuning.md lists the measurements behind each
+/// default); set a field only to override it (benchmarks, experiments, tests). There are no
+/// environment variables: the one text form of an override is BackendOptions::set("key", "value"),
+/// parsed in one place (skeleton/src/tuning.cpp), which the CLI's `--tune key=value` uses.
+
+#include <meanshift/export.hpp>
+#include <meanshift/types.hpp>
+
+#include <string>
+#include <vector>
+
+namespace meanshift {
+
+/// Alg. 7 (local-memory preloading) of Malysiak & Handmann. Auto = the measured default of the
+/// backend for its device class (GPUs: on; CPU-class OpenCL devices: off).
+enum class Preload { Auto, On, Off };
+
+/// OpenMP backend (backends/openmp).
+struct OpenMPTuning {
+    /// Widest instruction set the SIMD kernels may use: "auto" (the widest this CPU runs),
+    /// "avx512", "avx2" or "generic" (portable, 4 lanes). A set the CPU lacks is an
+    /// InvalidArgument when the backend is created.
+    std::string isa = "auto";
+};
+
+/// CUDA backend (backends/cuda).
+struct CudaTuning {
+    int modes_per_pu = 0;     ///< r, modes each thread carries in the fast kernels (1, 2, 4, 8); 0 = default table
+    int kernel_variant = 0;   ///< point-loop variant of the fast kernels (1..3, kernel_params.hpp); 0 = default
+    Index max_queries = 0;    ///< modes per launch chunk; 0 = 2^24 (small values exercise the chunking)
+    Index max_points = 0;     ///< points resident per device chunk; 0 = as many as fit in device memory
+};
+
+/// Exponent form of the OpenCL kernels (kernels/meanshift_device.h).
+enum class ExponentForm { Expanded, Direct };
+
+/// OpenCL backend (backends/opencl).
+struct OpenCLTuning {
+    int modes_per_pu = 0;                          ///< r when f_vppu = 1; 0 = default table
+    ExponentForm exponent = ExponentForm::Expanded;
+    int segments = 0;                              ///< n-loop segments per mode block; 0 = automatic
+    bool nv_ex2 = true;                            ///< NVIDIA: exp2 as one ex2.approx instruction
+    std::string extra_build_options;               ///< appended to the program build options
+};
+
+/// Per-backend options chosen by the user at run time.
+struct MEANSHIFT_API BackendOptions {
+    std::vector<int> devices;   ///< device indices to use (multi-device backends); empty = all (CUDA) / default
+    std::string device_spec;    ///< OpenCL "P:D" (platform:device); empty = first GPU, else first device
+    Preload preload = Preload::Auto;  ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
+    int preload_size = 0;       ///< points staged per batch / tile width W; 0 = backend default
+    int threads = 0;            ///< OpenMP threads (z); 0 = all
+    OpenMPTuning openmp;
+    CudaTuning cuda;
+    OpenCLTuning opencl;
+
+    /// Sets one option from text, the single parser of tuning overrides:
+    ///   preload=auto|on|off, preload_size=N, threads=N, devices=0,1, device=P:D,
+    ///   openmp.isa=auto|avx512|avx2|generic,
+    ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N,
+    ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
+    ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT.
+    /// Throws InvalidArgument naming the key and the rule for an unknown key or a bad value.
+    void set(const std::string& key, const std::string& value);
+    /// "key=value" form of set().
+    void set(const std::string& assignment);
+    /// Keys accepted by set(), for help texts.
+    static std::vector<std::string> keys();
+};
+
+}  // namespace meanshift
