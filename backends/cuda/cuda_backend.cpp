@@ -2,23 +2,29 @@
 //   PPU = SM / thread block, PU = thread, vPPU = f_vppu consecutive threads.
 //   f_vppu = 1 and k ≤ 8: the fast kernels (fast_kernel.cuh), each PU carries r modes.
 //   otherwise: the topology kernels (topology_kernels.cu), Alg. 3 exactly, any power-of-two f_vppu.
-// Several GPUs: the queries of a step are split across the devices (one host thread each), every
-// device holds the points. Queries are processed in chunks; points that do not fit one device's
-// memory are streamed in chunks whose partial sums add up in the accumulators.
+// The modes live on the device for the whole run (mode_kernels.hpp): a step gathers the active
+// modes, accumulates, finishes them in place and compacts the active list there; only
+// (index, shift², status) of each advanced mode crosses to the host. Several GPUs: every device
+// holds the points and a contiguous share of the modes, and is driven by its own persistent
+// worker thread (device_worker.hpp); one GPU runs inline. Queries are processed in chunks; points
+// that do not fit one device's memory are streamed in chunks whose partial sums add up in the
+// accumulators.
 #include "backends/cuda/cuda_check.hpp"
 #include "backends/cuda/device_buffer.hpp"
+#include "backends/cuda/device_worker.hpp"
 #include "backends/cuda/kernel_params.hpp"
-#include "backends/cuda/kernel_timing.hpp"
-#include "backends/cuda/tiled_layout.hpp"
+#include "backends/cuda/mode_kernels.hpp"
 #include "backends/factory.hpp"
+#include "backends/gpu/tile_layout.hpp"
 
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
-#include <cstdlib>
+#include <climits>
+#include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
-#include <thread>
 #include <vector>
 
 namespace meanshift {
@@ -26,22 +32,19 @@ namespace cuda {
 namespace {
 
 constexpr int kDefaultThreads = 256;
-constexpr int kDefaultFastTile = 1024;  // preload width W of the fast kernels (same-run A/B: +1 % over 512)
-constexpr int kMaxFastThreads = 256;     // launch bounds of the fast kernels
-// Point loop of the fast kernels (kernel_params.hpp), from the same-run A/B in performance-gpu.md:
-// compile-time tile width, unrolled 4x (isotropic) / 8x (per-point).
+// Defaults of the fast kernels = the fastest configuration measured on the H200 (docs/tuning.md,
+// docs/performance-gpu.md "Point-loop variants", same run): preloading (Preload::Auto), W = 1024,
+// r = 4 at k ≤ 4, point loop variant 2 (isotropic) / 3 (per-point).
+constexpr int kDefaultFastTile = 1024;
+constexpr int kMaxFastThreads = 256;  // launch bounds of the fast kernels
 constexpr int kDefaultFastVariantShared = 2;
 constexpr int kDefaultFastVariantPerPoint = 3;
+constexpr Index kDefaultMaxQueries = Index(1) << 24;
+constexpr Index kNoPointLimit = Index(1) << 62;
 
-/// Internal knobs (environment, read at bind()): force small chunks in tests, pick r in sweeps.
-long long env_value(const char* name, long long fallback)
-{
-    const char* v = std::getenv(name);
-    if (!v || !*v) return fallback;
-    char* end = nullptr;
-    const long long x = std::strtoll(v, &end, 10);
-    return (end && *end == '\0' && x > 0) ? x : fallback;
-}
+/// Preload::Auto is preloading on GPUs: faster for both models at every measured size
+/// (docs/tuning.md, CUDA).
+bool preload_on(const BackendOptions& o) { return o.preload != Preload::Off; }
 
 DeviceInfo describe(int index, const cudaDeviceProp& p)
 {
@@ -56,379 +59,425 @@ DeviceInfo describe(int index, const cudaDeviceProp& p)
     return d;
 }
 
-/// Modes per PU of the fast kernels (register blocking), from the sweeps in
-/// docs/performance-gpu.md: isotropic k ≤ 3 r = 4 with preloading, 8 without (each point read
-/// from global memory then serves more modes); per-point k ≤ 4 and isotropic k = 4: 4; else 2.
-/// Falls back to the largest instantiated r ≤ the wish.
-int modes_per_pu(int k, bool per_point, bool preload)
+/// Modes per PU of the fast kernels (register blocking): CudaTuning::modes_per_pu, else the table
+/// from the sweeps in docs/performance-gpu.md: isotropic k ≤ 3: 4 with preloading, 8 without (each
+/// point read from global memory then serves more modes); per-point k ≤ 4 and isotropic k = 4: 4;
+/// else 2. Falls back to the largest instantiated r ≤ the wish (k·r ≤ 32).
+int modes_per_pu(const CudaTuning& tuning, int k, bool per_point, bool preload)
 {
     int r = per_point ? (k <= 4 ? 4 : 2) : (k <= 3 && !preload ? 8 : k <= 4 ? 4 : 2);
-    r = static_cast<int>(env_value("MEANSHIFT_CUDA_MODES_PER_PU", r));
+    if (tuning.modes_per_pu > 0) r = tuning.modes_per_pu;
     for (int c : {8, 4, 2, 1}) {
         if (c > r) continue;
-        if ((per_point ? fast_kernel_per_point(k, c, false) : fast_kernel_shared(k, c, false)) != nullptr)
-            return c;
+        if ((per_point ? fast_kernel_per_point(k, c, false) : fast_kernel_shared(k, c, false)) != nullptr) return c;
     }
     return 1;
 }
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-/// Everything one device holds for the bound data.
-struct DeviceState {
-    int device = 0;
-    cudaDeviceProp prop{};
-    cudaStream_t stream = nullptr;
-    bool resident = true;       // all points uploaded at bind()
-    Index chunk_points = 0;     // points per chunk (multiple of the tile width for the fast family)
-    DeviceBuffer points, precision, log_weight, centres, radii;  // resident data or one chunk
-    DeviceBuffer queries, acc, scratch;
-    Index query_capacity = 0;
-    float* host_queries = nullptr;  // pinned staging buffers (fast, truly asynchronous copies)
-    float* host_acc = nullptr;
-    cudaEvent_t start = nullptr, stop = nullptr;
-    double kernel_seconds = 0;      // kernels of the last step
+/// Which kernel runs a bound configuration, and with what.
+struct Plan {
+    bool fast = false;
+    bool preload = true;
+    int tile = 0;
+    int r = 1;
+    std::size_t smem = 0;
+    const void* kernel = nullptr;
 };
 
-class CudaBackend final : public Backend {
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp)
+{
+    Plan p;
+    p.preload = preload_on(o);
+    p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
+    if (p.fast) {
+        p.tile = o.preload_size > 0 ? o.preload_size : kDefaultFastTile;
+        p.r = modes_per_pu(o.cuda, k, pp, p.preload);
+        const int v = o.cuda.kernel_variant > 0 ? o.cuda.kernel_variant
+                                                : (pp ? kDefaultFastVariantPerPoint : kDefaultFastVariantShared);
+        p.kernel = pp ? fast_kernel_per_point(k, p.r, p.preload, p.tile, v) : fast_kernel_shared(k, p.r, p.preload, p.tile, v);
+        p.smem = p.preload ? gpu::tile_bytes(k, pp, p.tile) : 0;
+    } else {
+        p.tile = o.preload_size > 0 ? o.preload_size : t.pus_per_ppu;
+        p.kernel = topology_kernel(k, pp, p.preload);
+        p.smem = topology_smem_bytes(k, pp, p.preload, p.tile, t.pus_per_ppu);
+    }
+    if (!p.kernel) throw Error("cuda backend: no kernel instantiated for this configuration");
+    return p;
+}
+
+/// One device as the backend and its bindings share it (std::shared_ptr): a binding stays valid
+/// after the Backend is gone. With several devices each has a persistent worker thread.
+struct DeviceContext {
+    int device = 0;
+    cudaDeviceProp prop{};
+    std::unique_ptr<DeviceWorker> worker;  // null for a single device: work runs inline
+};
+using Contexts = std::vector<std::shared_ptr<DeviceContext>>;
+
+/// Runs f(i) for every device i with that device current: inline for one device, else on the
+/// devices' workers in parallel. Waits for all of them, then rethrows the first failure.
+template <class F>
+void on_devices(const Contexts& ctx, F&& f)
+{
+    if (ctx.size() == 1) {
+        DeviceScope scope(ctx[0]->device);
+        f(std::size_t{0});
+        return;
+    }
+    std::vector<std::future<void>> done;
+    done.reserve(ctx.size());
+    std::exception_ptr error;
+    try {
+        for (std::size_t i = 0; i < ctx.size(); ++i) {
+            const int device = ctx[i]->device;
+            done.push_back(ctx[i]->worker->submit([&f, i, device] {
+                DeviceScope scope(device);
+                f(i);
+            }));
+        }
+    } catch (...) {
+        error = std::current_exception();
+    }
+    for (auto& d : done) {
+        try {
+            d.get();
+        } catch (...) {
+            if (!error) error = std::current_exception();
+        }
+    }
+    if (error) std::rethrow_exception(error);
+}
+
+/// Resident blocks per SM of `plan` with `threads` per block, without changing any device state:
+/// the occupancy API for the register and thread limits (no dynamic shared memory, so no
+/// cudaFuncSetAttribute is needed), the shared-memory limit computed from the device's figures.
+int blocks_per_sm(const DeviceContext& c, const Plan& plan, int threads)
+{
+    DeviceScope scope(c.device);
+    int by_regs = 0;
+    MS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&by_regs, plan.kernel, threads, 0));
+    cudaFuncAttributes fa{};
+    MS_CUDA_CHECK(cudaFuncGetAttributes(&fa, plan.kernel));
+    const std::size_t smem = plan.smem + fa.sharedSizeBytes;
+    if (smem == 0) return by_regs;
+    if (smem > static_cast<std::size_t>(c.prop.sharedMemPerBlockOptin)) return 0;
+    const std::size_t per_block = smem + c.prop.reservedSharedMemPerBlock;
+    const int by_smem = static_cast<int>(c.prop.sharedMemPerMultiprocessor / per_block);
+    return std::min(by_regs, by_smem);
+}
+
+/// What one device holds for a binding: its stream and events, the points (resident or one
+/// chunk), its share [m0, m0 + m) of the modes and its active list, the query/accumulator buffers
+/// of one chunk, and the pinned staging buffers. Every member owns its resource (RAII).
+struct Part {
+    std::shared_ptr<DeviceContext> ctx;
+    Stream stream;
+    Event start, stop;
+
+    bool resident = true;    // all points uploaded at bind()
+    Index chunk_points = 0;  // points (records) per chunk, a multiple of the tile width for the fast family
+    DeviceBuffer points, precision, log_weight, centres, radii, scratch;
+
+    Index m0 = 0, m = 0, active = 0, capacity = 0;
+    bool has_metric = false;
+    DeviceBuffer pos, metric, act, act_next, keep, records, selected, cub_temp;
+    std::size_t cub_bytes = 0;
+    DeviceBuffer queries, acc;
+    Index query_capacity = 0;
+    PinnedBuffer<ModeRecord> host_records;
+    PinnedBuffer<float> host_stage;
+
+    Index reported = 0;         // records of the last step
+    double kernel_seconds = 0;  // kernels of the last step
+
+    explicit Part(std::shared_ptr<DeviceContext> c)
+        : ctx(std::move(c)), stream(ctx->device), start(ctx->device), stop(ctx->device)
+    {
+    }
+};
+
+class CudaBinding final : public Binding {
 public:
-    explicit CudaBackend(const BackendOptions& options) : options_(options)
+    CudaBinding(Contexts ctx, std::shared_ptr<const PreparedData> data, const Topology& topology,
+                const BackendOptions& options, const Plan& plan)
+        : ctx_(std::move(ctx)), data_(std::move(data)), topo_(topology), plan_(plan), k_(data_->k()),
+          pp_(data_->model == KernelModel::PerPoint),
+          max_queries_(options.cuda.max_queries > 0 ? options.cuda.max_queries : kDefaultMaxQueries),
+          max_points_(options.cuda.max_points > 0 ? options.cuda.max_points : kNoPointLimit)
     {
-        int count = 0;
-        MS_CUDA_CHECK(cudaGetDeviceCount(&count));
-        std::vector<int> ids = options.devices;
-        if (ids.empty())
-            for (int i = 0; i < count; ++i) ids.push_back(i);
-        if (ids.empty()) throw BackendUnavailable("cuda backend: no CUDA device");
-        for (int id : ids) {
-            if (id < 0 || id >= count)
-                throw InvalidArgument("cuda backend: device index " + std::to_string(id) + " out of range (" +
-                                      std::to_string(count) + " CUDA devices)");
-            auto s = std::make_unique<DeviceState>();
-            s->device = id;
-            MS_CUDA_CHECK(cudaGetDeviceProperties(&s->prop, id));
-            MS_CUDA_CHECK(cudaSetDevice(id));
-            MS_CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
-            MS_CUDA_CHECK(cudaEventCreate(&s->start));
-            MS_CUDA_CHECK(cudaEventCreate(&s->stop));
-            states_.push_back(std::move(s));
+        if (plan_.fast) {
+            layout_ = gpu::build_tile_layout(*data_, plan_.tile, ExponentForm::Expanded);
+            tiles_ = layout_.tiles;
         }
-        if (options.preload_size < 0)
-            throw InvalidArgument("cuda backend: preload_size must be ≥ 0 (0 = default), got " +
-                                  std::to_string(options.preload_size));
+        parts_.resize(ctx_.size());
+        on_devices(ctx_, [&](std::size_t i) {
+            parts_[i] = std::make_unique<Part>(ctx_[i]);
+            bind_part(*parts_[i]);
+        });
+        // The host copy of the records is needed again only to stream point chunks.
+        if (std::all_of(parts_.begin(), parts_.end(), [](const auto& p) { return p->resident; }))
+            layout_ = gpu::TileLayout{};
     }
 
-    ~CudaBackend() override
+    const PreparedData& data() const noexcept override { return *data_; }
+    const Topology& topology() const noexcept override { return topo_; }
+    Index mode_count() const noexcept override { return m_; }
+    Index active_count() const noexcept override
     {
-        for (auto& s : states_) {
-            cudaSetDevice(s->device);
-            s->points.release();
-            s->precision.release();
-            s->log_weight.release();
-            s->centres.release();
-            s->radii.release();
-            s->queries.release();
-            s->acc.release();
-            s->scratch.release();
-            if (s->host_queries) cudaFreeHost(s->host_queries);
-            if (s->host_acc) cudaFreeHost(s->host_acc);
-            if (s->start) cudaEventDestroy(s->start);
-            if (s->stop) cudaEventDestroy(s->stop);
-            if (s->stream) cudaStreamDestroy(s->stream);
+        Index a = 0;
+        for (const auto& p : parts_) a += p->active;
+        return a;
+    }
+
+    void set_modes(const double* positions, Index m, const double* metric) override
+    {
+        if (m < 1) throw InvalidArgument("cuda backend: set_modes needs at least one mode, got " + std::to_string(m));
+        if (!positions) throw InvalidArgument("cuda backend: set_modes without positions");
+        const Index parts = static_cast<Index>(parts_.size());
+        const Index per = (m + parts - 1) / parts;
+        if (per > INT32_MAX)
+            throw InvalidArgument("cuda backend: at most 2^31 - 1 modes per device, got " + std::to_string(per));
+        has_modes_ = false;
+        m_ = 0;
+        on_devices(ctx_, [&](std::size_t i) {
+            const Index m0 = std::min<Index>(m, static_cast<Index>(i) * per);
+            const Index m1 = std::min<Index>(m, m0 + per);
+            set_part_modes(*parts_[i], m0, m1 - m0, positions + m0 * k_, metric ? metric + m0 * k_ : nullptr);
+        });
+        m_ = m;
+        has_modes_ = true;
+    }
+
+    void step(double tol2, bool retire, StepReport& report) override
+    {
+        if (!has_modes_) throw Error("cuda backend: step() before set_modes()");
+        report.clear();
+        const float t2 = static_cast<float>(tol2);
+        on_devices(ctx_, [&](std::size_t i) { step_part(*parts_[i], t2, retire); });
+        Index total = 0;
+        double seconds = 0;
+        for (const auto& p : parts_) {
+            total += p->reported;
+            seconds = std::max(seconds, p->kernel_seconds);
         }
-    }
-
-    std::string name() const override { return "cuda"; }
-
-    double last_kernel_seconds() const
-    {
-        double t = 0;
-        for (const auto& s : states_) t = std::max(t, s->kernel_seconds);
-        return t;
-    }
-
-    std::vector<DeviceInfo> devices() const override
-    {
-        std::vector<DeviceInfo> out;
-        for (const auto& s : states_) out.push_back(describe(s->device, s->prop));
-        return out;
-    }
-
-    Topology resolve_topology(const Topology& req, const PreparedData& data) const override
-    {
-        const cudaDeviceProp& prop = states_.front()->prop;
-        const int k = data.k();
-        const bool pp = data.model == KernelModel::PerPoint;
-        Topology t = req;
-        if (t.pus_per_ppu == 0) t.pus_per_ppu = kDefaultThreads;
-        if (t.f_vppu == 0) t.f_vppu = 1;
-        if (t.f_load == 0) t.f_load = t.f_vppu;
-        if (t.pus_per_ppu % 32 != 0 || t.pus_per_ppu > prop.maxThreadsPerBlock)
-            throw InvalidArgument("cuda backend: tau (threads per block) must be a multiple of 32 and ≤ " +
-                                  std::to_string(prop.maxThreadsPerBlock) + ", got " +
-                                  std::to_string(t.pus_per_ppu));
-        if (!is_pow2(t.f_vppu))
-            throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
-                                  "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(t, k, pp);
-        if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
-            throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
-                                  std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
-                                  std::to_string(prop.sharedMemPerBlockOptin) + "; lower preload_size");
-        MS_CUDA_CHECK(cudaSetDevice(states_.front()->device));
-        allow_smem(plan);
-        int per_sm = 0;
-        MS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, plan.kernel, t.pus_per_ppu, plan.smem));
-        if (per_sm < 1)
-            throw InvalidArgument("cuda backend: a block of " + std::to_string(t.pus_per_ppu) +
-                                  " threads does not fit on one SM with this kernel (registers or shared "
-                                  "memory); lower tau or preload_size");
-        if (t.ppus == 0) t.ppus = prop.multiProcessorCount * per_sm;  // one full wave of resident blocks
-        validate_topology(t, name());
-        return t;
-    }
-
-    void bind(const PreparedData& data, const Topology& topology) override
-    {
-        data_ = &data;
-        topo_ = topology;
-        k_ = data.k();
-        pp_ = data.model == KernelModel::PerPoint;
-        plan_ = make_plan(topo_, k_, pp_);
-        layout_ = TiledLayout{};
-        if (plan_.fast) layout_ = build_tiled_layout(data, plan_.tile);
-        max_queries_ = env_value("MEANSHIFT_CUDA_MAX_QUERIES", Index(1) << 24);
-        const Index max_points = env_value("MEANSHIFT_CUDA_MAX_POINTS", Index(1) << 62);
-
-        // Failures inside the per-device threads are rethrown here.
-        for_each_device([&](DeviceState& s) { bind_device(s, max_points); });
-    }
-
-    void step(const StepRequest& req) override
-    {
-        if (!data_) throw Error("cuda backend: step() before bind()");
-        if (req.candidates) throw NotSupported("cuda backend: candidate lists are not supported (exact Gaussian only)");
-        if (req.count <= 0) return;
-        // Split the queries into one contiguous part per device.
-        const Index parts = static_cast<Index>(states_.size());
-        const Index per = (req.count + parts - 1) / parts;
-        std::vector<std::exception_ptr> errors(states_.size());
-        auto work = [&](std::size_t dev) {
-            try {
-                const Index q0 = std::min<Index>(req.count, static_cast<Index>(dev) * per);
-                const Index q1 = std::min<Index>(req.count, q0 + per);
-                if (q1 > q0) step_device(*states_[dev], req.positions + q0 * k_, req.out + q0 * k_, q1 - q0);
-            } catch (...) {
-                errors[dev] = std::current_exception();
+        report.mode.reserve(static_cast<std::size_t>(total));
+        report.shift2.reserve(static_cast<std::size_t>(total));
+        report.status.reserve(static_cast<std::size_t>(total));
+        for (const auto& p : parts_) {
+            const ModeRecord* r = p->host_records.get();
+            for (Index j = 0; j < p->reported; ++j) {
+                report.mode.push_back(p->m0 + r[j].mode);
+                report.shift2.push_back(r[j].shift2);
+                report.status.push_back(static_cast<ModeStatus>(r[j].status));
             }
-        };
-        run_parallel(work);
-        for (auto& e : errors)
-            if (e) std::rethrow_exception(e);
+        }
+        report.kernel_seconds = seconds;
+    }
+
+    void read_modes(double* out) const override
+    {
+        if (!has_modes_) throw Error("cuda backend: read_modes() before set_modes()");
+        on_devices(ctx_, [&](std::size_t i) {
+            Part& s = *parts_[i];
+            if (s.m == 0) return;
+            const std::size_t floats = static_cast<std::size_t>(s.m) * k_;
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.host_stage.get(), s.pos.f(), floats * sizeof(float), cudaMemcpyDeviceToHost,
+                                          s.stream.get()));
+            MS_CUDA_CHECK(cudaStreamSynchronize(s.stream.get()));
+            double* o = out + s.m0 * k_;
+            for (std::size_t j = 0; j < floats; ++j) o[j] = s.host_stage.get()[j];
+        });
     }
 
 private:
-    struct Plan {
-        bool fast = false;
-        int tile = 0;
-        int r = 1;
-        std::size_t smem = 0;
-        const void* kernel = nullptr;
-    };
-
-    Plan make_plan(const Topology& t, int k, bool pp) const
-    {
-        Plan p;
-        p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
-        if (p.fast) {
-            p.tile = options_.preload_size > 0 ? options_.preload_size : kDefaultFastTile;
-            p.r = modes_per_pu(k, pp, options_.preload);
-            // Variant of the point loop (kernel_params.hpp); MEANSHIFT_CUDA_FAST_VARIANT overrides (A/B benchmarks).
-            const int v = static_cast<int>(env_value("MEANSHIFT_CUDA_FAST_VARIANT", pp ? kDefaultFastVariantPerPoint
-                                                                                        : kDefaultFastVariantShared));
-            p.kernel = pp ? fast_kernel_per_point(k, p.r, options_.preload, p.tile, v)
-                          : fast_kernel_shared(k, p.r, options_.preload, p.tile, v);
-            p.smem = options_.preload ? static_cast<std::size_t>(p.tile) * fast_stride(k, pp) * sizeof(float) : 0;
-        } else {
-            p.tile = options_.preload_size > 0 ? options_.preload_size : t.pus_per_ppu;
-            p.kernel = topology_kernel(k, pp, options_.preload);
-            p.smem = topology_smem_bytes(k, pp, options_.preload, p.tile, t.pus_per_ppu);
-        }
-        if (!p.kernel) throw Error("cuda backend: no kernel instantiated for this configuration");
-        return p;
-    }
-
-    static void allow_smem(const Plan& p)
-    {
-        if (p.smem > 48 * 1024)
-            MS_CUDA_CHECK(cudaFuncSetAttribute(p.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               static_cast<int>(p.smem)));
-    }
-
-    template <class F>
-    void run_parallel(F&& work)
-    {
-        if (states_.size() == 1) {
-            work(0);
-            return;
-        }
-        std::vector<std::thread> threads;
-        for (std::size_t d = 0; d < states_.size(); ++d) threads.emplace_back([&, d] { work(d); });
-        for (auto& th : threads) th.join();
-    }
-
-    template <class F>
-    void for_each_device(F&& f)
-    {
-        std::vector<std::exception_ptr> errors(states_.size());
-        run_parallel([&](std::size_t d) {
-            try {
-                MS_CUDA_CHECK(cudaSetDevice(states_[d]->device));
-                f(*states_[d]);
-            } catch (...) {
-                errors[d] = std::current_exception();
-            }
-        });
-        for (auto& e : errors)
-            if (e) std::rethrow_exception(e);
-    }
-
-    /// Bytes per point of the bound layout on the device.
+    /// Bytes per point (record) of the bound layout on the device.
     std::size_t point_bytes() const
     {
-        if (plan_.fast) return static_cast<std::size_t>(layout_.stride) * sizeof(float);
+        if (plan_.fast) return static_cast<std::size_t>(gpu::record_stride(k_, pp_)) * sizeof(float);
         return static_cast<std::size_t>(pp_ ? 2 * k_ + 1 : k_) * sizeof(float);
     }
 
-    Index total_points() const { return plan_.fast ? layout_.tiles * layout_.tile : data_->n(); }
+    /// Points the kernels run over: whole tiles (padding included) for the fast family.
+    Index total_points() const { return plan_.fast ? tiles_ * plan_.tile : data_->n(); }
 
-    void bind_device(DeviceState& s, Index max_points)
+    void bind_part(Part& s)
     {
+        if (plan_.smem > 48 * 1024)  // opt in to more than 48 KiB of dynamic shared memory (this device)
+            MS_CUDA_CHECK(cudaFuncSetAttribute(plan_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(plan_.smem)));
         const Index n = total_points();
-        s.points.release();
-        s.precision.release();
-        s.log_weight.release();
-        s.centres.release();
-        s.radii.release();
-        s.scratch.release();
-        s.queries.release();
-        s.acc.release();
-        s.query_capacity = 0;
-        allow_smem(plan_);
-
         std::size_t free_b = 0, total_b = 0;
         MS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
         const std::size_t scratch_b = plan_.fast || k_ <= 8
             ? 0 : static_cast<std::size_t>(topo_.ppus) * topo_.pus_per_ppu * 3 * k_ * sizeof(float);
-        const Index qcap = std::min<Index>(max_queries_, data_->n());
+        // Room for the modes, assuming as many as points (the usual run: every point a seed).
+        const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
+        const Index qcap = std::min<Index>(max_queries_, share);
         const std::size_t query_b = static_cast<std::size_t>(qcap) * (k_ + accumulator_stride(k_, pp_)) * sizeof(float);
+        const std::size_t mode_b = static_cast<std::size_t>(share) * (2 * k_ * sizeof(float) + 2 * sizeof(std::int32_t) + 1 + sizeof(ModeRecord));
         // Keep a quarter of the free memory for the runtime and other users of the device.
         const std::size_t budget = free_b / 4 * 3;
-        if (scratch_b + query_b >= budget)
-            throw DeviceError("cuda backend: device " + std::to_string(s.device) + " has " +
-                              std::to_string(free_b) + " bytes free, too little for the query buffers");
-        Index fit = static_cast<Index>((budget - scratch_b - query_b) / (point_bytes() + sizeof(float)));
-        Index chunk = std::min({n, max_points, fit});
-        if (plan_.fast) chunk = std::max<Index>(1, chunk / layout_.tile) * layout_.tile;
+        const std::size_t reserve = scratch_b + query_b + mode_b;
+        if (reserve >= budget)
+            throw DeviceError("cuda backend: device " + std::to_string(s.ctx->device) + " has " + std::to_string(free_b) +
+                              " bytes free, too little for the mode and query buffers");
+        const Index fit = static_cast<Index>((budget - reserve) / (point_bytes() + sizeof(float)));
+        Index chunk = std::min({n, max_points_, fit});
+        if (plan_.fast) chunk = std::max<Index>(1, chunk / plan_.tile) * plan_.tile;
         chunk = std::max<Index>(1, chunk);
         s.resident = chunk >= n;
         s.chunk_points = std::min(chunk, n);
 
         if (scratch_b) s.scratch.allocate(scratch_b);
-        const Index cp = s.chunk_points;
+        const std::size_t cp = static_cast<std::size_t>(s.chunk_points);
         if (plan_.fast) {
-            s.points.allocate(static_cast<std::size_t>(cp) * layout_.stride * sizeof(float));
-            s.centres.allocate(static_cast<std::size_t>(cp / layout_.tile) * k_ * sizeof(float));
-            s.radii.allocate(static_cast<std::size_t>(cp / layout_.tile) * sizeof(float));
+            s.points.allocate(cp * point_bytes());
+            s.centres.allocate(cp / plan_.tile * k_ * sizeof(float));
+            s.radii.allocate(cp / plan_.tile * sizeof(float));
         } else {
-            s.points.allocate(static_cast<std::size_t>(cp) * k_ * sizeof(float));
+            s.points.allocate(cp * k_ * sizeof(float));
             if (pp_) {
-                s.precision.allocate(static_cast<std::size_t>(cp) * k_ * sizeof(float));
-                s.log_weight.allocate(static_cast<std::size_t>(cp) * sizeof(float));
+                s.precision.allocate(cp * k_ * sizeof(float));
+                s.log_weight.allocate(cp * sizeof(float));
             }
         }
         if (s.resident) upload_chunk(s, 0);
     }
 
-    /// Copies the points [first, first + chunk_points) (clipped to n) into the device buffers.
-    void upload_chunk(DeviceState& s, Index first)
+    /// Copies the points [first, first + chunk_points) (clipped) into the device buffers.
+    void upload_chunk(Part& s, Index first) const
     {
         const Index cnt = std::min(s.chunk_points, total_points() - first);
+        const cudaStream_t st = s.stream.get();
         if (plan_.fast) {
-            const std::size_t st = static_cast<std::size_t>(layout_.stride);
-            MS_CUDA_CHECK(cudaMemcpyAsync(s.points.f(), layout_.data.data() + first * st, cnt * st * sizeof(float),
-                                          cudaMemcpyHostToDevice, s.stream));
-            const Index t0 = first / layout_.tile, nt = cnt / layout_.tile;
+            const std::size_t stride = static_cast<std::size_t>(layout_.stride);
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.points.f(), layout_.records.data() + first * stride,
+                                          cnt * stride * sizeof(float), cudaMemcpyHostToDevice, st));
+            const Index t0 = first / plan_.tile, nt = cnt / plan_.tile;
             MS_CUDA_CHECK(cudaMemcpyAsync(s.centres.f(), layout_.centres.data() + t0 * k_, nt * k_ * sizeof(float),
-                                          cudaMemcpyHostToDevice, s.stream));
+                                          cudaMemcpyHostToDevice, st));
             MS_CUDA_CHECK(cudaMemcpyAsync(s.radii.f(), layout_.radii.data() + t0, nt * sizeof(float),
-                                          cudaMemcpyHostToDevice, s.stream));
+                                          cudaMemcpyHostToDevice, st));
         } else {
             MS_CUDA_CHECK(cudaMemcpyAsync(s.points.f(), data_->points_f.data() + first * k_, cnt * k_ * sizeof(float),
-                                          cudaMemcpyHostToDevice, s.stream));
+                                          cudaMemcpyHostToDevice, st));
             if (pp_) {
                 MS_CUDA_CHECK(cudaMemcpyAsync(s.precision.f(), data_->precision_f.data() + first * k_,
-                                              cnt * k_ * sizeof(float), cudaMemcpyHostToDevice, s.stream));
-                MS_CUDA_CHECK(cudaMemcpyAsync(s.log_weight.f(), data_->log_weight_f.data() + first,
-                                              cnt * sizeof(float), cudaMemcpyHostToDevice, s.stream));
+                                              cnt * k_ * sizeof(float), cudaMemcpyHostToDevice, st));
+                MS_CUDA_CHECK(cudaMemcpyAsync(s.log_weight.f(), data_->log_weight_f.data() + first, cnt * sizeof(float),
+                                              cudaMemcpyHostToDevice, st));
             }
         }
         // Pageable host memory: the copy may still read it after return; finish before reuse.
-        MS_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));
     }
 
-    void step_device(DeviceState& s, const double* pos, double* out, Index count)
+    void set_part_modes(Part& s, Index m0, Index m, const double* positions, const double* metric)
     {
-        MS_CUDA_CHECK(cudaSetDevice(s.device));
+        s.m0 = m0;
+        s.m = 0;
+        s.active = 0;
+        s.reported = 0;
+        if (m == 0) return;
+        const cudaStream_t st = s.stream.get();
+        const std::size_t floats = static_cast<std::size_t>(m) * k_;
+        if (s.capacity < m) {
+            s.capacity = 0;
+            s.pos.allocate(floats * sizeof(float));
+            s.metric.allocate(floats * sizeof(float));
+            s.act.allocate(static_cast<std::size_t>(m) * sizeof(std::int32_t));
+            s.act_next.allocate(static_cast<std::size_t>(m) * sizeof(std::int32_t));
+            s.keep.allocate(static_cast<std::size_t>(m));
+            s.records.allocate(static_cast<std::size_t>(m) * sizeof(ModeRecord));
+            s.selected.allocate(sizeof(std::int32_t));
+            MS_CUDA_CHECK(compact_temp_bytes(m, s.cub_bytes));
+            s.cub_temp.allocate(std::max<std::size_t>(s.cub_bytes, 16));
+            s.host_records.allocate(static_cast<std::size_t>(m));
+            s.host_stage.allocate(floats);
+            s.capacity = m;
+        }
+        const Index qcap = std::min<Index>(max_queries_, m);
+        if (s.query_capacity < qcap) {
+            s.query_capacity = 0;
+            s.queries.allocate(static_cast<std::size_t>(qcap) * k_ * sizeof(float));
+            s.acc.allocate(static_cast<std::size_t>(qcap) * accumulator_stride(k_, pp_) * sizeof(float));
+            s.query_capacity = qcap;
+        }
+        float* stage = s.host_stage.get();
+        for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(positions[j]);
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.pos.f(), stage, floats * sizeof(float), cudaMemcpyHostToDevice, st));
+        s.has_metric = metric != nullptr;
+        if (metric) {
+            MS_CUDA_CHECK(cudaStreamSynchronize(st));  // the staging buffer is reused
+            for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(metric[j]);
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.metric.f(), stage, floats * sizeof(float), cudaMemcpyHostToDevice, st));
+        }
+        MS_CUDA_CHECK(launch_iota(s.act.as<std::int32_t>(), m, st));
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));
+        s.m = m;
+        s.active = m;
+    }
+
+    void step_part(Part& s, float tol2, bool retire)
+    {
+        s.reported = 0;
+        s.kernel_seconds = 0;
+        const Index count = s.active;
+        if (count == 0) return;
+        const cudaStream_t st = s.stream.get();
         const int stride = accumulator_stride(k_, pp_);
         const Index qchunk = std::min<Index>(count, max_queries_);
-        if (s.query_capacity < qchunk) {
-            s.queries.allocate(static_cast<std::size_t>(qchunk) * k_ * sizeof(float));
-            s.acc.allocate(static_cast<std::size_t>(qchunk) * stride * sizeof(float));
-            if (s.host_queries) MS_CUDA_CHECK(cudaFreeHost(s.host_queries));
-            if (s.host_acc) MS_CUDA_CHECK(cudaFreeHost(s.host_acc));
-            s.host_queries = s.host_acc = nullptr;
-            s.query_capacity = 0;
-            MS_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host_queries), static_cast<std::size_t>(qchunk) * k_ * sizeof(float)));
-            MS_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&s.host_acc), static_cast<std::size_t>(qchunk) * stride * sizeof(float)));
-            s.query_capacity = qchunk;
-        }
-        float* qf = s.host_queries;
-        float* acc = s.host_acc;
         const Index n = total_points();
-        s.kernel_seconds = 0;
+        std::int32_t* act = s.act.as<std::int32_t>();
+        ModeRecord* rec = s.records.as<ModeRecord>();
+        unsigned char* keep = s.keep.as<unsigned char>();
+        MS_CUDA_CHECK(cudaEventRecord(s.start.get(), st));
         for (Index q0 = 0; q0 < count; q0 += qchunk) {
             const Index qn = std::min(qchunk, count - q0);
-            for (Index i = 0; i < qn * k_; ++i) qf[i] = static_cast<float>(pos[q0 * k_ + i]);
-            MS_CUDA_CHECK(cudaMemcpyAsync(s.queries.f(), qf, qn * k_ * sizeof(float), cudaMemcpyHostToDevice,
-                                          s.stream));
-            MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, qn * stride * sizeof(float), s.stream));
-            MS_CUDA_CHECK(cudaEventRecord(s.start, s.stream));
+            MS_CUDA_CHECK(launch_gather(s.pos.f(), act + q0, qn, k_, s.queries.f(), st));
+            MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, static_cast<std::size_t>(qn) * stride * sizeof(float), st));
             for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
                 if (!s.resident) upload_chunk(s, p0);
                 launch(s, std::min(s.chunk_points, n - p0), qn);
             }
-            MS_CUDA_CHECK(cudaEventRecord(s.stop, s.stream));
-            MS_CUDA_CHECK(cudaMemcpyAsync(acc, s.acc.f(), qn * stride * sizeof(float), cudaMemcpyDeviceToHost,
-                                          s.stream));
-            MS_CUDA_CHECK(cudaStreamSynchronize(s.stream));
-            float ms = 0;
-            MS_CUDA_CHECK(cudaEventElapsedTime(&ms, s.start, s.stop));
-            s.kernel_seconds += 1e-3 * ms;
-            // y = y_old + S1 / S0 (the kernels accumulate the shift relative to the query).
-            for (Index q = 0; q < qn; ++q) {
-                const float* a = acc + q * stride;
-                for (int d = 0; d < k_; ++d) {
-                    const double s0 = a[pp_ ? d : 0];
-                    const double y = pos[(q0 + q) * k_ + d];
-                    out[(q0 + q) * k_ + d] = s0 > 0 ? y + a[(pp_ ? k_ : 1) + d] / s0 : y;
-                }
-            }
+            FinishParams f;
+            f.positions = s.pos.f();
+            f.metric = s.has_metric ? s.metric.f() : nullptr;
+            f.active = act + q0;
+            f.count = qn;
+            f.k = k_;
+            f.per_point = pp_ ? 1 : 0;
+            f.acc = s.acc.f();
+            f.tol2 = tol2;
+            f.records = rec + q0;
+            f.keep = keep + q0;
+            MS_CUDA_CHECK(launch_finish(f, st));
+        }
+        MS_CUDA_CHECK(cudaEventRecord(s.stop.get(), st));
+        if (retire) {
+            MS_CUDA_CHECK(launch_compact(s.cub_temp.as<void>(), s.cub_bytes, act, keep, s.act_next.as<std::int32_t>(),
+                                         s.selected.as<std::int32_t>(), count, st));
+            std::swap(s.act, s.act_next);
+        }
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.host_records.get(), rec, static_cast<std::size_t>(count) * sizeof(ModeRecord),
+                                      cudaMemcpyDeviceToHost, st));
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));
+        float ms = 0;
+        MS_CUDA_CHECK(cudaEventElapsedTime(&ms, s.start.get(), s.stop.get()));
+        s.kernel_seconds = 1e-3 * ms;
+        s.reported = count;
+        if (retire) {
+            Index still = 0;
+            const ModeRecord* r = s.host_records.get();
+            for (Index j = 0; j < count; ++j) still += r[j].status == static_cast<std::int32_t>(ModeStatus::Active);
+            s.active = still;
         }
     }
 
     /// One launch over `npoints` device-resident points (from the start of the buffers).
-    void launch(DeviceState& s, Index npoints, Index nq)
+    void launch(Part& s, Index npoints, Index nq) const
     {
         const int T = topo_.pus_per_ppu;
         if (plan_.fast) {
@@ -436,8 +485,8 @@ private:
             p.data = s.points.f();
             p.centres = s.centres.f();
             p.radii = s.radii.f();
-            p.tiles = npoints / layout_.tile;
-            p.tile = layout_.tile;
+            p.tiles = npoints / plan_.tile;
+            p.tile = plan_.tile;
             p.queries = s.queries.f();
             p.acc = s.acc.f();
             p.count = nq;
@@ -464,7 +513,7 @@ private:
             p.units = p.groups * slices;
             const unsigned grid = static_cast<unsigned>(std::min<Index>(p.units, topo_.ppus));
             void* args[] = {&p};
-            MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, plan_.smem, s.stream));
+            MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, plan_.smem, s.stream.get()));
         } else {
             TopologyParams p;
             p.points = s.points.f();
@@ -482,20 +531,118 @@ private:
             const Index vppus = T / topo_.f_vppu;
             const unsigned grid = static_cast<unsigned>(std::min<Index>((nq + vppus - 1) / vppus, topo_.ppus));
             void* args[] = {&p};
-            MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, plan_.smem, s.stream));
+            MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, plan_.smem, s.stream.get()));
         }
         MS_CUDA_CHECK(cudaGetLastError());
     }
 
-    BackendOptions options_;
-    std::vector<std::unique_ptr<DeviceState>> states_;
-    const PreparedData* data_ = nullptr;
+    Contexts ctx_;
+    std::shared_ptr<const PreparedData> data_;
     Topology topo_;
     Plan plan_;
-    TiledLayout layout_;
     int k_ = 0;
     bool pp_ = false;
-    Index max_queries_ = 0;
+    Index max_queries_ = 0, max_points_ = 0;
+    gpu::TileLayout layout_;  // host records, kept only while some device streams point chunks
+    Index tiles_ = 0;
+    std::vector<std::unique_ptr<Part>> parts_;
+    Index m_ = 0;
+    bool has_modes_ = false;
+};
+
+/// Checks the typed tuning once, when the backend is created.
+void validate_options(const BackendOptions& o)
+{
+    auto bad = [](const std::string& what) { throw InvalidArgument("cuda backend: " + what); };
+    if (o.preload_size < 0)
+        bad("preload_size must be >= 0 (0 = default), got " + std::to_string(o.preload_size));
+    const int r = o.cuda.modes_per_pu;
+    if (r != 0 && r != 1 && r != 2 && r != 4 && r != 8)
+        bad("cuda.modes_per_pu must be 0 (default), 1, 2, 4 or 8, got " + std::to_string(r));
+    if (o.cuda.kernel_variant < 0 || o.cuda.kernel_variant > 3)
+        bad("cuda.kernel_variant must be 0 (default), 1, 2 or 3, got " + std::to_string(o.cuda.kernel_variant));
+    if (o.cuda.max_queries < 0)
+        bad("cuda.max_queries must be >= 0 (0 = default), got " + std::to_string(o.cuda.max_queries));
+    if (o.cuda.max_points < 0)
+        bad("cuda.max_points must be >= 0 (0 = no limit), got " + std::to_string(o.cuda.max_points));
+}
+
+class CudaBackend final : public Backend {
+public:
+    explicit CudaBackend(const BackendOptions& options) : options_(options)
+    {
+        validate_options(options_);
+        int count = 0;
+        MS_CUDA_CHECK(cudaGetDeviceCount(&count));
+        std::vector<int> ids = options_.devices;
+        if (ids.empty())
+            for (int i = 0; i < count; ++i) ids.push_back(i);
+        if (ids.empty()) throw BackendUnavailable("cuda backend: no CUDA device");
+        for (int id : ids)
+            if (id < 0 || id >= count)
+                throw InvalidArgument("cuda backend: device index " + std::to_string(id) + " out of range (" +
+                                      std::to_string(count) + " CUDA devices)");
+        for (int id : ids) {
+            auto c = std::make_shared<DeviceContext>();
+            c->device = id;
+            MS_CUDA_CHECK(cudaGetDeviceProperties(&c->prop, id));
+            if (ids.size() > 1) c->worker = std::make_unique<DeviceWorker>(id);
+            contexts_.push_back(std::move(c));
+        }
+    }
+
+    std::string name() const override { return "cuda"; }
+
+    std::vector<DeviceInfo> devices() const override
+    {
+        std::vector<DeviceInfo> out;
+        for (const auto& c : contexts_) out.push_back(describe(c->device, c->prop));
+        return out;
+    }
+
+    Topology resolve_topology(const Topology& req, const PreparedData& data) const override
+    {
+        const DeviceContext& c = *contexts_.front();
+        const cudaDeviceProp& prop = c.prop;
+        const int k = data.k();
+        const bool pp = data.model == KernelModel::PerPoint;
+        Topology t = req;
+        if (t.pus_per_ppu == 0) t.pus_per_ppu = kDefaultThreads;
+        if (t.f_vppu == 0) t.f_vppu = 1;
+        if (t.f_load == 0) t.f_load = t.f_vppu;
+        if (t.pus_per_ppu % 32 != 0 || t.pus_per_ppu > prop.maxThreadsPerBlock)
+            throw InvalidArgument("cuda backend: tau (threads per block) must be a multiple of 32 and ≤ " +
+                                  std::to_string(prop.maxThreadsPerBlock) + ", got " + std::to_string(t.pus_per_ppu));
+        if (!is_pow2(t.f_vppu))
+            throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
+                                  "reduction), got " + std::to_string(t.f_vppu));
+        const Plan plan = make_plan(options_, t, k, pp);
+        if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
+            throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
+                                  std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
+                                  std::to_string(prop.sharedMemPerBlockOptin) + "; lower preload_size");
+        const int per_sm = blocks_per_sm(c, plan, t.pus_per_ppu);
+        if (per_sm < 1)
+            throw InvalidArgument("cuda backend: a block of " + std::to_string(t.pus_per_ppu) +
+                                  " threads does not fit on one SM with this kernel (registers or shared "
+                                  "memory); lower tau or preload_size");
+        if (t.ppus == 0) t.ppus = prop.multiProcessorCount * per_sm;  // one full wave of resident blocks
+        validate_topology(t, name());
+        return t;
+    }
+
+    std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
+    {
+        if (!data) throw InvalidArgument("cuda backend: bind() without data");
+        if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
+        const Topology t = resolve_topology(topology, *data);
+        const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint);
+        return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
+    }
+
+private:
+    BackendOptions options_;
+    Contexts contexts_;
 };
 
 BackendStatus probe()
@@ -529,13 +676,6 @@ BackendStatus probe()
 }
 
 }  // namespace
-
-double last_step_kernel_seconds(const Backend& backend)
-{
-    const auto* c = dynamic_cast<const CudaBackend*>(&backend);
-    return c ? c->last_kernel_seconds() : -1.0;
-}
-
 }  // namespace cuda
 
 namespace detail {

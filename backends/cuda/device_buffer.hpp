@@ -1,6 +1,10 @@
 #pragma once
-// Owning device allocation (cudaMalloc/cudaFree) for one device; an out-of-memory failure is a
-// DeviceError naming the size.
+// RAII owners of the CUDA resources of the backend, one small class each: the current device of a
+// scope (DeviceScope), a device allocation (DeviceBuffer), a pinned host allocation (PinnedBuffer),
+// a stream (Stream) and an event (Event). Each is move-only and releases its resource in its
+// destructor on the device it was created on, so a throw half-way through building a larger
+// object (a member constructor failing) releases what the earlier members acquired. Allocation
+// failures are DeviceError naming the size; teardown errors are ignored (nothing useful to do).
 
 #include "backends/cuda/cuda_check.hpp"
 
@@ -9,49 +13,202 @@
 
 namespace meanshift::cuda {
 
+/// Makes `device` current for the calling thread during the scope and restores the previous one.
+/// The throwing form checks the calls; the quiet form (destructors) ignores failures.
+class DeviceScope {
+public:
+    explicit DeviceScope(int device)
+    {
+        MS_CUDA_CHECK(cudaGetDevice(&previous_));
+        if (previous_ != device) {
+            MS_CUDA_CHECK(cudaSetDevice(device));
+            changed_ = true;
+        }
+    }
+    struct Quiet {};
+    DeviceScope(int device, Quiet) noexcept
+    {
+        if (device < 0) return;
+        if (cudaGetDevice(&previous_) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        if (previous_ != device) changed_ = cudaSetDevice(device) == cudaSuccess;
+    }
+    ~DeviceScope()
+    {
+        if (changed_) cudaSetDevice(previous_);
+    }
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+
+private:
+    int previous_ = 0;
+    bool changed_ = false;
+};
+
+inline int current_device()
+{
+    int d = 0;
+    MS_CUDA_CHECK(cudaGetDevice(&d));
+    return d;
+}
+
+/// Owning device allocation (cudaMalloc / cudaFree) on the device current at allocate().
 class DeviceBuffer {
 public:
     DeviceBuffer() = default;
-    explicit DeviceBuffer(std::size_t bytes) { allocate(bytes); }
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-    DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+    DeviceBuffer(DeviceBuffer&& o) noexcept
+        : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(std::exchange(o.device_, -1))
+    {
+    }
     DeviceBuffer& operator=(DeviceBuffer&& o) noexcept
     {
         if (this != &o) {
             release();
             ptr_ = std::exchange(o.ptr_, nullptr);
             bytes_ = std::exchange(o.bytes_, 0);
+            device_ = std::exchange(o.device_, -1);
         }
         return *this;
     }
     ~DeviceBuffer() { release(); }
 
-    /// Allocates on the current device (the caller has called cudaSetDevice).
+    /// Frees the old allocation, then allocates `bytes` on the current device (0: stays empty).
     void allocate(std::size_t bytes)
     {
         release();
         if (bytes == 0) return;
-        const cudaError_t e = cudaMalloc(&ptr_, bytes);
+        const int device = current_device();
+        void* p = nullptr;
+        const cudaError_t e = cudaMalloc(&p, bytes);
         if (e != cudaSuccess) {
-            ptr_ = nullptr;
-            throw DeviceError("cuda backend: cudaMalloc of " + std::to_string(bytes) +
-                              " bytes failed: " + error_text(e));
+            cudaGetLastError();
+            throw DeviceError("cuda backend: cudaMalloc of " + std::to_string(bytes) + " bytes on device " +
+                              std::to_string(device) + " failed: " + error_text(e));
         }
+        ptr_ = p;
         bytes_ = bytes;
+        device_ = device;
     }
     void release() noexcept
     {
-        if (ptr_) cudaFree(ptr_);  // errors on teardown are ignored: nothing useful to do
+        if (ptr_) {
+            DeviceScope scope(device_, DeviceScope::Quiet{});
+            cudaFree(ptr_);
+        }
         ptr_ = nullptr;
         bytes_ = 0;
+        device_ = -1;
     }
     float* f() const noexcept { return static_cast<float*>(ptr_); }
+    template <class T>
+    T* as() const noexcept
+    {
+        return static_cast<T*>(ptr_);
+    }
     std::size_t bytes() const noexcept { return bytes_; }
 
 private:
     void* ptr_ = nullptr;
     std::size_t bytes_ = 0;
+    int device_ = -1;
+};
+
+/// Owning page-locked host allocation of `count` T (cudaMallocHost / cudaFreeHost): the staging
+/// buffers of truly asynchronous copies.
+template <class T>
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+    PinnedBuffer& operator=(PinnedBuffer&& o) noexcept
+    {
+        if (this != &o) {
+            release();
+            ptr_ = std::exchange(o.ptr_, nullptr);
+            count_ = std::exchange(o.count_, 0);
+        }
+        return *this;
+    }
+    ~PinnedBuffer() { release(); }
+
+    void allocate(std::size_t count)
+    {
+        release();
+        if (count == 0) return;
+        void* p = nullptr;
+        const cudaError_t e = cudaMallocHost(&p, count * sizeof(T));
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(count * sizeof(T)) +
+                              " bytes failed: " + error_text(e));
+        }
+        ptr_ = static_cast<T*>(p);
+        count_ = count;
+    }
+    void release() noexcept
+    {
+        if (ptr_) cudaFreeHost(ptr_);
+        ptr_ = nullptr;
+        count_ = 0;
+    }
+    T* get() const noexcept { return ptr_; }
+    std::size_t size() const noexcept { return count_; }
+
+private:
+    T* ptr_ = nullptr;
+    std::size_t count_ = 0;
+};
+
+/// A non-blocking stream on `device`.
+class Stream {
+public:
+    explicit Stream(int device) : device_(device)
+    {
+        DeviceScope scope(device);
+        MS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    }
+    ~Stream()
+    {
+        if (!stream_) return;
+        DeviceScope scope(device_, DeviceScope::Quiet{});
+        cudaStreamDestroy(stream_);
+    }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    cudaStream_t get() const noexcept { return stream_; }
+
+private:
+    int device_;
+    cudaStream_t stream_ = nullptr;
+};
+
+/// A timing event on `device`.
+class Event {
+public:
+    explicit Event(int device) : device_(device)
+    {
+        DeviceScope scope(device);
+        MS_CUDA_CHECK(cudaEventCreate(&event_));
+    }
+    ~Event()
+    {
+        if (!event_) return;
+        DeviceScope scope(device_, DeviceScope::Quiet{});
+        cudaEventDestroy(event_);
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    cudaEvent_t get() const noexcept { return event_; }
+
+private:
+    int device_;
+    cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace meanshift::cuda

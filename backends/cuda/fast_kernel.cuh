@@ -4,7 +4,8 @@
 // that are either staged in shared memory (PRELOAD) or read straight from global memory (the
 // naive variant: every lane reads the same point, which the hardware broadcasts).
 //
-// Exponent in the expanded form relative to a per-tile centre c_t (tiled_layout.hpp): with
+// Exponent in the expanded form relative to a per-tile centre c_t (backends/gpu/tile_layout.hpp,
+// the one host builder of the records for both GPU backends): with
 // p' = x - c_t and q' = y - c_t (both small for every pair whose weight matters), the per-pair
 // work is ms_pair_expanded_shared / ms_pair_expanded_per_point and the end-of-tile fold is
 // ms_fold_shared / ms_fold_per_point of kernels/meanshift_device.h, the same definitions the
@@ -21,8 +22,9 @@
 
 namespace meanshift::cuda {
 
-/// L = log2(e)/2: exp(-D²/2) = exp2(-L D²).
-constexpr float kHalfLog2e = -MS_NEG_HALF_LOG2E;
+/// log2(e)/2: exp(-D²/2) = exp2(-kHalfLog2e D²). Half of MS_LOG2E (exact in binary), the constant
+/// the host layout builds the records with.
+constexpr float kHalfLog2e = 0.5f * MS_LOG2E;
 
 __device__ __forceinline__ float ex2_approx(float x)
 {
@@ -32,10 +34,12 @@ __device__ __forceinline__ float ex2_approx(float x)
     return y;
 }
 
+/// Compile-time mirror of the record format of backends/gpu/tile_layout.hpp: record_floats,
+/// record_stride (whole float4) and the S0 values per mode.
 template <int K, bool PP>
 struct FastLayout {
-    static constexpr int kFloats = PP ? 2 * K + 1 : K + 1;
-    static constexpr int kStride = (kFloats + 3) / 4 * 4;
+    static constexpr int kFloats = PP ? 2 * K + 1 : K + 1;  // gpu::record_floats
+    static constexpr int kStride = (kFloats + 3) / 4 * 4;   // gpu::record_stride
     static constexpr int kVec = kStride / 4;
     static constexpr int kS0 = PP ? K : 1;  // accumulated S0 values per mode
 };

@@ -14,11 +14,12 @@ namespace meanshift::cuda {
 inline int accumulator_stride(int k, bool per_point) { return per_point ? 2 * k : k + 1; }
 
 /// "Fast" family: f_vppu = 1, each PU (thread) carries r modes (register blocking), points in
-/// the tiled layout built by tiled_layout.hpp (tile-centred, expanded exponent).
+/// the tile-record layout of backends/gpu/tile_layout.hpp (tile-centred, expanded exponent; the
+/// record stride is gpu::record_stride, which FastLayout in fast_kernel.cuh mirrors at compile time).
 struct FastParams {
-    const float* data = nullptr;     ///< tiles × tile × stride floats (16-byte aligned rows)
-    const float* centres = nullptr;  ///< tiles × k tile centres
-    const float* radii = nullptr;    ///< tiles: max |x - c_t| (shared model)
+    const float* data = nullptr;     ///< tiles × tile × stride floats (gpu::TileLayout::records, 16-byte aligned rows)
+    const float* centres = nullptr;  ///< tiles × k tile centres (gpu::TileLayout::centres)
+    const float* radii = nullptr;    ///< tiles: max |x - c_t| (gpu::TileLayout::radii; shared model)
     long long tiles = 0;             ///< tiles in this launch
     int tile = 0;                    ///< points per tile (W); also the preload width
     const float* queries = nullptr;  ///< count × k
@@ -55,13 +56,6 @@ const void* fast_kernel_shared(int k, int r, bool preload, int tile = 0, int var
 const void* fast_kernel_per_point(int k, int r, bool preload, int tile = 0, int variant = 1);
 /// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
 const void* topology_kernel(int k, bool per_point, bool preload);
-
-/// Floats per point in the tiled layout (rounded up to whole float4).
-inline int fast_stride(int k, bool per_point)
-{
-    const int floats = per_point ? 2 * k + 1 : k + 1;
-    return (floats + 3) / 4 * 4;
-}
 
 /// Dynamic shared memory of a topology launch: preload tile plus the reduction buffer.
 inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, int tile, int threads)
