@@ -3,6 +3,7 @@
 
 #include <meanshift/errors.hpp>
 
+#include <chrono>
 #include <cmath>
 
 namespace meanshift::detail {
@@ -42,7 +43,9 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     out_.resize(a, k);
     supported_.assign(static_cast<std::size_t>(a), 1);
     for (Index j = 0; j < a; ++j) in_.row(j) = modes_.row(active_[static_cast<std::size_t>(j)]);
+    const auto t0 = std::chrono::steady_clock::now();
     advance(in_.data(), out_.data(), supported_.data(), a);
+    report.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!out_.allFinite()) throw Error("backend produced non-finite mode positions (a backend defect)");
 
     report.mode.resize(static_cast<std::size_t>(a));

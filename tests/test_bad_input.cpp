@@ -94,6 +94,14 @@ TEST_CASE("bad input: bandwidth shape and values")
     CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(4, 1), o), "bandwidth");
 }
 
+TEST_CASE("bad input: a finite bandwidth too large for float64/float32 names the value the user gave")
+{
+    Options o;
+    o.backend = "serial";
+    o.bandwidth = Bandwidth::isotropic(1e300);
+    CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "sigma = 1e+300", "overflows", "float32");
+}
+
 TEST_CASE("bad input: singular H_i reached only through the data")
 {
     Options o = serial_options();
@@ -115,7 +123,7 @@ TEST_CASE("bad input: singular H_i reached only through the data")
             MatrixD hh = MatrixD::Ones(5, 2);
             hh(4, 0) = h;
             o.bandwidth = Bandwidth::per_point(hh);
-            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "singular", "bandwidth");
+            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "out of range", "bandwidth", "of point 4");
         }
     }
     SUBCASE("shared bandwidth whose variance is zero, denormal or infinite")
@@ -127,7 +135,7 @@ TEST_CASE("bad input: singular H_i reached only through the data")
             } catch (const InvalidArgument&) {
                 continue;  // rejected by the factory: fine
             }
-            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "singular", "bandwidth");
+            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "out of range", "bandwidth");
         }
     }
 }

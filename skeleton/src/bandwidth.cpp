@@ -3,6 +3,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdio>
 #include <sstream>
 
 namespace meanshift {
@@ -90,6 +91,21 @@ void Bandwidth::covariance_diagonal(Index i, const double* y, int k, double* out
     for (int d = 0; d < k; ++d) {
         // A variance that is 0, denormal or overflows makes H_i (or H_i^-1) singular in floating point.
         if (!std::isfinite(out[d]) || out[d] < DBL_MIN || !std::isfinite(1.0 / out[d])) {
+            if (kind_ != BandwidthKind::ExponentialLast) {
+                // The user gave a finite, positive sigma: say which one and why it cannot be used.
+                const double sigma = kind_ == BandwidthKind::PerPoint ? per_point_(i, d)
+                                     : kind_ == BandwidthKind::Diagonal ? params_[std::size_t(d)]
+                                                                          : params_[0];
+                char buf[320];
+                std::snprintf(buf, sizeof buf,
+                              "bandwidth: sigma = %.3g%s%s (dimension %d) is out of range: its variance sigma^2 %s "
+                              "float64, and the whitened data (x - centre) / sigma would not fit float32; use "
+                              "sigma between 1e-150 and 1e150 (rescale the data otherwise)",
+                              sigma, kind_ == BandwidthKind::PerPoint ? " of point " : "",
+                              kind_ == BandwidthKind::PerPoint ? std::to_string(i).c_str() : "", d,
+                              out[d] < DBL_MIN ? "underflows" : "overflows");
+                throw InvalidArgument(buf);
+            }
             std::ostringstream m;
             m << "bandwidth: H_" << i << " is singular or not finite: diagonal entry " << d << " = " << out[d];
             if (kind_ == BandwidthKind::ExponentialLast) m << " (sigma_d * exp(y_i[k-1]) with y_i[k-1] = " << y[k - 1] << ")";

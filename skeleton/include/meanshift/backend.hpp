@@ -65,7 +65,7 @@ struct StepReport {
     std::vector<Index> mode;           ///< index of the mode in [0, m) (the order given to set_modes)
     std::vector<double> shift2;        ///< its squared shift in the metric given to set_modes (Alg. 5)
     std::vector<ModeStatus> status;    ///< Active, Converged or NoSupport
-    double kernel_seconds = -1;        ///< device time of the step's kernels; < 0 when not measured
+    double kernel_seconds = -1;        ///< time of the step's kernels (GPU: device time; host backends: wall time of the pair loop); < 0 when not measured
     void clear()
     {
         mode.clear();
