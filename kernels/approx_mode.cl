@@ -23,12 +23,11 @@ void approx_mode(MS_APPROX_MODE_PARAMS)
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s);
+        ms_load_modes(&s, active, count, blk, vppu);
         if (lane < F_LOAD) {
             for (int t = t0; t < t1; ++t) {
-                __global const float* ref = tile_ref + t * REF_STRIDE;
                 __global const float4* tile4 = records + t * (TILE * STRIDE / 4);
-                ms_begin_tile(&s, queries, count, blk, vppu, ref);
+                ms_begin_tile(&s, modes, centres + t * K, radii[t]);
                 MS_VISIT_TILE(&s, tile4, lane);
                 ms_end_tile(&s);
             }
@@ -36,6 +35,6 @@ void approx_mode(MS_APPROX_MODE_PARAMS)
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        ms_store_unit(&s, queries, out, partial, count, segments, u, blk, vppu, lane);
+        ms_store_unit(&s, modes, partial, count, segments, u, blk, vppu, lane, MS_FINISH_ARGS);
     }
 }

@@ -23,15 +23,14 @@ void approx_modes_preload(MS_APPROX_MODE_PARAMS)
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s);
+        ms_load_modes(&s, active, count, blk, vppu);
         for (int t = t0; t < t1; ++t) {
             /* preload batch t (coalesced: consecutive PUs copy consecutive float4s) */
             __global const float4* src = records + t * (TILE * STRIDE / 4);
             for (int v = lid; v < TILE * STRIDE / 4; v += TAU) batch[v] = src[v];
             barrier(CLK_LOCAL_MEM_FENCE); /* s1 */
             if (lane < F_LOAD) {
-                __global const float* ref = tile_ref + t * REF_STRIDE;
-                ms_begin_tile(&s, queries, count, blk, vppu, ref);
+                ms_begin_tile(&s, modes, centres + t * K, radii[t]);
                 MS_VISIT_TILE(&s, batch, lane);
                 ms_end_tile(&s);
             }
@@ -40,6 +39,6 @@ void approx_modes_preload(MS_APPROX_MODE_PARAMS)
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        ms_store_unit(&s, queries, out, partial, count, segments, u, blk, vppu, lane);
+        ms_store_unit(&s, modes, partial, count, segments, u, blk, vppu, lane, MS_FINISH_ARGS);
     }
 }

@@ -2,7 +2,6 @@
 
 #include <meanshift/errors.hpp>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -69,16 +68,9 @@ std::vector<ClDeviceEntry> enumerate_cl_devices()
     });
 }
 
-ClDeviceEntry select_cl_device(const std::string& requested)
+ClDeviceEntry select_cl_device(const std::string& spec)
 {
-    std::string spec = requested;
-    std::string source = "BackendOptions::device_spec";
-    if (spec.empty()) {
-        if (const char* env = std::getenv("MEANSHIFT_OPENCL_DEVICE"); env && *env) {
-            spec = env;
-            source = "MEANSHIFT_OPENCL_DEVICE";
-        }
-    }
+    const std::string source = "BackendOptions::device_spec";
     const std::vector<ClDeviceEntry> all = enumerate_cl_devices();
     if (all.empty()) throw BackendUnavailable("opencl: the OpenCL platforms have no devices");
     if (spec.empty()) {

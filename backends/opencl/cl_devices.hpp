@@ -1,6 +1,6 @@
 #pragma once
 // Internal: OpenCL platform/device discovery and selection ("P:D", default first GPU else first
-// device, MEANSHIFT_OPENCL_DEVICE as a fallback), and one shared context per device.
+// device), and one shared context per device.
 
 #include "backends/opencl/cl_common.hpp"
 
@@ -23,8 +23,7 @@ struct ClDeviceEntry {
 /// ICD loader finds no platform.
 std::vector<ClDeviceEntry> enumerate_cl_devices();
 
-/// Picks the device for `spec` ("P:D"; empty = $MEANSHIFT_OPENCL_DEVICE, else the first GPU,
-/// else the first device). Throws InvalidArgument for a malformed or out-of-range spec (the
+/// Picks the device for `spec` ("P:D"; empty = the first GPU, else the first device). Throws InvalidArgument for a malformed or out-of-range spec (the
 /// message lists the devices), BackendUnavailable when there is no device.
 ClDeviceEntry select_cl_device(const std::string& spec);
 

@@ -1,25 +1,31 @@
 #include "backends/opencl/kernel_config.hpp"
 
+#include "backends/gpu/tile_layout.hpp"
+
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <sstream>
 
 namespace meanshift::detail {
 
-int KernelConfig::stride() const noexcept
+int KernelConfig::stride() const noexcept { return gpu::record_stride(k, per_point); }
+
+std::size_t KernelConfig::reduction_bytes() const noexcept
 {
-    const int raw = per_point ? 1 + 2 * k : k + 1;
-    return (raw + 3) / 4 * 4;
+    return f_load > 1 ? static_cast<std::size_t>(reduction_floats()) * sizeof(float) : 0;
+}
+
+std::size_t KernelConfig::private_bytes() const noexcept
+{
+    const int ns0 = per_point ? k : 1;
+    const std::size_t per_mode = static_cast<std::size_t>(2 * ns0 + 4 * k + 2);  // S0, s0, S1, s1, q, qx, cq, idx
+    return (static_cast<std::size_t>(modes_per_pu) * per_mode + static_cast<std::size_t>(stride())) * sizeof(float);
 }
 
 std::size_t KernelConfig::local_bytes() const noexcept
 {
-    std::size_t bytes = 0;
-    if (preload) bytes += static_cast<std::size_t>(tile) * static_cast<std::size_t>(stride()) * sizeof(float);
-    if (f_load > 1) bytes += static_cast<std::size_t>(reduction_floats()) * sizeof(float);
-    return bytes;
+    return (preload ? gpu::tile_bytes(k, per_point, tile) : 0) + reduction_bytes();
 }
 
 std::string KernelConfig::build_options() const
@@ -36,35 +42,16 @@ std::string KernelConfig::build_options() const
     return o.str();
 }
 
-KernelTuning KernelTuning::from_environment()
+void validate_tuning(const OpenCLTuning& t)
 {
-    KernelTuning t;
-    if (const char* r = std::getenv("MEANSHIFT_OPENCL_MODES_PER_PU"); r && *r) {
-        char* end = nullptr;
-        const long v = std::strtol(r, &end, 10);
-        if (*end != '\0' || v < 0 || v > 16)
-            throw InvalidArgument(std::string("MEANSHIFT_OPENCL_MODES_PER_PU must be 0 (automatic) .. 16, got '") + r + "'");
-        t.modes_per_pu = static_cast<int>(v);
-    }
-    if (const char* g = std::getenv("MEANSHIFT_OPENCL_SEGMENTS"); g && *g) {
-        char* end = nullptr;
-        const long v = std::strtol(g, &end, 10);
-        if (*end != '\0' || v < 0 || v > (1 << 20))
-            throw InvalidArgument(std::string("MEANSHIFT_OPENCL_SEGMENTS must be 0 (automatic) .. 1048576, got '") + g + "'");
-        t.segments = static_cast<int>(v);
-    }
-    if (const char* b = std::getenv("MEANSHIFT_OPENCL_BUILD_OPTIONS"); b) t.extra_build_options = b;
-    if (const char* x = std::getenv("MEANSHIFT_OPENCL_NV_EX2"); x && *x) t.nv_ex2 = std::string(x) != "0";
-    if (const char* f = std::getenv("MEANSHIFT_OPENCL_EXPONENT"); f && *f) {
-        const std::string s = f;
-        if (s == "expanded")
-            t.form = ExponentForm::Expanded;
-        else if (s == "direct")
-            t.form = ExponentForm::Direct;
-        else
-            throw InvalidArgument("MEANSHIFT_OPENCL_EXPONENT must be 'expanded' or 'direct', got '" + s + "'");
-    }
-    return t;
+    if (t.modes_per_pu < 0 || t.modes_per_pu > 16)
+        throw InvalidArgument("opencl: tuning opencl.modes_per_pu must be 0 (automatic) .. 16, got " +
+                              std::to_string(t.modes_per_pu));
+    if (t.segments < 0 || t.segments > (1 << 20))
+        throw InvalidArgument("opencl: tuning opencl.segments must be 0 (automatic) .. 1048576, got " +
+                              std::to_string(t.segments));
+    if (t.exponent != ExponentForm::Expanded && t.exponent != ExponentForm::Direct)
+        throw InvalidArgument("opencl: tuning opencl.exponent must be Expanded or Direct");
 }
 
 int default_modes_per_pu(int k, bool per_point, bool preload)
@@ -76,6 +63,19 @@ int default_modes_per_pu(int k, bool per_point, bool preload)
     return std::clamp(budget / state, 1, 4);
 }
 
+int largest_fitting_batch(const KernelConfig& cfg, int want, std::size_t local_mem_size)
+{
+    const std::size_t red = cfg.reduction_bytes();
+    if (red >= local_mem_size) return 0;
+    const std::size_t record = gpu::tile_bytes(cfg.k, cfg.per_point, 1);
+    const std::size_t fit = (local_mem_size - red) / record;
+    if (fit >= static_cast<std::size_t>(want)) return want;
+    if (fit == 0) return 0;
+    int p = 1;
+    while (static_cast<std::size_t>(p) * 2 <= fit) p *= 2;
+    return p;
+}
+
 void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size,
                           std::size_t local_mem_size, const std::string& device_name)
 {
@@ -83,6 +83,11 @@ void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_si
         throw InvalidArgument("opencl: tau (work-group size) " + std::to_string(cfg.tau) +
                               " exceeds CL_DEVICE_MAX_WORK_GROUP_SIZE = " + std::to_string(max_work_group_size) +
                               " of " + device_name);
+    if (cfg.private_bytes() > kMaxPrivateBytes)
+        throw InvalidArgument("opencl: " + std::to_string(cfg.modes_per_pu) + " modes per PU at k = " + std::to_string(cfg.k) +
+                              " need about " + std::to_string(cfg.private_bytes()) +
+                              " bytes of private memory per work-item, more than the kernels' limit of " +
+                              std::to_string(kMaxPrivateBytes) + "; use fewer modes per PU (opencl.modes_per_pu)");
     if (cfg.local_bytes() > local_mem_size) {
         std::ostringstream o;
         o << "opencl: the kernel needs " << cfg.local_bytes() << " bytes of local memory";
@@ -90,9 +95,9 @@ void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_si
             o << " (preload batch " << cfg.tile << " points x " << cfg.stride() << " floats";
         if (cfg.f_load > 1)
             o << (cfg.preload ? " + " : " (") << "vPPU reduction buffer " << cfg.tau << " PUs x "
-              << cfg.reduction_floats() / cfg.tau << " accumulators";
+              << cfg.accumulators() << " accumulators";
         o << ") but CL_DEVICE_LOCAL_MEM_SIZE = " << local_mem_size << " bytes on " << device_name;
-        const std::size_t red = cfg.f_load > 1 ? cfg.reduction_floats() * sizeof(float) : 0;
+        const std::size_t red = cfg.reduction_bytes();
         if (cfg.preload && red < local_mem_size)
             o << "; use a smaller tau or preload_size <= " << (local_mem_size - red) / (cfg.stride() * sizeof(float));
         else

@@ -1,22 +1,22 @@
 // opencl: Alg. 3 (approx_mode.cl) and Alg. 7 (approx_modes_preload.cl) on an OpenCL 1.2 device.
 // PPU = work-group, PU = work-item, vPPU = f_vppu consecutive work-items; with f_vppu = 1 each
-// PU carries r modes (register blocking).
+// PU carries r modes (register blocking). The binding keeps the modes on the device.
 #include "backends/opencl/opencl_backend.hpp"
 
 #include "backends/factory.hpp"
 #include "backends/opencl/embedded_sources.hpp"
 #include "backends/opencl/program_cache.hpp"
-#include "backends/opencl/tile_records.hpp"
+#include "backends/gpu/tile_layout.hpp"
 
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
+#include <cfloat>
 #include <climits>
+#include <cstring>
 
 namespace meanshift::detail {
 namespace {
-
-bool is_gpu(const ClDeviceEntry& d) { return d.info.kind == "gpu"; }
 
 std::vector<std::string> program_sources(bool preload)
 {
@@ -24,57 +24,97 @@ std::vector<std::string> program_sources(bool preload)
             preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
 }
 
+double event_seconds(const cl::Event& e)
+{
+    return 1e-9 * static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
+                                      e.getProfilingInfo<CL_PROFILING_COMMAND_START>());
+}
+
 }  // namespace
 
-OpenCLBackend::OpenCLBackend(const BackendOptions& options)
-    : options_(options), tuning_(KernelTuning::from_environment()), device_(select_cl_device(options.device_spec))
+// ---- backend ---------------------------------------------------------------------------------
+
+OpenCLBackend::OpenCLBackend(const BackendOptions& options) : options_(options)
 {
     if (options_.preload_size < 0)
         throw InvalidArgument("opencl: preload_size must be >= 0 (0 = default), got " +
                               std::to_string(options_.preload_size));
-    context_ = shared_cl_context(device_.handle);
-    queue_ = cl_call("creating an OpenCL command queue", [&] {
-        return cl::CommandQueue(context_, device_.handle, CL_QUEUE_PROFILING_ENABLE);
+    if (options_.preload_size > (1 << 20))
+        throw InvalidArgument("opencl: preload_size must be <= 1048576, got " + std::to_string(options_.preload_size));
+    validate_tuning(options_.opencl);
+    auto dev = std::make_shared<ClDeviceState>();
+    dev->device = select_cl_device(options.device_spec);
+    dev->context = shared_cl_context(dev->device.handle);
+    dev->queue = cl_call("creating an OpenCL command queue", [&] {
+        return cl::CommandQueue(dev->context, dev->device.handle, CL_QUEUE_PROFILING_ENABLE);
     });
-    max_work_group_size_ = device_.handle.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+    dev->max_work_group_size = dev->device.handle.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
+    dev->max_alloc = static_cast<std::size_t>(dev->device.handle.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>());
+    dev_ = std::move(dev);
+}
+
+bool OpenCLBackend::preload() const noexcept
+{
+    switch (options_.preload) {
+    case Preload::On: return true;
+    case Preload::Off: return false;
+    case Preload::Auto: break;
+    }
+    // Measured defaults (docs/tuning.md): GPUs faster with preloading (H200, n = 2^20, k = 3:
+    // 2.02e12 -> 2.47e12 pairs/s isotropic, 1.35e12 -> 1.66e12 per-point); CPU devices (PoCL)
+    // faster without.
+    return dev_->is_gpu();
 }
 
 KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& data) const
 {
+    const OpenCLTuning& tune = options_.opencl;
     KernelConfig c;
     c.k = data.k();
     c.per_point = data.model == KernelModel::PerPoint;
-    c.form = tuning_.form;
-    c.preload = options_.preload;
-    // Default batch: 512 points when preloading on a GPU (measured best on the H200 with tau = 256,
-    // docs/backend-opencl.md), else 128-point reference tiles.
-    c.tile = options_.preload_size > 0 ? options_.preload_size : (options_.preload && is_gpu(device_) ? 512 : 128);
+    c.form = tune.exponent;
+    c.preload = preload();
     c.tau = t.pus_per_ppu;
     c.f_vppu = t.f_vppu;
     c.f_load = t.f_load;
     c.modes_per_pu = 1;
-    c.extra_build_options = tuning_.extra_build_options;
-    c.nv_ex2 = tuning_.nv_ex2 && device_.platform_name.find("NVIDIA") != std::string::npos;
+    c.extra_build_options = tune.extra_build_options;
+    c.nv_ex2 = tune.nv_ex2 && dev_->device.platform_name.find("NVIDIA") != std::string::npos;
     if (c.f_vppu == 1)
-        c.modes_per_pu = tuning_.modes_per_pu > 0 ? tuning_.modes_per_pu : default_modes_per_pu(c.k, c.per_point, c.preload);
+        c.modes_per_pu = tune.modes_per_pu > 0 ? tune.modes_per_pu : default_modes_per_pu(c.k, c.per_point, c.preload);
+    if (options_.preload_size > 0) {
+        c.tile = options_.preload_size;  // explicit: checked against the device, never changed
+    } else if (c.preload) {
+        // Default batch: 512 points on a GPU (measured best on the H200 with tau = 256,
+        // docs/backend-opencl.md), 128 on a CPU; the largest that fits local memory when that
+        // is too large (large k).
+        c.tile = std::max(1, largest_fitting_batch(c, dev_->is_gpu() ? 512 : 128, dev_->device.info.local_memory));
+    } else {
+        c.tile = 128;  // reference tiles of the expanded exponent
+    }
     return c;
 }
 
 Topology OpenCLBackend::resolve_topology(const Topology& requested, const PreparedData& data) const
 {
+    if (data.k() > kMaxDimensions)
+        throw InvalidArgument("opencl: k = " + std::to_string(data.k()) + " dimensions exceeds the largest k the OpenCL kernels support, " +
+                              std::to_string(kMaxDimensions) +
+                              " (each PU keeps its modes' state in private memory; docs/backend-opencl.md)");
+    const ClDeviceEntry& device = dev_->device;
+    const bool gpu = dev_->is_gpu();
     Topology t = requested;
     if (t.f_vppu == 0) t.f_vppu = 1;
     if (t.pus_per_ppu == 0) {
         // A multiple of f_vppu near 256 work-items (GPU, preloading: larger batches per barrier),
         // 128 (GPU) or 64 (CPU), within the device limit.
-        const int want = is_gpu(device_) ? (options_.preload ? 256 : 128) : 64;
-        const int limit = static_cast<int>(std::min<std::size_t>(max_work_group_size_, 1024));
+        const int want = gpu ? (preload() ? 256 : 128) : 64;
+        const int limit = static_cast<int>(std::min<std::size_t>(dev_->max_work_group_size, 1024));
         t.pus_per_ppu = std::max(t.f_vppu, std::min(want, limit) / t.f_vppu * t.f_vppu);
         // Shrink (by whole vPPUs) while the preload batch and reduction buffer overflow local memory.
         Topology probe = t;
         if (probe.f_load == 0) probe.f_load = probe.f_vppu;
-        while (t.pus_per_ppu > t.f_vppu &&
-               make_config(probe, data).local_bytes() > device_.info.local_memory) {
+        while (t.pus_per_ppu > t.f_vppu && make_config(probe, data).local_bytes() > device.info.local_memory) {
             t.pus_per_ppu = std::max(t.f_vppu, t.pus_per_ppu / 2 / t.f_vppu * t.f_vppu);
             probe.pus_per_ppu = t.pus_per_ppu;
         }
@@ -83,178 +123,243 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     if (t.ppus == 0) {
         // Work-groups launched per step: enough to fill every compute unit several times over
         // (GPU: 2048 resident work-items per compute unit), each looping over blocks of modes.
-        const int per_cu = is_gpu(device_) ? std::max(1, 2048 / t.pus_per_ppu) : 4;
-        t.ppus = std::max(1, device_.info.compute_units) * per_cu;
+        const int per_cu = gpu ? std::max(1, 2048 / t.pus_per_ppu) : 4;
+        t.ppus = std::max(1, device.info.compute_units) * per_cu;
     }
     validate_topology(t, name());
     if (t.f_load >= 2048) throw InvalidArgument("opencl: f_load must be < 2048, got " + std::to_string(t.f_load));
-    const KernelConfig c = make_config(t, data);
-    if (c.tile > (1 << 20))
-        throw InvalidArgument("opencl: preload_size must be <= 1048576, got " + std::to_string(c.tile));
-    check_against_device(c, max_work_group_size_, device_.info.local_memory, device_.info.name);
+    check_against_device(make_config(t, data), dev_->max_work_group_size, device.info.local_memory, device.info.name);
     return t;
 }
 
-const KernelConfig& OpenCLBackend::kernel_config() const
+std::unique_ptr<Binding> OpenCLBackend::bind(std::shared_ptr<const PreparedData> data, const Topology& topology)
 {
-    if (!config_) throw Error("opencl backend: kernel_config() before bind()");
-    return *config_;
+    return bind_opencl(std::move(data), topology);
 }
 
-void OpenCLBackend::bind(const PreparedData& data, const Topology& topology)
+std::unique_ptr<OpenCLBinding> OpenCLBackend::bind_opencl(std::shared_ptr<const PreparedData> data,
+                                                          const Topology& topology)
 {
-    if (data.model == KernelModel::PerPoint &&
-        (data.precision.rows() != data.n() || data.log_weight.size() != data.n()))
+    if (!data) throw InvalidArgument("opencl: bind() without data");
+    if (data->n() < 1) throw InvalidArgument("opencl: bind() with no points");
+    if (data->model == KernelModel::PerPoint &&
+        (data->precision.rows() != data->n() || data->log_weight.size() != data->n()))
         throw InvalidArgument("opencl: per-point model without precision/log_weight of n rows");
-    const KernelConfig c = make_config(topology, data);
-    check_against_device(c, max_work_group_size_, device_.info.local_memory, device_.info.name);
-    const TileRecords tr = build_tile_records(data, c);
-    if (tr.records.size() / 4 > static_cast<std::size_t>(INT_MAX))
-        throw InvalidArgument("opencl: too many points for 32-bit indexing in the kernel (n · record size > 2^33)");
+    const Topology t = resolve_topology(topology, *data);
+    return std::make_unique<OpenCLBinding>(dev_, std::move(data), t, make_config(t, *data), options_.opencl.segments);
+}
 
-    cl::Program program = cached_cl_program(context_, device_.handle, program_sources(c.preload), c.build_options());
+// ---- binding ---------------------------------------------------------------------------------
+
+OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_ptr<const PreparedData> data,
+                             const Topology& topology, const KernelConfig& config, int segments)
+    : dev_(std::move(device)), data_(std::move(data)), topology_(topology), config_(config),
+      tuned_segments_(segments), k_(config.k)
+{
+    const KernelConfig& c = config_;
+    const ClDeviceEntry& device_entry = dev_->device;
+    check_against_device(c, dev_->max_work_group_size, device_entry.info.local_memory, device_entry.info.name);
+    const gpu::TileLayout layout = gpu::build_tile_layout(*data_, c.tile, c.form);
+    if (layout.records.size() / 4 > static_cast<std::size_t>(INT_MAX))
+        throw InvalidArgument("opencl: too many points for 32-bit indexing in the kernel (n · record size > 2^33)");
+    ntiles_ = static_cast<int>(layout.tiles);
+
+    program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(c.preload), c.build_options());
     kernel_ = cl_call(std::string("creating kernel ") + c.kernel_name(),
-                      [&] { return cl::Kernel(program, c.kernel_name()); });
-    combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program, "combine_segments"); });
-    program_ = program;
-    const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_.handle);
+                      [&] { return cl::Kernel(program_, c.kernel_name()); });
+    combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program_, "combine_segments"); });
+    const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_entry.handle);
     if (static_cast<std::size_t>(c.tau) > kernel_wg)
         throw DeviceError("opencl: kernel " + std::string(c.kernel_name()) + " allows at most " +
-                          std::to_string(kernel_wg) + " work-items per work-group on " + device_.info.name +
+                          std::to_string(kernel_wg) + " work-items per work-group on " + device_entry.info.name +
                           " (CL_KERNEL_WORK_GROUP_SIZE, limited by registers), but tau = " + std::to_string(c.tau) +
                           ": choose a smaller tau or fewer modes per PU");
-    const std::size_t kernel_local = kernel_.getWorkGroupInfo<CL_KERNEL_LOCAL_MEM_SIZE>(device_.handle);
-    if (kernel_local > device_.info.local_memory)
+    const std::size_t kernel_local = kernel_.getWorkGroupInfo<CL_KERNEL_LOCAL_MEM_SIZE>(device_entry.handle);
+    if (kernel_local > device_entry.info.local_memory)
         throw DeviceError("opencl: kernel needs " + std::to_string(kernel_local) +
                           " bytes of local memory (CL_KERNEL_LOCAL_MEM_SIZE) but the device has " +
-                          std::to_string(device_.info.local_memory));
+                          std::to_string(device_entry.info.local_memory));
 
-    records_ = cl_call("allocating the point records", [&] {
-        return cl::Buffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, tr.records.size() * sizeof(float),
-                          const_cast<float*>(tr.records.data()));
-    });
-    refs_ = cl_call("allocating the tile references", [&] {
-        return cl::Buffer(context_, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, tr.refs.size() * sizeof(float),
-                          const_cast<float*>(tr.refs.data()));
-    });
-    mode_capacity_ = 0;
-    ntiles_ = tr.ntiles;
-    k_ = c.k;
-    topology_ = topology;
-    config_ = c;
+    auto upload = [&](const std::vector<float>& v, const char* what) {
+        return cl_call(std::string("allocating ") + what, [&] {
+            return cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, v.size() * sizeof(float),
+                              const_cast<float*>(v.data()));
+        });
+    };
+    records_ = upload(layout.records, "the point records");
+    centres_ = upload(layout.centres, "the tile centres");
+    radii_ = upload(layout.radii, "the tile radii");
 }
 
-void OpenCLBackend::ensure_mode_buffers(Index count)
+void OpenCLBinding::set_modes(const double* positions, Index m, const double* metric)
 {
-    if (count <= mode_capacity_) return;
-    const std::size_t bytes = static_cast<std::size_t>(count) * static_cast<std::size_t>(k_) * sizeof(float);
-    queries_ = cl_call("allocating the mode buffers", [&] { return cl::Buffer(context_, CL_MEM_READ_ONLY, bytes); });
-    out_ = cl_call("allocating the mode buffers", [&] { return cl::Buffer(context_, CL_MEM_WRITE_ONLY, bytes); });
-    mode_capacity_ = count;
+    if (m < 1) throw InvalidArgument("opencl: set_modes() needs m >= 1 modes, got " + std::to_string(m));
+    if (!positions) throw InvalidArgument("opencl: set_modes() without positions");
+    if (m > INT_MAX / std::max(1, k_)) throw InvalidArgument("opencl: too many modes (m · k must be < 2^31)");
+    const std::size_t values = static_cast<std::size_t>(m) * static_cast<std::size_t>(k_);
+    std::vector<float> f(values);
+    for (std::size_t i = 0; i < values; ++i) f[i] = static_cast<float>(positions[i]);
+    std::vector<cl_int> list(static_cast<std::size_t>(m));
+    for (std::size_t i = 0; i < list.size(); ++i) list[i] = static_cast<cl_int>(i);
+    auto buffer = [&](cl_mem_flags flags, std::size_t bytes, void* host) {
+        return cl::Buffer(dev_->context, flags | (host ? CL_MEM_COPY_HOST_PTR : 0), bytes, host);
+    };
+    cl_call("allocating the mode buffers", [&] {
+        modes_ = buffer(CL_MEM_READ_WRITE, values * sizeof(float), f.data());
+        if (metric) {
+            for (std::size_t i = 0; i < values; ++i) f[i] = static_cast<float>(metric[i]);
+            metric_ = buffer(CL_MEM_READ_ONLY, values * sizeof(float), f.data());
+        } else {
+            metric_ = buffer(CL_MEM_READ_ONLY, sizeof(float), nullptr);  // unused (has_metric = 0)
+        }
+        active_list_ = buffer(CL_MEM_READ_WRITE, list.size() * sizeof(cl_int), list.data());
+        next_list_ = buffer(CL_MEM_READ_WRITE, list.size() * sizeof(cl_int), nullptr);
+        report_ = buffer(CL_MEM_WRITE_ONLY, 3 * list.size() * sizeof(cl_int), nullptr);
+        counter_ = buffer(CL_MEM_READ_WRITE, sizeof(cl_int), nullptr);
+        return 0;
+    });
+    has_metric_ = metric != nullptr;
+    m_ = m;
+    active_ = m;
 }
 
-std::string OpenCLBackend::program_binary() const
+int OpenCLBinding::choose_segments(int nblocks, Index count) const
 {
-    if (!config_) throw Error("opencl backend: program_binary() before bind()");
+    const KernelConfig& c = config_;
+    const DeviceInfo& info = dev_->device.info;
+    int s = tuned_segments_;
+    if (s == 0) {
+        // Enough units for many waves of work-groups: the device then never idles on a last,
+        // mostly empty wave, nor when only a few modes are still active.
+        const long per_cu = dev_->is_gpu() ? std::max(1, 2048 / c.tau) : 2;
+        const long target = 8L * std::max(1, info.compute_units) * per_cu;
+        s = static_cast<int>(std::min<long>((target + nblocks - 1) / nblocks, 1L << 20));
+    }
+    s = std::max(1, std::min(s, ntiles_));
+    // Partial sums: segments x count x accumulators floats; stay within an eighth of the device memory.
+    const std::size_t per_segment =
+        static_cast<std::size_t>(count) * static_cast<std::size_t>(c.accumulators()) * sizeof(float);
+    const std::size_t cap = std::max<std::size_t>(info.global_memory / 8, 1);
+    while (s > 1 && (static_cast<std::size_t>(s) * per_segment > std::min(cap, dev_->max_alloc) ||
+                     static_cast<long>(s) * nblocks > INT_MAX))
+        s /= 2;
+    return s;
+}
+
+void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
+{
+    report.clear();
+    if (m_ == 0) throw Error("opencl: step() before set_modes()");
+    if (active_ == 0) return;
+    const KernelConfig& c = config_;
+    const int count = static_cast<int>(active_);
+    const int nblocks = (count + c.modes_per_block() - 1) / c.modes_per_block();
+    const int segments = choose_segments(nblocks, active_);
+    const std::size_t partial_bytes =
+        segments > 1 ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
+                           static_cast<std::size_t>(c.accumulators()) * sizeof(float)
+                     : sizeof(float);
+    if (partial_bytes > partial_capacity_) {
+        partial_ = cl_call("allocating the partial sums",
+                           [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, partial_bytes); });
+        partial_capacity_ = partial_bytes;
+    }
+    const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
+    // float32 threshold; a negative tol2 lets nothing converge, a huge one everything
+    const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
+    const cl_int retire_i = retire ? 1 : 0, has_metric = has_metric_ ? 1 : 0;
+    host_report_.resize(3 * static_cast<std::size_t>(count));
+    cl::Event done, combined;
+    cl_call("running the approx_mode kernel", [&] {
+        cl::CommandQueue& q = dev_->queue;
+        if (retire) q.enqueueFillBuffer(counter_, cl_int(0), 0, sizeof(cl_int));
+        int a = 0;
+        kernel_.setArg(a++, records_);
+        kernel_.setArg(a++, centres_);
+        kernel_.setArg(a++, radii_);
+        kernel_.setArg(a++, static_cast<cl_int>(ntiles_));
+        kernel_.setArg(a++, modes_);
+        kernel_.setArg(a++, active_list_);
+        kernel_.setArg(a++, static_cast<cl_int>(count));
+        kernel_.setArg(a++, static_cast<cl_int>(nblocks));
+        kernel_.setArg(a++, static_cast<cl_int>(segments));
+        kernel_.setArg(a++, partial_);
+        auto finish_args = [&](cl::Kernel& kern, int i) {
+            kern.setArg(i++, metric_);
+            kern.setArg(i++, has_metric);
+            kern.setArg(i++, tol2f);
+            kern.setArg(i++, retire_i);
+            kern.setArg(i++, report_);
+            kern.setArg(i++, next_list_);
+            kern.setArg(i++, counter_);
+        };
+        finish_args(kernel_, a);
+        q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+                               cl::NDRange(c.tau), nullptr, &done);
+        if (segments > 1) {
+            int b = 0;
+            combine_.setArg(b++, partial_);
+            combine_.setArg(b++, static_cast<cl_int>(segments));
+            combine_.setArg(b++, modes_);
+            combine_.setArg(b++, active_list_);
+            combine_.setArg(b++, static_cast<cl_int>(count));
+            finish_args(combine_, b);
+            const std::size_t local = 64;
+            q.enqueueNDRangeKernel(combine_, cl::NullRange,
+                                   cl::NDRange((static_cast<std::size_t>(count) + local - 1) / local * local),
+                                   cl::NDRange(local), nullptr, &combined);
+        }
+        // only count x (mode, shift², status) cross to the host
+        q.enqueueReadBuffer(report_, CL_TRUE, 0, host_report_.size() * sizeof(cl_int), host_report_.data());
+        return 0;
+    });
+    last_segments_ = segments;
+    try {
+        report.kernel_seconds = event_seconds(done) + (segments > 1 ? event_seconds(combined) : 0.0);
+    } catch (const cl::Error&) {
+        report.kernel_seconds = -1;  // profiling unavailable: timing only, never an error
+    }
+    report.mode.resize(static_cast<std::size_t>(count));
+    report.shift2.resize(static_cast<std::size_t>(count));
+    report.status.resize(static_cast<std::size_t>(count));
+    Index still_active = 0;
+    for (int i = 0; i < count; ++i) {
+        const cl_int* r = host_report_.data() + 3 * static_cast<std::size_t>(i);
+        float shift2;
+        std::memcpy(&shift2, &r[1], sizeof shift2);
+        report.mode[static_cast<std::size_t>(i)] = r[0];
+        report.shift2[static_cast<std::size_t>(i)] = shift2;
+        report.status[static_cast<std::size_t>(i)] = static_cast<ModeStatus>(r[2]);
+        still_active += r[2] == 0;
+    }
+    if (retire) {
+        std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
+        active_ = still_active;
+    }
+}
+
+void OpenCLBinding::read_modes(double* out) const
+{
+    if (m_ == 0) throw Error("opencl: read_modes() before set_modes()");
+    std::vector<float> f(static_cast<std::size_t>(m_) * static_cast<std::size_t>(k_));
+    cl_call("reading the modes", [&] {
+        return dev_->queue.enqueueReadBuffer(modes_, CL_TRUE, 0, f.size() * sizeof(float), f.data());
+    });
+    for (std::size_t i = 0; i < f.size(); ++i) out[i] = static_cast<double>(f[i]);
+}
+
+std::string OpenCLBinding::program_binary() const
+{
     return cl_call("reading the program binary", [&] {
         const auto bins = program_.getInfo<CL_PROGRAM_BINARIES>();
         return bins.empty() ? std::string() : std::string(bins[0].begin(), bins[0].end());
     });
 }
 
-std::string OpenCLBackend::build_log() const
+std::string OpenCLBinding::build_log() const
 {
-    if (!config_) throw Error("opencl backend: build_log() before bind()");
-    return cl_call("reading the build log", [&] { return program_.getBuildInfo<CL_PROGRAM_BUILD_LOG>(device_.handle); });
-}
-
-int OpenCLBackend::choose_segments(int nblocks, Index count) const
-{
-    const KernelConfig& c = *config_;
-    int s = tuning_.segments;
-    if (s == 0) {
-        // Enough units for many waves of work-groups: the device then never idles on a last,
-        // mostly empty wave, nor when only a few modes are still active.
-        const long per_cu = is_gpu(device_) ? std::max(1, 2048 / c.tau) : 2;
-        const long target = 8L * std::max(1, device_.info.compute_units) * per_cu;
-        s = static_cast<int>(std::min<long>((target + nblocks - 1) / nblocks, 1L << 20));
-    }
-    s = std::max(1, std::min(s, ntiles_));
-    // Partial sums: segments x count x NACC floats; stay within an eighth of the device memory.
-    const std::size_t per_segment =
-        static_cast<std::size_t>(count) * static_cast<std::size_t>(c.reduction_floats() / c.tau) * sizeof(float);
-    const std::size_t cap = std::max<std::size_t>(device_.info.global_memory / 8, 1);
-    const std::size_t max_alloc = device_.handle.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>();
-    while (s > 1 && (static_cast<std::size_t>(s) * per_segment > std::min(cap, max_alloc) ||
-                     static_cast<long>(s) * nblocks > INT_MAX))
-        s /= 2;
-    return s;
-}
-
-void OpenCLBackend::step(const StepRequest& req)
-{
-    if (!config_) throw Error("opencl backend: step() before bind()");
-    if (req.candidates) throw NotSupported("opencl backend: candidate lists are not supported (exact Gaussian only)");
-    if (req.count <= 0) return;
-    if (req.count > INT_MAX / std::max(1, k_)) throw InvalidArgument("opencl: too many modes in one step");
-    const KernelConfig& c = *config_;
-    const std::size_t values = static_cast<std::size_t>(req.count) * static_cast<std::size_t>(k_);
-    host_in_.resize(values);
-    host_out_.resize(values);
-    for (std::size_t i = 0; i < values; ++i) host_in_[i] = static_cast<float>(req.positions[i]);
-    ensure_mode_buffers(req.count);
-
-    const int count = static_cast<int>(req.count);
-    const int nblocks = (count + c.modes_per_block() - 1) / c.modes_per_block();
-    const int segments = choose_segments(nblocks, req.count);
-    const std::size_t partial_bytes = segments > 1 ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
-                                                         static_cast<std::size_t>(c.reduction_floats() / c.tau) * sizeof(float)
-                                                   : sizeof(float);
-    if (partial_bytes > partial_capacity_) {
-        partial_ = cl_call("allocating the partial sums", [&] { return cl::Buffer(context_, CL_MEM_READ_WRITE, partial_bytes); });
-        partial_capacity_ = partial_bytes;
-    }
-    const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
-    cl::Event done, combined;
-    cl_call("running the approx_mode kernel", [&] {
-        queue_.enqueueWriteBuffer(queries_, CL_FALSE, 0, values * sizeof(float), host_in_.data());
-        kernel_.setArg(0, records_);
-        kernel_.setArg(1, refs_);
-        kernel_.setArg(2, static_cast<cl_int>(ntiles_));
-        kernel_.setArg(3, queries_);
-        kernel_.setArg(4, out_);
-        kernel_.setArg(5, static_cast<cl_int>(count));
-        kernel_.setArg(6, static_cast<cl_int>(nblocks));
-        kernel_.setArg(7, static_cast<cl_int>(segments));
-        kernel_.setArg(8, partial_);
-        queue_.enqueueNDRangeKernel(kernel_, cl::NullRange,
-                                    cl::NDRange(static_cast<std::size_t>(groups) * c.tau), cl::NDRange(c.tau),
-                                    nullptr, &done);
-        if (segments > 1) {
-            combine_.setArg(0, partial_);
-            combine_.setArg(1, static_cast<cl_int>(segments));
-            combine_.setArg(2, queries_);
-            combine_.setArg(3, out_);
-            combine_.setArg(4, static_cast<cl_int>(count));
-            const std::size_t local = 64;
-            queue_.enqueueNDRangeKernel(combine_, cl::NullRange,
-                                        cl::NDRange((static_cast<std::size_t>(count) + local - 1) / local * local),
-                                        cl::NDRange(local), nullptr, &combined);
-        }
-        queue_.enqueueReadBuffer(out_, CL_TRUE, 0, values * sizeof(float), host_out_.data());
-        return 0;
-    });
-    last_segments_ = segments;
-    auto seconds = [](const cl::Event& e) {
-        return 1e-9 * static_cast<double>(e.getProfilingInfo<CL_PROFILING_COMMAND_END>() -
-                                          e.getProfilingInfo<CL_PROFILING_COMMAND_START>());
-    };
-    try {
-        last_kernel_seconds_ = seconds(done) + (segments > 1 ? seconds(combined) : 0.0);
-    } catch (const cl::Error&) {
-        last_kernel_seconds_ = 0;  // profiling unavailable: timing only, never an error
-    }
-    for (std::size_t i = 0; i < values; ++i) req.out[i] = static_cast<double>(host_out_[i]);
+    return cl_call("reading the build log",
+                   [&] { return program_.getBuildInfo<CL_PROGRAM_BUILD_LOG>(dev_->device.handle); });
 }
 
 }  // namespace meanshift::detail

@@ -1,65 +1,99 @@
 #pragma once
-// Internal: the OpenCL backend (Alg. 3 / Alg. 7 on any OpenCL 1.2 device). Exposed to the
-// backend's own tests and benchmark (kernel timings); applications use make_backend("opencl").
+// Internal: the OpenCL backend (Alg. 3 / Alg. 7 on any OpenCL 1.2 device) and its binding.
+// Exposed to the backend's own tests and benchmark (kernel configuration, build log);
+// applications use make_backend("opencl").
 
 #include "backends/opencl/cl_devices.hpp"
 #include "backends/opencl/kernel_config.hpp"
 
 #include <meanshift/backend.hpp>
 
-#include <optional>
+#include <memory>
 #include <vector>
 
 namespace meanshift::detail {
 
-class OpenCLBackend final : public Backend {
+/// What a backend and all its bindings share: the device, its context and one profiling queue.
+struct ClDeviceState {
+    ClDeviceEntry device;
+    cl::Context context;
+    cl::CommandQueue queue;
+    std::size_t max_work_group_size = 0;
+    std::size_t max_alloc = 0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
+    bool is_gpu() const noexcept { return device.info.kind == "gpu"; }
+};
+
+/// The data of one run bound to the device, with the modes on the device: the point records
+/// (gpu::TileLayout), all m mode positions (float32), the active list and the per-step report.
+/// Shares ownership of the device state and of the PreparedData, so it outlives the backend.
+class OpenCLBinding final : public Binding {
 public:
-    /// Selects the device (BackendOptions::device_spec, see select_cl_device) and creates a
-    /// profiling command queue on the process-wide context of that device.
-    explicit OpenCLBackend(const BackendOptions& options);
+    OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_ptr<const PreparedData> data,
+                  const Topology& topology, const KernelConfig& config, int segments);
 
-    std::string name() const override { return "opencl"; }
-    std::vector<DeviceInfo> devices() const override { return {device_.info}; }
-    Topology resolve_topology(const Topology& requested, const PreparedData& data) const override;
-    void bind(const PreparedData& data, const Topology& topology) override;
-    void step(const StepRequest& request) override;
+    const PreparedData& data() const noexcept override { return *data_; }
+    const Topology& topology() const noexcept override { return topology_; }
+    void set_modes(const double* positions, Index m, const double* metric = nullptr) override;
+    Index mode_count() const noexcept override { return m_; }
+    Index active_count() const noexcept override { return active_; }
+    void step(double tol2, bool retire, StepReport& report) override;
+    void read_modes(double* out) const override;
 
-    /// The kernel configuration of the last bind() (for benchmarks and tests).
-    const KernelConfig& kernel_config() const;
-    /// Seconds the kernels themselves ran in the last step(), from OpenCL profiling events.
-    double last_kernel_seconds() const noexcept { return last_kernel_seconds_; }
+    /// The kernel configuration (for benchmarks and tests).
+    const KernelConfig& kernel_config() const noexcept { return config_; }
     /// n-loop segments per mode block used by the last step().
     int last_segments() const noexcept { return last_segments_; }
-    /// Build log of the kernel program of the last bind() (compiler diagnostics, e.g. register
-    /// use with MEANSHIFT_OPENCL_BUILD_OPTIONS=-cl-nv-verbose on NVIDIA).
+    /// Build log of the kernel program (compiler diagnostics, e.g. register use with
+    /// OpenCLTuning::extra_build_options = "-cl-nv-verbose" on NVIDIA).
     std::string build_log() const;
     /// The compiled program as the driver returns it (PTX on NVIDIA), for inspection.
     std::string program_binary() const;
 
 private:
-    KernelConfig make_config(const Topology& t, const PreparedData& data) const;
-    void ensure_mode_buffers(Index count);
     int choose_segments(int nblocks, Index count) const;
 
-    BackendOptions options_;
-    KernelTuning tuning_;
-    ClDeviceEntry device_;
-    cl::Context context_;
-    cl::CommandQueue queue_;
-    std::size_t max_work_group_size_ = 0;
-
-    std::optional<KernelConfig> config_;
+    std::shared_ptr<ClDeviceState> dev_;
+    std::shared_ptr<const PreparedData> data_;
     Topology topology_;
+    KernelConfig config_;
+    int tuned_segments_ = 0;
     int k_ = 0;
     int ntiles_ = 0;
     cl::Program program_;
     cl::Kernel kernel_, combine_;
-    cl::Buffer records_, refs_, queries_, out_, partial_;
-    Index mode_capacity_ = 0;
+    cl::Buffer records_, centres_, radii_;
+    // modes on the device
+    Index m_ = 0, active_ = 0;
+    bool has_metric_ = false;
+    cl::Buffer modes_, metric_, active_list_, next_list_, report_, counter_, partial_;
     std::size_t partial_capacity_ = 0;  // bytes
     int last_segments_ = 1;
-    std::vector<float> host_in_, host_out_;
-    double last_kernel_seconds_ = 0;
+    std::vector<cl_int> host_report_;
+};
+
+class OpenCLBackend final : public Backend {
+public:
+    /// Selects the device (BackendOptions::device_spec, see select_cl_device) and creates a
+    /// profiling command queue on the process-wide context of that device. Throws
+    /// InvalidArgument for bad options (preload_size < 0, OpenCLTuning out of range).
+    explicit OpenCLBackend(const BackendOptions& options);
+
+    std::string name() const override { return "opencl"; }
+    std::vector<DeviceInfo> devices() const override { return {dev_->device.info}; }
+    Topology resolve_topology(const Topology& requested, const PreparedData& data) const override;
+    std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override;
+    /// bind() with the concrete type (tests and bench_opencl read the kernel configuration).
+    std::unique_ptr<OpenCLBinding> bind_opencl(std::shared_ptr<const PreparedData> data, const Topology& topology);
+
+    /// Whether Alg. 7 preloading is used: BackendOptions::preload, Auto = on for GPUs, off for CPU
+    /// and accelerator devices (docs/tuning.md).
+    bool preload() const noexcept;
+    /// The kernel configuration bind() would use for this resolved topology.
+    KernelConfig make_config(const Topology& t, const PreparedData& data) const;
+
+private:
+    BackendOptions options_;
+    std::shared_ptr<ClDeviceState> dev_;
 };
 
 }  // namespace meanshift::detail

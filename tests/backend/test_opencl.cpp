@@ -1,7 +1,9 @@
 // OpenCL backend against the float64 serial backend, step by step: topologies (f_vppu, f_load,
 // non-power-of-two reduction), Alg. 7 preloading and batch sizes, both kernel models, both
 // exponent forms, ragged n, k from 1 to 64, modes per PU; plus error handling (broken program →
-// DeviceError with the build log, bad device specs, local-memory limits) and the program cache.
+// DeviceError with the build log, bad device specs, local-memory limits, the largest k) and the
+// program cache; the binding (modes on the device, statuses, retirement, ownership) and the GPU
+// tile layout (backends/gpu, no device needed).
 // Skips (with a message) only when no OpenCL platform is present; CI has PoCL, so it runs there.
 #include <meanshift/config.hpp>
 
@@ -9,13 +11,16 @@
 
 #if MEANSHIFT_HAVE_OPENCL
 
+#include "backends/gpu/tile_layout.hpp"
 #include "backends/opencl/opencl_backend.hpp"
 #include "backends/opencl/program_cache.hpp"
+#include "meanshift_device.h"  // MS_PAD_LOG2W
 #include "step_support.hpp"
 #include "test_data.hpp"
 #include "test_support.hpp"
 
-#include <cstdlib>
+#include <algorithm>
+#include <cmath>
 
 namespace {
 
@@ -24,7 +29,7 @@ using mstest::make_rng;
 using mstest::oracle_step;
 using mstest::run_step;
 using mstest::topo;
-using mstest::EnvVar;
+using mstest::share;
 
 bool opencl_usable() { return mstest::backend_usable("opencl"); }
 
@@ -36,6 +41,20 @@ double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, 
 }
 
 constexpr double kTol = 2e-4;  // float32 kernel vs float64 oracle, one step, prepared units
+
+Preload preload_mode(bool on) { return on ? Preload::On : Preload::Off; }
+
+/// One step of Q on an OpenCL binding made directly (the configuration stays readable).
+MatrixD opencl_step(const BackendOptions& o, const PreparedData& D, const Topology& want, const MatrixD& Q,
+                    detail::KernelConfig* config = nullptr, int* segments = nullptr)
+{
+    detail::OpenCLBackend b(o);
+    auto binding = b.bind_opencl(share(D), want);
+    const MatrixD got = mstest::step(*binding, Q);
+    if (config) *config = binding->kernel_config();
+    if (segments) *segments = binding->last_segments();
+    return got;
+}
 
 }  // namespace
 
@@ -80,7 +99,7 @@ TEST_CASE("opencl: topologies f_vppu x f_load, with and without preloading, both
                     if (f_load != f_vppu && preload != (f_load % 2 == 1)) continue;
                     if (model == KernelModel::PerPoint && f_load != f_vppu) continue;
                     BackendOptions o;
-                    o.preload = preload;
+                    o.preload = preload_mode(preload);
                     CAPTURE(int(model));
                     CAPTURE(f_vppu);
                     CAPTURE(f_load);
@@ -101,7 +120,6 @@ TEST_CASE("opencl: dimensions k in {1,2,3,5,8,17,64}, both models, both exponent
     MSTEST_SEED_INFO();
     auto rng = make_rng("opencl-dimensions");
     for (const char* form : {"expanded", "direct"}) {
-        EnvVar env("MEANSHIFT_OPENCL_EXPONENT", form);
         for (int k : {1, 2, 3, 5, 8, 17, 64})
             for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
                 const bool direct = std::string(form) == "direct";
@@ -111,10 +129,12 @@ TEST_CASE("opencl: dimensions k in {1,2,3,5,8,17,64}, both models, both exponent
                 CAPTURE(form);
                 CAPTURE(k);
                 CAPTURE(int(model));
-                BackendOptions pre;
-                pre.preload = true;
+                BackendOptions o;
+                o.opencl.exponent = direct ? ExponentForm::Direct : ExponentForm::Expanded;
+                BackendOptions pre = o;
+                pre.preload = Preload::On;
                 pre.preload_size = 32;
-                CHECK(deviation(D, Q, Topology{}) < kTol);
+                CHECK(deviation(D, Q, Topology{}, o) < kTol);
                 if (!direct) CHECK(deviation(D, Q, topo(0, 32, 4, 4), pre) < kTol);
             }
     }
@@ -129,25 +149,33 @@ TEST_CASE("opencl: preload batch sizes and modes per PU")
     const MatrixD Q = mstest::random_queries(rng, D, 130);
     for (int size : {1, 7, 100, 2048}) {
         BackendOptions o;
-        o.preload = true;
+        o.preload = Preload::On;
         o.preload_size = size;
         CAPTURE(size);
         CHECK(deviation(D, Q, topo(0, 64, 1, 1), o) < kTol);
         CHECK(deviation(D, Q, topo(0, 64, 2, 2), o) < kTol);
     }
     for (int r : {1, 2, 3, 8}) {
-        EnvVar env("MEANSHIFT_OPENCL_MODES_PER_PU", std::to_string(r));
+        BackendOptions o;
+        o.opencl.modes_per_pu = r;
         CAPTURE(r);
-        auto b = make_backend("opencl");
-        const MatrixD got = run_step(*b, D, topo(0, 32, 1, 1), Q);
-        CHECK(static_cast<detail::OpenCLBackend&>(*b).kernel_config().modes_per_pu == r);
+        detail::KernelConfig used;
+        const MatrixD got = opencl_step(o, D, topo(0, 32, 1, 1), Q, &used);
+        CHECK(used.modes_per_pu == r);
         CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
     }
     // f_vppu > 1: one mode per PU regardless of the knob
-    EnvVar env("MEANSHIFT_OPENCL_MODES_PER_PU", "4");
-    auto b = make_backend("opencl");
-    run_step(*b, D, topo(0, 32, 2, 2), Q);
-    CHECK(static_cast<detail::OpenCLBackend&>(*b).kernel_config().modes_per_pu == 1);
+    BackendOptions o;
+    o.opencl.modes_per_pu = 4;
+    detail::KernelConfig used;
+    opencl_step(o, D, topo(0, 32, 2, 2), Q, &used);
+    CHECK(used.modes_per_pu == 1);
+    // out-of-range tuning is an InvalidArgument naming the field
+    o.opencl.modes_per_pu = 17;
+    CHECK_THROWS_KEYWORD(InvalidArgument, detail::OpenCLBackend{o}, "opencl.modes_per_pu");
+    o.opencl.modes_per_pu = 0;
+    o.opencl.segments = -1;
+    CHECK_THROWS_KEYWORD(InvalidArgument, detail::OpenCLBackend{o}, "opencl.segments");
 }
 
 TEST_CASE("opencl: n-loop segments combined by combine_segments")
@@ -159,17 +187,17 @@ TEST_CASE("opencl: n-loop segments combined by combine_segments")
         const PreparedData D = mstest::random_prepared(rng, 777, 3, model);
         const MatrixD Q = mstest::random_queries(rng, D, 70);
         for (int segments : {1, 2, 5, 7, 1000}) {  // 1000 > tiles: clamped to one tile per segment
-            EnvVar env("MEANSHIFT_OPENCL_SEGMENTS", std::to_string(segments));
             for (bool preload : {false, true}) {
                 BackendOptions o;
-                o.preload = preload;
+                o.preload = preload_mode(preload);
                 o.preload_size = 64;
+                o.opencl.segments = segments;
                 CAPTURE(int(model));
                 CAPTURE(segments);
                 CAPTURE(preload);
-                auto b = make_backend("opencl", o);
-                const MatrixD got = run_step(*b, D, topo(0, 32, 1, 1), Q);
-                CHECK(static_cast<detail::OpenCLBackend&>(*b).last_segments() == std::min(segments, (777 + 63) / 64));
+                int used_segments = 0;
+                const MatrixD got = opencl_step(o, D, topo(0, 32, 1, 1), Q, nullptr, &used_segments);
+                CHECK(used_segments == std::min(segments, (777 + 63) / 64));
                 CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
                 CHECK(deviation(D, Q, topo(0, 32, 4, 3), o) < kTol);
             }
@@ -210,7 +238,7 @@ TEST_CASE("opencl: large extent (image-like grid over +-80 bandwidths), expanded
     for (Index i = 0; i < Q.rows(); ++i) Q(i, 0) += 0.75, Q(i, 1) -= 0.5;  // between grid points
     for (bool preload : {false, true}) {
         BackendOptions o;
-        o.preload = preload;
+        o.preload = preload_mode(preload);
         CAPTURE(preload);
         const double dev = deviation(D, Q, Topology{}, o);
         MESSAGE("large extent, preload " << preload << ": max deviation " << dev << " bandwidths");
@@ -221,18 +249,236 @@ TEST_CASE("opencl: large extent (image-like grid over +-80 bandwidths), expanded
     }
 }
 
-TEST_CASE("opencl: a mode without support keeps its position")
+TEST_CASE("opencl: a mode without support is reported NoSupport and keeps its position")
 {
     if (!opencl_usable()) return;
     auto rng = make_rng("opencl-nosupport");
-    const PreparedData D = mstest::random_prepared(rng, 100, 3, KernelModel::Shared);
-    MatrixD Q(2, 3);
-    Q << 1000, 1000, 1000, 0.5, 0.5, 0.5;
-    auto b = make_backend("opencl");
-    const MatrixD got = run_step(*b, D, Topology{}, Q);
-    CHECK(got(0, 0) == 1000);
-    CHECK(got(0, 2) == 1000);
-    CHECK(mstest::max_abs_diff(got.bottomRows(1), oracle_step(D, Q).bottomRows(1)) < kTol);
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int segments : {1, 3}) {  // finished by the approx kernel / by combine_segments
+            CAPTURE(int(model));
+            CAPTURE(segments);
+            const PreparedData D = mstest::random_prepared(rng, 100, 3, model);
+            MatrixD Q(2, 3);
+            Q << 1e6, 1e6, 1e6, 0.5, 0.5, 0.5;  // 1e6 bandwidths from every point
+            BackendOptions o;
+            o.opencl.segments = segments;
+            auto b = make_backend("opencl", o);
+            auto binding = b->bind(share(D), Topology{});
+            binding->set_modes(Q.data(), 2);
+            StepReport rep;
+            binding->step(1e-12, true, rep);
+            REQUIRE(rep.mode.size() == 2);
+            for (std::size_t i = 0; i < 2; ++i) {
+                CAPTURE(rep.mode[i]);
+                if (rep.mode[i] == 0) {
+                    CHECK(rep.status[i] == ModeStatus::NoSupport);
+                    CHECK(rep.shift2[i] == 0);
+                } else {
+                    CHECK(rep.status[i] == ModeStatus::Active);
+                }
+            }
+            CHECK(binding->active_count() == 1);  // the seed without support left the active set
+            MatrixD got(2, 3);
+            binding->read_modes(got.data());
+            CHECK(got(0, 0) == 1e6);
+            CHECK(got(0, 2) == 1e6);
+            CHECK(mstest::max_abs_diff(got.bottomRows(1), oracle_step(D, Q.bottomRows(1))) < kTol);
+        }
+}
+
+TEST_CASE("opencl: a binding keeps working after its Backend object is destroyed")
+{
+    if (!opencl_usable()) return;
+    auto rng = make_rng("opencl-ownership");
+    const PreparedData D = mstest::random_prepared(rng, 300, 3, KernelModel::PerPoint);
+    const MatrixD Q = mstest::random_queries(rng, D, 40);
+    std::unique_ptr<Binding> binding;
+    {
+        auto data = share(D);
+        auto b = make_backend("opencl");
+        binding = b->bind(data, Topology{});
+    }  // the backend and the caller's pointer to the data are gone; the binding owns both
+    CHECK(binding->data().n() == 300);
+    CHECK(mstest::max_abs_diff(mstest::step(*binding, Q), oracle_step(D, Q)) < kTol);
+    CHECK(mstest::max_abs_diff(mstest::step(*binding, Q), oracle_step(D, Q)) < kTol);  // set_modes again
+}
+
+TEST_CASE("opencl: retirement compacts the active set on the device; read_modes returns every mode")
+{
+    if (!opencl_usable()) return;
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("opencl-retire");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int segments : {1, 4}) {
+            CAPTURE(int(model));
+            CAPTURE(segments);
+            const PreparedData D = mstest::random_prepared(rng, 257, 2, model);
+            const Index m = 200;
+            MatrixD Y = mstest::random_queries(rng, D, m);
+            MatrixD metric = MatrixD::Constant(m, 2, 2.0);  // Alg. 5 weights: shift² doubles
+            BackendOptions o;
+            o.opencl.segments = segments;
+            auto b = make_backend("opencl", o);
+            auto binding = b->bind(share(D), topo(0, 16, 1, 1));
+            binding->set_modes(Y.data(), m, metric.data());
+            CHECK(binding->mode_count() == m);
+            CHECK(binding->active_count() == m);
+
+            // retire = false: nobody leaves, every mode is reported, positions match the oracle
+            StepReport rep;
+            binding->step(1e30, false, rep);
+            CHECK(rep.mode.size() == std::size_t(m));
+            CHECK(binding->active_count() == m);
+            std::vector<Index> seen = rep.mode;
+            std::sort(seen.begin(), seen.end());
+            for (Index i = 0; i < m; ++i) CHECK(seen[std::size_t(i)] == i);
+            const MatrixD Y1 = oracle_step(D, Y);
+            MatrixD got(m, 2);
+            binding->read_modes(got.data());
+            CHECK(mstest::max_abs_diff(got, Y1) < kTol);
+            for (std::size_t i = 0; i < rep.mode.size(); ++i) {
+                const Index j = rep.mode[i];
+                const double want = 2.0 * (Y1.row(j) - Y.row(j)).squaredNorm();
+                CHECK(rep.shift2[i] == doctest::Approx(want).epsilon(1e-3).scale(1e-6));
+                CHECK(rep.status[i] == ModeStatus::Converged);  // tol2 = 1e30, but retire = false
+            }
+
+            // retire = true with a tolerance between the shifts: exactly the modes above it stay
+            binding->step(0, false, rep);  // one more step without retiring
+            std::vector<double> s2 = rep.shift2;
+            std::sort(s2.begin(), s2.end());
+            const double tol2 = s2[s2.size() / 2];
+            MatrixD before(m, 2);
+            binding->read_modes(before.data());
+            binding->step(tol2, true, rep);
+            const MatrixD Y2 = oracle_step(D, before);
+            Index active = 0;
+            std::vector<Index> stays;
+            for (std::size_t i = 0; i < rep.mode.size(); ++i) {
+                CHECK((rep.status[i] == (rep.shift2[i] <= tol2 ? ModeStatus::Converged : ModeStatus::Active)));
+                if (rep.status[i] == ModeStatus::Active) ++active, stays.push_back(rep.mode[i]);
+            }
+            CHECK(active > 0);
+            CHECK(active < m);
+            CHECK(binding->active_count() == active);
+            // the next step advances exactly the survivors; the retired modes keep their positions
+            MatrixD after(m, 2);
+            binding->read_modes(after.data());
+            CHECK(mstest::max_abs_diff(after, Y2) < kTol);
+            binding->step(tol2, true, rep);
+            std::vector<Index> next = rep.mode;
+            std::sort(next.begin(), next.end());
+            std::sort(stays.begin(), stays.end());
+            CHECK(next == stays);
+            MatrixD last(m, 2);
+            binding->read_modes(last.data());
+            for (Index j = 0; j < m; ++j)
+                if (!std::binary_search(stays.begin(), stays.end(), j)) CHECK(last.row(j) == after.row(j));
+            // until every mode has left
+            for (int it = 0; it < 500 && binding->active_count() > 0; ++it) binding->step(1e-4, true, rep);
+            CHECK(binding->active_count() == 0);
+            binding->step(1e-6, true, rep);
+            CHECK(rep.mode.empty());
+        }
+}
+
+TEST_CASE("opencl: the largest k is accepted and k + 1 refused before any build")
+{
+    if (!opencl_usable()) return;
+    auto rng = make_rng("opencl-max-k");
+    const int kmax = detail::kMaxDimensions;
+    const std::string limit = "exceeds the largest k the OpenCL kernels support, " + std::to_string(kmax);
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        CAPTURE(int(model));
+        const PreparedData big = mstest::random_prepared(rng, 3, kmax + 1, model);
+        auto b = make_backend("opencl");
+        const std::size_t builds = detail::cl_programs_compiled();
+        CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(Topology{}, big), limit.c_str());
+        CHECK_THROWS_KEYWORD(InvalidArgument, b->bind(share(big), Topology{}), limit.c_str());
+        CHECK(detail::cl_programs_compiled() == builds);  // refused before any program build
+    }
+    // n = 2 points at the largest k: builds, runs and matches the oracle (PoCL: seconds)
+    const PreparedData D = mstest::random_prepared(rng, 2, kmax, KernelModel::PerPoint);
+    const MatrixD Q = D.points;
+    CHECK(deviation(D, Q, Topology{}) < kTol);
+}
+
+TEST_CASE("opencl: default preload batch fits local memory at large k; an explicit one that cannot is refused")
+{
+    if (!opencl_usable()) return;
+    auto rng = make_rng("opencl-batch-fit");
+    for (int k : {64, 256}) {
+        CAPTURE(k);
+        const PreparedData D = mstest::random_prepared(rng, 40, k, KernelModel::PerPoint);
+        BackendOptions o;
+        o.preload = Preload::On;
+        detail::OpenCLBackend b(o);
+        const Topology t = b.resolve_topology(Topology{}, D);
+        const detail::KernelConfig c = b.make_config(t, D);
+        CHECK(c.local_bytes() <= b.devices()[0].local_memory);
+        CHECK(c.tile >= 1);
+        const MatrixD Q = mstest::random_queries(rng, D, 5);
+        CHECK(mstest::max_abs_diff(opencl_step(o, D, Topology{}, Q), oracle_step(D, Q)) < kTol);
+        o.preload_size = 1 << 20;
+        detail::OpenCLBackend too_big(o);
+        CHECK_THROWS_KEYWORD(InvalidArgument, too_big.resolve_topology(Topology{}, D), "CL_DEVICE_LOCAL_MEM_SIZE", "preload_size");
+    }
+}
+
+TEST_CASE("gpu layout: records reproduce the exponent of every point, k-d order, padding (no device)")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gpu-layout");
+    const double L = 1.0 / std::log(2.0);
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (ExponentForm form : {ExponentForm::Expanded, ExponentForm::Direct})
+            for (int k : {1, 3, 8})
+                for (int tile : {1, 32, 100}) {
+                    CAPTURE(int(model));
+                    CAPTURE(int(form));
+                    CAPTURE(k);
+                    CAPTURE(tile);
+                    const bool pp = model == KernelModel::PerPoint;
+                    const PreparedData D = mstest::random_prepared(rng, 333, k, model);
+                    const gpu::TileLayout lay = gpu::build_tile_layout(D, tile, form);
+                    REQUIRE(lay.tiles == (333 + tile - 1) / tile);
+                    REQUIRE(lay.stride == gpu::record_stride(k, pp));
+                    REQUIRE(lay.stride % 4 == 0);
+                    REQUIRE(lay.stride >= gpu::record_floats(k, pp));
+                    REQUIRE(lay.original.size() == 333u);
+                    std::vector<int> seen(333, 0);
+                    const MatrixD Q = mstest::random_queries(rng, D, 3);
+                    double worst = 0;
+                    for (Index s = 0; s < lay.tiles * tile; ++s) {
+                        const float* rec = lay.records.data() + s * lay.stride;
+                        const float* c = lay.centres.data() + (s / tile) * k;
+                        if (s >= D.n()) {  // padding
+                            CHECK(rec[gpu::log_weight_slot(k, pp)] == MS_PAD_LOG2W);
+                            continue;
+                        }
+                        const Index i = lay.original[std::size_t(s)];
+                        ++seen[std::size_t(i)];
+                        double r2 = 0;
+                        for (int d = 0; d < k; ++d) r2 += (D.points(i, d) - c[d]) * (D.points(i, d) - c[d]);
+                        CHECK(std::sqrt(r2) <= lay.radii[std::size_t(s / tile)]);
+                        for (Index q = 0; q < Q.rows(); ++q) {  // exponent (log2 units) of the pair (y, x_i)
+                            double got = rec[gpu::log_weight_slot(k, pp)], want = pp ? L * D.log_weight[i] : 0.0;
+                            for (int d = 0; d < k; ++d) {
+                                const double y = Q(q, d) - c[d], w = pp ? D.precision(i, d) : 1.0;
+                                want -= 0.5 * L * w * (Q(q, d) - D.points(i, d)) * (Q(q, d) - D.points(i, d));
+                                if (form == ExponentForm::Expanded)
+                                    got += pp ? rec[1 + d] * y + rec[1 + k + d] * y * y : L * y * rec[d] - 0.5 * L * y * y;
+                                else
+                                    got -= 0.5 * L * (pp ? rec[1 + k + d] : 1.0) * (y - rec[(pp ? 1 : 0) + d]) *
+                                           (y - rec[(pp ? 1 : 0) + d]);
+                            }
+                            // float32 records: error relative to the magnitude of the summed terms
+                            worst = std::max(worst, std::abs(got - want) / (1.0 + std::abs(want)));
+                        }
+                    }
+                    CHECK(worst < 1e-5);
+                    CHECK(std::count(seen.begin(), seen.end(), 1) == 333);  // a permutation
+                }
 }
 
 TEST_CASE("opencl: a broken program raises DeviceError carrying the build log")
@@ -291,18 +537,11 @@ TEST_CASE("opencl: bad device specs and limits give clear errors")
         o.device_spec = "0:0";
         CHECK_NOTHROW(make_backend("opencl", o));
     }
-    {
-        EnvVar env("MEANSHIFT_OPENCL_DEVICE", "7:7");
-        CHECK_THROWS_KEYWORD(InvalidArgument, make_backend("opencl"), "MEANSHIFT_OPENCL_DEVICE");
-        BackendOptions o;
-        o.device_spec = "0:0";  // the option wins over the environment
-        CHECK_NOTHROW(make_backend("opencl", o));
-    }
     auto rng = make_rng("opencl-limits");
     const PreparedData D = mstest::random_prepared(rng, 64, 3, KernelModel::PerPoint);
     {
         BackendOptions o;
-        o.preload = true;
+        o.preload = Preload::On;
         o.preload_size = 1 << 20;  // 1M points x 8 floats: more than any local memory
         auto b = make_backend("opencl", o);
         CHECK_THROWS_KEYWORD(InvalidArgument, b->resolve_topology(Topology{}, D), "CL_DEVICE_LOCAL_MEM_SIZE");
@@ -315,11 +554,10 @@ TEST_CASE("opencl: bad device specs and limits give clear errors")
     }
     {
         auto b = make_backend("opencl");
-        const MatrixD Q = mstest::random_queries(rng, D, 4);
-        b->bind(D, b->resolve_topology(Topology{}, D));
-        CandidateList c;
-        c.offsets = {0, 0, 0, 0, 0};
-        CHECK_THROWS_AS(mstest::step(*b, Q, &c), NotSupported);
+        auto binding = b->bind(share(D), Topology{});
+        StepReport rep;
+        CHECK_THROWS_AS(binding->step(0, true, rep), Error);  // before set_modes
+        CHECK_THROWS_AS(binding->set_modes(D.points.data(), 0), InvalidArgument);
     }
 }
 
