@@ -1,23 +1,26 @@
-// bench_cuda: pair interactions per second of the cuda backend's step() (one mean-shift
+// bench_cuda: pair interactions per second of the cuda backend's Binding::step() (one mean-shift
 // iteration, float32 on the device) and the seeds' end-to-end benchmark through cluster().
+// Public API only (meanshift.hpp): tuning through BackendOptions / CudaTuning, kernel time from
+// StepReport::kernel_seconds.
 //
-//   bench_cuda [section ...]   sections: throughput tiles modes topology e2e (default: all),
-//                              variants (A/B of the fast kernels' point loops; not in the default)
-//   MEANSHIFT_BENCH_N=<n>      points of the throughput runs (default 2^20)
+//   bench_cuda [--n N] [section ...]   sections: throughput tiles modes topology e2e (default: all),
+//                                      variants (A/B of the fast kernels' point loops; not in the default)
+//   --n N                              points of the throughput runs (default 2^20)
 //
-// Throughput: every query against every point; "step" is timed around Backend::step() (host
-// conversion and transfers included), "kernel" with CUDA events around the kernel launches of that
-// step; medians of 3 after one warm-up step. Results go to stdout as a table.
+// Throughput: every query against every point; "step" is timed around Binding::step() (all modes
+// active, retire = false: kernels, the finish kernel and the (index, shift², status) records back
+// to the host), "kernel" is StepReport::kernel_seconds (CUDA events around the step's kernels);
+// medians of 3 after one warm-up step. Results go to stdout as a table.
 #include <meanshift/meanshift.hpp>
-
-#include "backends/cuda/kernel_timing.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -73,13 +76,15 @@ ms::PreparedData prepare(const ms::MatrixF& raw, double h, ms::KernelModel model
 
 struct Config {
     std::string label;
-    bool preload = true;
+    ms::Preload preload = ms::Preload::Auto;  // Auto = the backend's default (on)
     int tile = 0;
     int r = 0;  // modes per PU (fast kernels), 0 = default
     ms::Topology topology;
     ms::Index queries = 0;  // 0 = all n
-    int variant = 0;        // fast-kernel point loop (MEANSHIFT_CUDA_FAST_VARIANT), 0 = default
+    int variant = 0;        // fast-kernel point loop (CudaTuning::kernel_variant), 0 = default
 };
+
+ms::Preload pre(bool on) { return on ? ms::Preload::On : ms::Preload::Off; }
 
 struct Rate {
     double step = 0;    ///< pairs/s over the whole step()
@@ -87,44 +92,35 @@ struct Rate {
 };
 
 /// Median pairs/s of 3 timed steps (after one warm-up) for one configuration.
-Rate pairs_per_second(const ms::PreparedData& data, const Config& c, ms::Topology* resolved)
+Rate pairs_per_second(const std::shared_ptr<const ms::PreparedData>& data, const Config& c, ms::Topology* resolved)
 {
-    if (c.r > 0)
-        setenv("MEANSHIFT_CUDA_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
-    else
-        unsetenv("MEANSHIFT_CUDA_MODES_PER_PU");
-    if (c.variant > 0)
-        setenv("MEANSHIFT_CUDA_FAST_VARIANT", std::to_string(c.variant).c_str(), 1);
-    else
-        unsetenv("MEANSHIFT_CUDA_FAST_VARIANT");
     ms::BackendOptions o;
     o.preload = c.preload;
     o.preload_size = c.tile;
+    o.cuda.modes_per_pu = c.r;
+    o.cuda.kernel_variant = c.variant;
     auto b = ms::make_backend("cuda", o);
-    const ms::Topology t = b->resolve_topology(c.topology, data);
+    const ms::Topology t = b->resolve_topology(c.topology, *data);
     if (resolved) *resolved = t;
-    b->bind(data, t);
-    const ms::Index m = c.queries > 0 ? std::min(c.queries, data.n()) : data.n();
-    std::vector<double> out(static_cast<std::size_t>(m * data.k()));
-    ms::StepRequest req;
-    req.positions = data.points.data();
-    req.out = out.data();
-    req.count = m;
-    b->step(req);
+    auto binding = b->bind(data, t);
+    const ms::Index m = c.queries > 0 ? std::min(c.queries, data->n()) : data->n();
+    binding->set_modes(data->points.data(), m);
+    ms::StepReport report;
+    binding->step(0.0, false, report);  // warm-up; every mode stays active (retire = false)
     std::vector<double> s, kt;
     for (int rep = 0; rep < 3; ++rep) {
         const auto t0 = Clock::now();
-        b->step(req);
+        binding->step(0.0, false, report);
         s.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-        kt.push_back(ms::cuda::last_step_kernel_seconds(*b));
+        kt.push_back(report.kernel_seconds);
     }
     std::sort(s.begin(), s.end());
     std::sort(kt.begin(), kt.end());
-    const double pairs = static_cast<double>(m) * static_cast<double>(data.n());
+    const double pairs = static_cast<double>(m) * static_cast<double>(data->n());
     return {pairs / s[1], pairs / kt[1]};
 }
 
-void row(const char* model, const Config& c, const ms::PreparedData& data)
+void row(const char* model, const Config& c, const std::shared_ptr<const ms::PreparedData>& data)
 {
     ms::Topology t;
     try {
@@ -136,12 +132,13 @@ void row(const char* model, const Config& c, const ms::PreparedData& data)
     std::fflush(stdout);
 }
 
-bool wanted(int argc, char** argv, const char* s)
+/// Sections named on the command line (empty: the default set).
+std::vector<std::string> g_sections;
+
+bool wanted(const char* s, bool by_default = true)
 {
-    if (argc < 2) return true;
-    for (int i = 1; i < argc; ++i)
-        if (std::string(argv[i]) == s) return true;
-    return false;
+    if (g_sections.empty()) return by_default;
+    return std::find(g_sections.begin(), g_sections.end(), s) != g_sections.end();
 }
 
 }  // namespace
@@ -157,23 +154,30 @@ int main(int argc, char** argv)
                                 d.global_memory / 1073741824.0);
                 if (!s.usable) return 77;
             }
-        const char* nenv = std::getenv("MEANSHIFT_BENCH_N");
-        const ms::Index n = nenv ? std::atoll(nenv) : (ms::Index(1) << 20);
+        ms::Index n = ms::Index(1) << 20;
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--n" && i + 1 < argc)
+                n = std::atoll(argv[++i]);
+            else
+                g_sections.push_back(a);
+        }
+        if (n < 1) throw std::invalid_argument("--n must be >= 1");
         const ms::MatrixF raw = make_blobs(n, 3, 3, 1.5, 42);
-        const ms::PreparedData iso = prepare(raw, 2.0, ms::KernelModel::Shared, 1);
-        const ms::PreparedData pp = prepare(raw, 2.0, ms::KernelModel::PerPoint, 1);
+        const auto iso = std::make_shared<const ms::PreparedData>(prepare(raw, 2.0, ms::KernelModel::Shared, 1));
+        const auto pp = std::make_shared<const ms::PreparedData>(prepare(raw, 2.0, ms::KernelModel::PerPoint, 1));
         std::printf("\nn = %lld points, k = 3, float32, one iteration, pairs/s = queries * n / step time\n",
                     static_cast<long long>(n));
         std::printf("%-9s %-30s %-58s %-9s %s\n", "model", "variant", "topology", "step", "kernel (pairs/s)");
 
-        if (wanted(argc, argv, "throughput")) {
+        if (wanted("throughput")) {
             for (const auto* d : {&iso, &pp}) {
                 const char* m = d == &iso ? "isotropic" : "per-point";
-                row(m, {"default (preload, W=1024)", true, 0, 0, {}, 0}, *d);
-                row(m, {"naive (no preload, W=1024)", false, 0, 0, {}, 0}, *d);
+                row(m, {"default (no tuning)", ms::Preload::Auto, 0, 0, {}, 0}, *d);
+                row(m, {"naive (no preload, W=1024)", ms::Preload::Off, 0, 0, {}, 0}, *d);
             }
         }
-        if (argc > 1 && wanted(argc, argv, "variants")) {
+        if (wanted("variants", false)) {
             // Point-loop variants of the fast kernels (kernel_params.hpp), interleaved and repeated so
             // that drift during the run shows: 1 = run-time W, unroll 2; 2 / 3 = W fixed at compile
             // time, unroll 4 / 8 (per-point in Horner form), at W = 512 and 1024.
@@ -181,29 +185,29 @@ int main(int argc, char** argv)
                 for (const auto* d : {&iso, &pp})
                     for (int w : {512, 1024})
                         for (int v : {1, 2, 3}) {
-                            Config c{"variant " + std::to_string(v) + " W=" + std::to_string(w), true, w, 0, {}, 0};
+                            Config c{"variant " + std::to_string(v) + " W=" + std::to_string(w), ms::Preload::On, w, 0, {}, 0};
                             c.variant = v;
                             row(d == &iso ? "isotropic" : "per-point", c, *d);
                         }
         }
-        if (wanted(argc, argv, "tiles")) {
+        if (wanted("tiles")) {
             for (const auto* d : {&iso, &pp})
                 for (bool pre : {true, false})
                     for (int w : {32, 64, 128, 256, 512, 1024}) {
-                        Config c{std::string(pre ? "preload" : "naive") + " W=" + std::to_string(w), pre, w, 0, {}, 0};
+                        Config c{std::string(pre ? "preload" : "naive") + " W=" + std::to_string(w), ::pre(pre), w, 0, {}, 0};
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
                     }
         }
-        if (wanted(argc, argv, "modes")) {
+        if (wanted("modes")) {
             for (const auto* d : {&iso, &pp})
                 for (int r : {2, 4, 8})
                     for (int tau : {128, 256}) {
-                        Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), true, 0, r, {}, 0};
+                        Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), ms::Preload::On, 0, r, {}, 0};
                         c.topology.pus_per_ppu = tau;
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
                     }
         }
-        if (wanted(argc, argv, "topology")) {
+        if (wanted("topology")) {
             // Alg. 3 kernels (direct form), 2^14 queries against all n points.
             const int combos[][2] = {{1, 1}, {2, 2}, {4, 4}, {8, 8}, {8, 2}, {32, 32}, {32, 8}, {64, 64}, {128, 128}, {128, 32}};
             for (const auto* d : {&iso, &pp})
@@ -211,14 +215,14 @@ int main(int argc, char** argv)
                     for (const auto& fv : combos) {
                         Config c{std::string("alg3 ") + (pre ? "preload" : "naive") + " fv=" + std::to_string(fv[0]) +
                                      " fl=" + std::to_string(fv[1]),
-                                 pre, 0, 0, {}, ms::Index(1) << 14};
+                                 ::pre(pre), 0, 0, {}, ms::Index(1) << 14};
                         c.topology.f_vppu = fv[0];
                         c.topology.f_load = fv[1];
                         if (fv[0] == 1) c.topology.f_vppu = 1;  // fast path, for comparison
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
                     }
         }
-        if (wanted(argc, argv, "e2e")) {
+        if (wanted("e2e")) {
             // Paper 000 / 002: make_blobs 3 centres std 1.5, 1,000,000 points, bandwidth 2, 10 iterations.
             // Seed chosen (first from 7 up) so that the three centres are ≥ 8 apart: three clusters
             // exist; closer centres merge at bandwidth 2, which says nothing about speed.
@@ -234,8 +238,7 @@ int main(int argc, char** argv)
             ms::Options opt;
             opt.backend = "cuda";
             opt.bandwidth = ms::Bandwidth::isotropic(2.0);
-            opt.fixed_iterations = 10;
-            opt.backend_options.preload = true;
+            opt.fixed_iterations = 10;  // default tuning (preloading on)
             for (int rep = 0; rep < 2; ++rep) {
                 const auto t0 = Clock::now();
                 const ms::Result r = ms::cluster(x, opt);
