@@ -42,9 +42,16 @@ constexpr int kDefaultFastVariantPerPoint = 3;
 constexpr Index kDefaultMaxQueries = Index(1) << 24;
 constexpr Index kNoPointLimit = Index(1) << 62;
 
-/// Preload::Auto is preloading on GPUs: faster for both models at every measured size
-/// (docs/tuning.md, CUDA).
-bool preload_on(const BackendOptions& o) { return o.preload != Preload::Off; }
+/// Preload::Auto = the faster variant measured on the H200 (docs/tuning.md, CUDA): preloading on
+/// for the fast kernels (+17 % isotropic, +47 % per-point) and for the topology kernels up to
+/// f_vppu = 32; off for the topology kernels with f_vppu ≥ 64, where one block's modes are few
+/// and staging the tile costs more than it saves (isotropic 0.85 vs 0.61e12, per-point 0.37 vs
+/// 0.34e12 at f_vppu = 64).
+bool preload_on(const BackendOptions& o, bool fast, int f_vppu)
+{
+    if (o.preload != Preload::Auto) return o.preload == Preload::On;
+    return fast || f_vppu < 64;
+}
 
 DeviceInfo describe(int index, const cudaDeviceProp& p)
 {
@@ -89,8 +96,8 @@ struct Plan {
 Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp)
 {
     Plan p;
-    p.preload = preload_on(o);
     p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
+    p.preload = preload_on(o, p.fast, t.f_vppu);
     if (p.fast) {
         p.tile = o.preload_size > 0 ? o.preload_size : kDefaultFastTile;
         p.r = modes_per_pu(o.cuda, k, pp, p.preload);
