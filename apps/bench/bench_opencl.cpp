@@ -1,11 +1,12 @@
-// bench_opencl: pair interactions per second of the OpenCL backend's step() (one mean-shift
-// iteration of all n modes against all n points), for a list of kernel configurations, timed
-// by OpenCL profiling events (kernel alone) and by the wall clock around step() (conversion,
-// transfers and kernel). One JSON line per configuration on stdout; each also reports the largest
+// bench_opencl: pair interactions per second of the OpenCL binding's step() (one mean-shift
+// iteration of all n modes against all n points, the modes on the device), for a list of kernel
+// configurations, timed by OpenCL profiling events (StepReport::kernel_seconds: the kernels
+// alone) and by the wall clock around step() (kernels, the report's read-back). One JSON line per configuration on stdout; each also reports the largest
 // deviation from the float64 serial backend over a sample of modes (speed never buys accuracy).
 //
 //   bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] [--check M] [--device P:D]
-//                [--config "preload=1,tile=256,tau=128,fvppu=1,fload=1,r=4,form=expanded"]...
+//                [--build-options TEXT] [--config "preload=1,tile=256,tau=128,fvppu=1,fload=1,r=4,form=expanded"]...
+// preload=auto takes the backend's default for the device (Preload::Auto); tau=0 its default τ.
 // Without --config a built-in sweep runs (preloading on/off, tile sizes, r, f_vppu/f_load).
 #include "backends/opencl/opencl_backend.hpp"
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -27,7 +29,7 @@ namespace {
 using namespace meanshift;
 
 struct Config {
-    bool preload = false;
+    Preload preload = Preload::Off;
     int tile = 0;  // 0 = backend default
     int tau = 128;
     int f_vppu = 1;
@@ -48,7 +50,7 @@ Config parse_config(const std::string& text)
         const auto eq = item.find('=');
         if (eq == std::string::npos) throw InvalidArgument("bench_opencl: bad config item '" + item + "'");
         const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
-        if (key == "preload") c.preload = val == "1";
+        if (key == "preload") c.preload = val == "auto" ? Preload::Auto : val == "1" ? Preload::On : Preload::Off;
         else if (key == "tile") c.tile = std::stoi(val);
         else if (key == "tau") c.tau = std::stoi(val);
         else if (key == "fvppu") c.f_vppu = std::stoi(val);
@@ -170,7 +172,7 @@ int main(int argc, char** argv)
 {
     Index n = Index(1) << 20;
     int k = 3, reps = 3, check = 256;
-    std::string model = "shared", device, data = "blobs", dump;
+    std::string model = "shared", device, data = "blobs", dump, base_options;
     std::vector<std::string> configs;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -190,19 +192,20 @@ int main(int argc, char** argv)
         else if (a == "--data") data = next();
         else if (a == "--dump") dump = next();
         else if (a == "--config") configs.push_back(next());
+        else if (a == "--build-options") base_options = next();
         else {
             std::fprintf(stderr, "usage: bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] "
-                                 "[--check M] [--device P:D] [--data blobs|uniform] [--dump DIR] [--config key=value,...]...\n");
+                                 "[--check M] [--device P:D] [--data blobs|uniform] [--dump DIR] [--build-options TEXT] "
+                                 "[--config key=value,...]...\n");
             return 2;
         }
     }
     const bool per_point = model == "perpoint";
-    const char* env_options = std::getenv("MEANSHIFT_OPENCL_BUILD_OPTIONS");
-    const std::string base_options = env_options ? env_options : "";
     if (configs.empty()) configs = default_sweep(per_point);
 
     try {
-        const PreparedData D = make_data(n, k, per_point, data, 42);
+        const auto shared_data = std::make_shared<const PreparedData>(make_data(n, k, per_point, data, 42));
+        const PreparedData& D = *shared_data;
         MatrixD Q = D.points;  // every point is a mode (one full iteration)
         // float64 oracle for a sample of modes spread over the data
         const Index m = std::min<Index>(check, n);
@@ -210,23 +213,22 @@ int main(int argc, char** argv)
         for (Index j = 0; j < m; ++j) Qs.row(j) = Q.row(j * (n / m));
         {
             auto serial = make_backend("serial");
-            serial->bind(D, serial->resolve_topology(Topology{}, D));
-            StepRequest r{Qs.data(), ref.data(), m, nullptr};
-            serial->step(r);
+            serial->bind(shared_data, Topology{})->step_once(Qs.data(), ref.data(), m);
         }
         MatrixD out(n, k);
         for (const std::string& text : configs) {
             const Config c = parse_config(text);
-            if (c.r > 0) setenv("MEANSHIFT_OPENCL_MODES_PER_PU", std::to_string(c.r).c_str(), 1);
-            else unsetenv("MEANSHIFT_OPENCL_MODES_PER_PU");
-            setenv("MEANSHIFT_OPENCL_EXPONENT", c.form.c_str(), 1);
-            setenv("MEANSHIFT_OPENCL_SEGMENTS", std::to_string(c.segments).c_str(), 1);
-            setenv("MEANSHIFT_OPENCL_NV_EX2", std::to_string(c.nv_ex2).c_str(), 1);
-            setenv("MEANSHIFT_OPENCL_BUILD_OPTIONS", (base_options + " " + c.extra).c_str(), 1);
             BackendOptions o;
             o.device_spec = device;
             o.preload = c.preload;
             o.preload_size = c.tile;
+            o.opencl.modes_per_pu = c.r;
+            if (c.form == "direct") o.opencl.exponent = ExponentForm::Direct;
+            else if (c.form == "expanded") o.opencl.exponent = ExponentForm::Expanded;
+            else throw InvalidArgument("bench_opencl: form must be expanded or direct, got '" + c.form + "'");
+            o.opencl.segments = c.segments;
+            o.opencl.nv_ex2 = c.nv_ex2 != 0;
+            o.opencl.extra_build_options = base_options + (c.extra.empty() ? "" : " " + c.extra);
             detail::OpenCLBackend b(o);
             Topology want;
             want.pus_per_ppu = c.tau;
@@ -234,27 +236,29 @@ int main(int argc, char** argv)
             want.f_load = c.f_load;
             const auto t0 = std::chrono::steady_clock::now();
             const Topology t = b.resolve_topology(want, D);
-            b.bind(D, t);
+            const auto binding = b.bind_opencl(shared_data, t);
             const double bind_s = seconds_since(t0);
             std::vector<double> kernel, wall;
+            StepReport report;
             for (int rep = 0; rep < reps; ++rep) {
+                binding->set_modes(Q.data(), n);  // the same iteration every repetition
                 const auto t1 = std::chrono::steady_clock::now();
-                StepRequest r{Q.data(), out.data(), n, nullptr};
-                b.step(r);
+                binding->step(0.0, false, report);
                 wall.push_back(seconds_since(t1));
-                kernel.push_back(b.last_kernel_seconds());
+                kernel.push_back(report.kernel_seconds);
                 if (wall.back() > 2.0) break;  // slow configuration: one repetition is enough
             }
+            binding->read_modes(out.data());
             double dev = 0;
             for (Index j = 0; j < m; ++j)
                 for (int d = 0; d < k; ++d) dev = std::max(dev, std::abs(out(j * (n / m), d) - ref(j, d)));
             const double pairs = static_cast<double>(n) * static_cast<double>(n);
-            const auto& kc = b.kernel_config();
+            const auto& kc = binding->kernel_config();
             if (!dump.empty()) {  // the program as the driver returns it (PTX on NVIDIA)
                 static int index = 0;
                 const std::string path = dump + "/" + model + "_" + std::to_string(index++) + ".ptx";
                 if (FILE* f = std::fopen(path.c_str(), "wb")) {
-                    const std::string bin = b.program_binary();
+                    const std::string bin = binding->program_binary();
                     std::fwrite(bin.data(), 1, bin.size(), f);
                     std::fclose(f);
                 }
@@ -267,7 +271,7 @@ int main(int argc, char** argv)
                         b.devices()[0].name.c_str(), data.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
                         kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu, c.form.c_str(),
                         t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel), pairs / median(wall), dev,
-                        wall.size(), b.last_segments(), compiler_notes(b.build_log()).c_str());
+                        wall.size(), binding->last_segments(), compiler_notes(binding->build_log()).c_str());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {
