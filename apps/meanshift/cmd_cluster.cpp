@@ -68,10 +68,23 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     const int k = static_cast<int>(data.cols());
 
     meanshift::Options opt;
-    opt.bandwidth = make_bandwidth(a, n, k);
+    try {
+        opt.bandwidth = make_bandwidth(a, n, k);
+    } catch (const meanshift::InvalidArgument& e) {
+        const std::string what = e.what();
+        if (!a.per_point.empty() && what.compare(0, a.per_point.size(), a.per_point) != 0)
+            throw meanshift::InvalidArgument(a.per_point + ": " + what);
+        throw;
+    }
     a.run.apply(opt);
     a.conv.apply(opt);
-    const meanshift::Result r = cluster_with_progress(data, opt, a.run.quiet);
+    meanshift::Result r;
+    try {
+        r = cluster_with_progress(data, opt, a.run.quiet);
+    } catch (const meanshift::InvalidArgument& e) {  // the library's word on the data: name the files
+        throw meanshift::InvalidArgument(
+            a.input + (a.per_point.empty() ? "" : " with --per-point-bandwidths " + a.per_point) + ": " + e.what());
+    }
 
     files.set(labels_slot, labels_bytes(out_format, r.labels));
     files.set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));

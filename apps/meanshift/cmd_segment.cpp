@@ -106,7 +106,12 @@ void run_segment(const SegmentArgs& a, Mode mode)
     opt.bandwidth = meanshift::Bandwidth::diagonal({a.spatial, a.spatial, a.range, a.range, a.range});
     a.run.apply(opt);
     a.conv.apply(opt);
-    const meanshift::Result r = cluster_with_progress(features, opt, a.run.quiet);
+    meanshift::Result r;
+    try {
+        r = cluster_with_progress(features, opt, a.run.quiet);
+    } catch (const meanshift::InvalidArgument& e) {  // the library's word on the pixels: name the file
+        throw meanshift::InvalidArgument(a.input + ": " + e.what());
+    }
 
     // Paint each segment with the mean colour of its pixels (averaged in linear light).
     const std::size_t c = r.cluster_sizes.size();

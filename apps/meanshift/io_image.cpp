@@ -59,12 +59,21 @@ std::string exact_rule(const char* format, unsigned long long w, unsigned long l
            " pixel data, but the file has only " + num(have) + " after the header: truncated or corrupt file";
 }
 
-// Binary PNM (P5, P6) as stb_image reads it: magic, then width, height and maxval separated by
-// whitespace and '#' comments, then one whitespace byte, then the raster.
-std::string pnm_problem(const std::string& b, int& width, int& height)
+// Binary PNM (P5 grey, P6 RGB): magic, then width, height and maxval separated by whitespace and
+// '#' comments, then one whitespace byte, then the raster (16-bit big-endian samples if maxval >
+// 255). Read here, not by stb_image 2.27, which reads 16-bit samples in the host's byte order,
+// does not scale by maxval and overflows an int on long numbers.
+struct PnmHeader {
+    unsigned long long width = 0, height = 0, maxval = 0;
+    int channels = 1;
+    std::size_t data_offset = 0;
+};
+
+std::string parse_pnm(const std::string& b, PnmHeader& hd)
 {
     std::size_t i = 2;
-    const int channels = b[1] == '6' ? 3 : 1;
+    hd.channels = b[1] == '6' ? 3 : 1;
+    const char* names[3] = {"width", "height", "maximum value"};
     unsigned long long v[3] = {0, 0, 0};
     for (int f = 0; f < 3; ++f) {
         for (;;) {
@@ -77,20 +86,56 @@ std::string pnm_problem(const std::string& b, int& width, int& height)
         }
         const std::size_t start = i;
         while (i < b.size() && b[i] >= '0' && b[i] <= '9') {
-            if (i - start >= 9) return "PNM header: a number has more than 9 digits";
+            if (i - start >= 9) return std::string("PNM header: the ") + names[f] + " has more than 9 digits";
             v[f] = v[f] * 10 + static_cast<unsigned>(b[i] - '0');
             ++i;
         }
-        if (i == start) return {};  // not a header we understand: stb_image decides
+        if (i == start) return std::string("PNM header: no ") + names[f] + " (a decimal number) at byte " + num(i);
     }
+    if (i >= b.size()) return "PNM header: no whitespace byte after the maximum value";
     ++i;  // the single whitespace byte after maxval
     if (v[0] > INT_MAX || v[1] > INT_MAX) return "PNM header: width or height too large";
-    width = static_cast<int>(v[0]);
-    height = static_cast<int>(v[1]);
-    const unsigned long long bytes_per_sample = v[2] > 255 ? 2 : 1;
-    const std::size_t have = i <= b.size() ? b.size() - i : 0;
-    return exact_rule(channels == 3 ? "PPM" : "PGM", v[0], v[1], have,
-                      v[0] * v[1] * static_cast<unsigned long long>(channels) * bytes_per_sample);
+    if (v[2] == 0 || v[2] > 65535) return "PNM header: the maximum value " + num(v[2]) + " is not in 1..65535";
+    hd.width = v[0];
+    hd.height = v[1];
+    hd.maxval = v[2];
+    hd.data_offset = i;
+    return {};
+}
+
+std::string pnm_problem(const std::string& b, int& width, int& height)
+{
+    PnmHeader hd;
+    const std::string problem = parse_pnm(b, hd);
+    if (!problem.empty()) return problem;
+    width = static_cast<int>(hd.width);
+    height = static_cast<int>(hd.height);
+    const unsigned long long bytes_per_sample = hd.maxval > 255 ? 2 : 1;
+    return exact_rule(hd.channels == 3 ? "PPM" : "PGM", hd.width, hd.height, b.size() - hd.data_offset,
+                      hd.width * hd.height * static_cast<unsigned long long>(hd.channels) * bytes_per_sample);
+}
+
+// Called after pnm_problem() found the header consistent with the file size.
+RgbImage decode_pnm(const std::string& b)
+{
+    PnmHeader hd;
+    parse_pnm(b, hd);
+    RgbImage img;
+    img.width = static_cast<int>(hd.width);
+    img.height = static_cast<int>(hd.height);
+    img.pixels.resize(img.count() * 3);
+    const auto* p = reinterpret_cast<const unsigned char*>(b.data()) + hd.data_offset;
+    const bool wide = hd.maxval > 255;
+    const double scale = 255.0 / static_cast<double>(hd.maxval);
+    for (std::size_t i = 0; i < img.count(); ++i) {
+        for (int c = 0; c < 3; ++c) {
+            const std::size_t sample = i * static_cast<std::size_t>(hd.channels) + (hd.channels == 3 ? c : 0);
+            unsigned v = wide ? (static_cast<unsigned>(p[2 * sample]) << 8 | p[2 * sample + 1]) : p[sample];
+            if (v > hd.maxval) v = static_cast<unsigned>(hd.maxval);  // out-of-range samples are clamped
+            img.pixels[i * 3 + static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(std::lround(v * scale));
+        }
+    }
+    return img;
 }
 
 std::string bmp_problem(const std::string& b, int& width, int& height)
@@ -151,6 +196,59 @@ std::string tga_problem(const std::string& b, int& width, int& height)
     return {};
 }
 
+// JPEG: walks the marker segments the way stb_image finds them (junk bytes and 0xFF fill skipped,
+// entropy-coded data after SOS skipped up to the next marker). Checks the frame size against the
+// file size, and every Huffman table: stb_image 2.27 writes past its 257-entry code-length array
+// when a table's 16 code counts add up to more than 256 (found by fuzz_image).
+std::string jpeg_problem(const std::string& b, int& width, int& height)
+{
+    const std::size_t size = b.size();
+    auto byte = [&](std::size_t at) -> unsigned { return at < size ? static_cast<unsigned char>(b[at]) : 0u; };
+    std::string frame_problem;
+    bool have_frame = false;
+    std::size_t pos = 2;
+    while (pos < size) {
+        while (pos < size && byte(pos) != 0xFF) ++pos;
+        while (pos < size && byte(pos) == 0xFF) ++pos;
+        if (pos >= size) break;
+        const unsigned marker = byte(pos++);
+        if (marker == 0xD9) break;                                     // EOI
+        if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
+        const std::size_t len = (byte(pos) << 8) | byte(pos + 1);
+        if (marker == 0xC4) {  // DHT: tables until the segment length is used up, as stb_image reads them
+            long remaining = static_cast<long>(len) - 2;
+            std::size_t p = pos + 2;
+            while (remaining > 0 && p < size) {
+                const unsigned q = byte(p);
+                if ((q >> 4) > 1 || (q & 15) > 3) break;  // stb_image rejects the table itself
+                unsigned n = 0;
+                for (int i = 1; i <= 16; ++i) n += byte(p + static_cast<std::size_t>(i));
+                if (n > 256)
+                    return "JPEG Huffman table at byte " + num(p) + " declares " + num(n) +
+                           " codes, more than the 256 a table can have: corrupt file";
+                p += 17 + n;
+                remaining -= static_cast<long>(17 + n);
+            }
+        } else if (!have_frame && marker >= 0xC0 && marker <= 0xCF && marker != 0xC8 && marker != 0xCC) {
+            have_frame = true;
+            const unsigned long long h = (byte(pos + 3) << 8) | byte(pos + 4);
+            const unsigned long long w = (byte(pos + 5) << 8) | byte(pos + 6);
+            width = static_cast<int>(w);
+            height = static_cast<int>(h);
+            // Every 8 x 8 block of the full-resolution component costs at least one bit.
+            frame_problem = ratio_rule("JPEG", w, h, size, 512);
+            if (!frame_problem.empty()) return frame_problem;
+        }
+        pos += len;
+        if (marker == 0xDA) {  // entropy-coded data: up to the next marker other than RSTn
+            while (pos + 1 < size && !(byte(pos) == 0xFF && byte(pos + 1) != 0 &&
+                                       !(byte(pos + 1) >= 0xD0 && byte(pos + 1) <= 0xD7)))
+                ++pos;
+        }
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string declared_size_problem(const std::string& b, int& width, int& height)
@@ -174,30 +272,7 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
         height = static_cast<int>(h);
         return ratio_rule("GIF", w, h, size, 4096);  // a 12-bit LZW code stands for at most 4,096 pixels
     }
-    if (starts_with(b, "\xff\xd8", 2)) {
-        // Find the frame header (SOF0-SOF15 except DHT, JPG, DAC) by walking the marker segments.
-        std::size_t i = 2;
-        while (i + 4 <= size) {
-            if (static_cast<unsigned char>(b[i]) != 0xFF) return {};
-            const unsigned marker = static_cast<unsigned char>(b[i + 1]);
-            if (marker == 0xFF) {
-                ++i;
-                continue;
-            }
-            const std::size_t len = be16(b, i + 2);
-            if (marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) {
-                if (i + 9 > size) return {};
-                const unsigned long long h = be16(b, i + 5), w = be16(b, i + 7);
-                width = static_cast<int>(w);
-                height = static_cast<int>(h);
-                // Every 8 x 8 block of the full-resolution component costs at least one bit.
-                return ratio_rule("JPEG", w, h, size, 512);
-            }
-            if (marker == 0xD9 || marker == 0xDA) return {};
-            i += 2 + len;
-        }
-        return {};
-    }
+    if (starts_with(b, "\xff\xd8", 2)) return jpeg_problem(b, width, height);
     if (starts_with(b, "8BPS", 4) && size >= 26) {
         const unsigned long long h = be32(b, 14), w = be32(b, 18);
         if (w > INT_MAX || h > INT_MAX) return "PSD header: width or height too large";
@@ -234,10 +309,26 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     const int len = static_cast<int>(bytes.size());
 
     // 1. Our own reading of the header against the file size (before stb_image, whose readers
-    //    fill missing pixels and whose PNM number parser overflows on long numbers).
+    //    fill missing pixels of truncated files).
     int w = 0, h = 0;
     const std::string problem = declared_size_problem(bytes, w, h);
     if (!problem.empty()) throw meanshift::IoError(path + ": " + problem);
+
+    const auto check_dimensions = [&](int width, int height) {
+        if (width <= 0 || height <= 0)
+            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " +
+                                     std::to_string(height) + " pixels (zero width or height)");
+        const long long pixels = static_cast<long long>(width) * height;
+        if (max_pixels > 0 && pixels > max_pixels)
+            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " +
+                                     std::to_string(height) + " = " + std::to_string(pixels) +
+                                     " pixels, more than the limit of " + std::to_string(max_pixels) +
+                                     " (raise it with --max-image-pixels N)");
+    };
+    if (starts_with(bytes, "P5", 2) || starts_with(bytes, "P6", 2)) {  // binary PNM: decoded here
+        check_dimensions(w, h);
+        return decode_pnm(bytes);
+    }
 
     // 2. stb_image's header reading: format, size, without decoding.
     int comp = 0;
@@ -249,20 +340,16 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
                                                             "image, or a corrupt header")) +
                                  ")");
     }
-    if (w <= 0 || h <= 0)
-        throw meanshift::IoError(path + ": the image is " + std::to_string(w) + " x " + std::to_string(h) +
-                                 " pixels (zero width or height)");
-    const long long pixels = static_cast<long long>(w) * h;
-    if (max_pixels > 0 && pixels > max_pixels)
-        throw meanshift::IoError(path + ": the image is " + std::to_string(w) + " x " + std::to_string(h) + " = " +
-                                 std::to_string(pixels) + " pixels, more than the limit of " +
-                                 std::to_string(max_pixels) + " (raise it with --max-image-pixels N)");
+    check_dimensions(w, h);
 
-    // 3. Decoding.
+    // 3. Decoding, in the file's own channel count, expanded to RGB here: stb_image 2.27 converts
+    //    16-bit PGM files to RGB with its 8-bit routine and then reads past the end of that buffer
+    //    (heap overflow found by fuzz_image, fuzz/regressions/image/; PNM is now decoded by
+    //    decode_pnm() anyway), so its channel conversion is not used.
     int dw = 0, dh = 0, channels = 0;
-    std::unique_ptr<unsigned char, void (*)(void*)> pixels_rgb(
-        stbi_load_from_memory(data, len, &dw, &dh, &channels, 3), stbi_image_free);
-    if (!pixels_rgb) {
+    std::unique_ptr<unsigned char, void (*)(void*)> decoded(stbi_load_from_memory(data, len, &dw, &dh, &channels, 0),
+                                                            stbi_image_free);
+    if (!decoded) {
         const char* why = stbi_failure_reason();
         throw meanshift::IoError(path + ": cannot read image (" +
                                  (why && *why ? std::string(why) : std::string("the decoder gave no reason")) + ")");
@@ -270,10 +357,23 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     if (dw != w || dh != h)
         throw meanshift::IoError(path + ": the decoded image is " + std::to_string(dw) + " x " + std::to_string(dh) +
                                  " pixels, but its header says " + std::to_string(w) + " x " + std::to_string(h));
+    if (channels < 1 || channels > 4)
+        throw meanshift::IoError(path + ": the decoder returned " + std::to_string(channels) + " channels");
     RgbImage img;
     img.width = dw;
     img.height = dh;
-    img.pixels.assign(pixels_rgb.get(), pixels_rgb.get() + img.count() * 3);
+    img.pixels.resize(img.count() * 3);
+    const unsigned char* src = decoded.get();
+    for (std::size_t i = 0; i < img.count(); ++i, src += channels) {
+        std::uint8_t* dst = &img.pixels[i * 3];
+        if (channels < 3) {  // grey, grey + alpha
+            dst[0] = dst[1] = dst[2] = src[0];
+        } else {  // RGB, RGBA (alpha dropped, as stb_image does)
+            dst[0] = src[0];
+            dst[1] = src[1];
+            dst[2] = src[2];
+        }
+    }
     return img;
 }
 

@@ -21,8 +21,9 @@ struct RgbImage {
 /// refused before decoding (100 megapixels: 300 MB as 8-bit RGB, twice that while converting).
 constexpr long long kDefaultMaxImagePixels = 100000000;
 
-/// Loads JPEG, PNG, BMP, TGA, GIF (first frame), PSD, PNM, HDR, PIC; grey or RGBA inputs become
-/// RGB. Before decoding, the header's width × height is checked: both > 0, at most `max_pixels`
+/// Loads JPEG, PNG, BMP, TGA, GIF (first frame), PSD, HDR, PIC (stb_image) and binary PGM/PPM
+/// (P5/P6, 8 or 16 bits, scaled by their maximum value; read by the tool itself); grey or RGBA
+/// inputs become RGB. Before decoding, the header's width × height is checked: both > 0, at most `max_pixels`
 /// (0 = no limit of ours; stb_image's own limits remain), and no more than the file's bytes can
 /// hold (declared_size_problem()). Throws meanshift::IoError naming the file and the rule.
 RgbImage load_rgb(const std::string& path, long long max_pixels = kDefaultMaxImagePixels);

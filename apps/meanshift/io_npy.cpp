@@ -63,6 +63,8 @@ std::string dict_value(const std::string& header, const std::string& key, const 
 std::vector<Index> parse_shape(const std::string& text, const std::string& name)
 {
     std::vector<Index> dims;
+    if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+        throw IoError(name + ": NPY shape '" + clip(text) + "' is not a tuple");
     std::string inner = text.substr(1, text.size() - 2);
     std::stringstream ss(inner);
     std::string item;
@@ -74,7 +76,7 @@ std::vector<Index> parse_shape(const std::string& text, const std::string& name)
         char* end = nullptr;
         errno = 0;
         long long v = std::strtoll(num.c_str(), &end, 10);
-        if (end == num.c_str() || *end != '\0' || v < 0 || errno == ERANGE) throw IoError(name + ": NPY shape " + clip(text) + " is not a tuple of non-negative integers");
+        if (end == num.c_str() || *end != '\0' || v < 0 || errno == ERANGE) throw IoError(name + ": NPY shape '" + clip(text) + "' is not a tuple of non-negative integers");
         dims.push_back(static_cast<Index>(v));
     }
     return dims;

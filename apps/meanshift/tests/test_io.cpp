@@ -5,6 +5,8 @@
 #include "colour.hpp"
 #include "io_image.hpp"
 #include "io_matrix.hpp"
+#include "output_files.hpp"
+#include "text.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -12,6 +14,9 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <vector>
+#include <sys/stat.h>
+#include <unistd.h>
 
 using meanshift::IoError;
 using mscli::parse_csv;
@@ -175,4 +180,140 @@ TEST_CASE("downscaling keeps the pixel budget and averages areas")
     CHECK(back.width == 2);
     CHECK(back.pixels == img.pixels);
     CHECK_THROWS_AS(mscli::load_rgb(temp_path("m.csv")), IoError);
+}
+
+TEST_CASE("escape_for_terminal: control bytes, C1, bidi and malformed UTF-8 become \\xNN")
+{
+    using mscli::escape_for_terminal;
+    CHECK(escape_for_terminal("plain, text 1.5e3") == "plain, text 1.5e3");
+    CHECK(escape_for_terminal("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");
+    CHECK(escape_for_terminal(std::string("a\0b\r\n\t\x7f", 7)) == "a\\x00b\\x0d\\x0a\\x09\\x7f");
+    CHECK(escape_for_terminal("back\\slash") == "back\\\\slash");
+    CHECK(escape_for_terminal("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é, € stay
+    CHECK(escape_for_terminal("\xc2\x9b" "2J") == "\\xc2\\x9b2J");                      // C1 CSI
+    CHECK(escape_for_terminal("\xe2\x80\xae" "txt") == "\\xe2\\x80\\xaetxt");              // RLO
+    CHECK(escape_for_terminal("\xff\xc3") == "\\xff\\xc3");                               // malformed
+    CHECK(escape_for_terminal("\xc0\xaf") == "\\xc0\\xaf");                               // overlong
+    CHECK(mscli::clip(std::string(100, 'x'), 5) == "xxxxx...");
+    CHECK(mscli::sci(3.4028234663852886e38) == "3.4e+38");
+}
+
+TEST_CASE("CSV: messages quote at most 40 bytes of a field and say 'empty field'")
+{
+    const std::string msg = message_of("1,2\n3," + std::string(1000, 'z') + "\n");
+    CHECK(msg == "t.csv: line 2, column 2: '" + std::string(40, 'z') + "...' is not a number");
+    CHECK(message_of("1,2\n3,\n") == "t.csv: line 2, column 2: empty field (every field must be a number)");
+}
+
+TEST_CASE("NPY: a shape larger than the data is refused before allocating")
+{
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000, 1000000000), }";
+    dict.append(117 - dict.size(), ' ');
+    dict += '\n';
+    std::string f("\x93NUMPY\x01\x00", 8);
+    f.push_back(static_cast<char>(dict.size()));
+    f.push_back(0);
+    f += dict + std::string(16, '\0');
+    try {
+        mscli::parse_npy(f, "big.npy");
+        FAIL("accepted");
+    } catch (const IoError& e) {
+        CHECK(std::string(e.what()) ==
+              "big.npy: truncated NPY data: the header declares shape (1000000000, 1000000000) of '<f4', "
+              "4000000000000000000 bytes, but the file has 16 after the header");
+    }
+    CHECK_THROWS_WITH_AS(mscli::parse_npy(std::string("\x93NUMPY\x01\x00\x05\x00{'de'", 15), "h.npy"),
+                         "h.npy: NPY header has no 'descr' entry", IoError);
+}
+
+TEST_CASE("images: header sizes checked against the file before decoding")
+{
+    int w = 0, h = 0;
+    std::string ppm = "P6\n26000 26000\n255\n" + std::string(1000, '\x10');
+    CHECK(mscli::declared_size_problem(ppm, w, h).find("declares 26000 x 26000 pixels") != std::string::npos);
+    CHECK(w == 26000);
+    std::string ok = "P6 2 1\n255\n" + std::string(6, '\x20');
+    CHECK(mscli::declared_size_problem(ok, w, h).empty());
+    CHECK(mscli::decode_rgb(ok, "ok.ppm").width == 2);
+    CHECK(!mscli::declared_size_problem(ok.substr(0, ok.size() - 1), w, h).empty());  // one byte short
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb(ppm, "lie.ppm"),
+                         doctest::Contains("lie.ppm: the header declares 26000 x 26000 pixels"), IoError);
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb("P6\n0 8\n255\n", "zero.ppm"),
+                         "zero.ppm: the image is 0 x 8 pixels (zero width or height)", IoError);
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb(ok, "small.ppm", 1),
+                         "small.ppm: the image is 2 x 1 = 2 pixels, more than the limit of 1 (raise it with "
+                         "--max-image-pixels N)",
+                         IoError);
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb("", "e.png"), "e.png: empty file, not an image", IoError);
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb("hello", "t.png"), doctest::Contains("t.png: cannot read image ("),
+                         IoError);
+    // PNG: 26000 x 26000 in 100 bytes exceeds deflate's best ratio.
+    std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x65\x90\0\0\x65\x90\x08\x02\0\0\0", 33);
+    png.resize(100, '\0');
+    CHECK(mscli::declared_size_problem(png, w, h).find("a PNG file of 100 bytes can hold at most 825600") !=
+          std::string::npos);
+}
+
+TEST_CASE("images: 16-bit PGM (stb_image 2.27 overflowed its buffer converting it to RGB)")
+{
+    const std::string pgm = std::string("P5 2 1 65535\n") + std::string("\x00\x01\xff\xff", 4);
+    const mscli::RgbImage img = mscli::decode_rgb(pgm, "16.pgm");
+    REQUIRE(img.width == 2);
+    CHECK(img.pixels == std::vector<std::uint8_t>{0, 0, 0, 255, 255, 255});
+}
+
+TEST_CASE("regressions found by the fuzz targets (fuzz/regressions/)")
+{
+    // NPY: a shape that is not a tuple threw std::out_of_range from substr().
+    std::string dict = "{'descr': '<f4', 'fortran_order': False, 'shape': ,1, }";
+    std::string npy("\x93NUMPY\x01\x00", 8);
+    npy.push_back(static_cast<char>(dict.size()));
+    npy.push_back(0);
+    npy += dict;
+    CHECK_THROWS_WITH_AS(mscli::parse_npy(npy, "s.npy"), "s.npy: NPY shape '' is not a tuple", IoError);
+    // JPEG: a Huffman table whose 16 code counts add up to more than 256 made stb_image 2.27 write
+    // past its code-length array.
+    std::string jpg("\xff\xd8\xff\xc4\x00\x23\x00", 7);
+    jpg += std::string(16, '\x20') + std::string(64, '\0');
+    int w = 0, h = 0;
+    CHECK(mscli::declared_size_problem(jpg, w, h) ==
+          "JPEG Huffman table at byte 6 declares 512 codes, more than the 256 a table can have: corrupt file");
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb(jpg, "h.jpg"), doctest::Contains("h.jpg: JPEG Huffman table"), IoError);
+}
+
+TEST_CASE("OutputFiles: inputs refused as outputs, all or nothing, permissions kept")
+{
+    const std::string in = temp_path("of-in.csv");
+    write_text(in, "1,2\n");
+    {
+        mscli::OutputFiles files;
+        files.add_input(in, "the input");
+        CHECK_THROWS_WITH_AS(files.add_output(in, "-o"),
+                             ("refusing to write " + in + " (-o): it is the input " + in + ", which would be lost")
+                                 .c_str(),
+                             IoError);
+        const std::string dotted = std::string(MSCLI_TEST_TMP) + "/./of-in.csv";
+        CHECK_THROWS_WITH_AS(files.add_output(dotted, "--modes"), doctest::Contains("(the same file)"), IoError);
+    }
+    // The second output cannot be renamed (a folder appeared there): nothing is written.
+    const std::string a = temp_path("of-a.csv"), b = temp_path("of-b.csv");
+    std::remove(a.c_str());
+    ::rmdir(b.c_str());
+    {
+        mscli::OutputFiles files;
+        files.set(files.add_output(a, "-o"), "labels\n");
+        files.set(files.add_output(b, "--modes"), "modes\n");
+        REQUIRE(::mkdir(b.c_str(), 0755) == 0);
+        CHECK_THROWS_WITH_AS(files.commit(), doctest::Contains("no output file was created or changed"), IoError);
+    }
+    struct stat st {};
+    CHECK(::stat(a.c_str(), &st) != 0);  // the first output was rolled back
+    ::rmdir(b.c_str());
+    // An existing output keeps its permissions.
+    write_text(a, "old");
+    ::chmod(a.c_str(), 0640);
+    mscli::write_file_atomically(a, "new");
+    CHECK(mscli::read_file(a) == "new");
+    REQUIRE(::stat(a.c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0640);
 }
