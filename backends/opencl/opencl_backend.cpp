@@ -195,7 +195,8 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
 {
     if (m < 1) throw InvalidArgument("opencl: set_modes() needs m >= 1 modes, got " + std::to_string(m));
     if (!positions) throw InvalidArgument("opencl: set_modes() without positions");
-    if (m > INT_MAX / std::max(1, k_)) throw InvalidArgument("opencl: too many modes (m · k must be < 2^31)");
+    if (m > INT_MAX / std::max(3, k_))  // 32-bit indices in the kernels: m · k and the report's 3 · m
+        throw InvalidArgument("opencl: too many modes (m · max(k, 3) must be < 2^31)");
     const std::size_t values = static_cast<std::size_t>(m) * static_cast<std::size_t>(k_);
     std::vector<float> f(values);
     for (std::size_t i = 0; i < values; ++i) f[i] = static_cast<float>(positions[i]);
