@@ -200,13 +200,23 @@ std::string tga_problem(const std::string& b, int& width, int& height)
 // entropy-coded data after SOS skipped up to the next marker). Checks the frame size against the
 // file size, and every Huffman table: stb_image 2.27 writes past its 257-entry code-length array
 // when a table's 16 code counts add up to more than 256 (found by fuzz_image).
+// stb_image accepts any number of 0xFF fill bytes before the SOI marker (FF D8).
+bool is_jpeg(const std::string& b)
+{
+    std::size_t i = 0;
+    while (i < b.size() && static_cast<unsigned char>(b[i]) == 0xFF) ++i;
+    return i >= 1 && i < b.size() && static_cast<unsigned char>(b[i]) == 0xD8;
+}
+
 std::string jpeg_problem(const std::string& b, int& width, int& height)
 {
     const std::size_t size = b.size();
     auto byte = [&](std::size_t at) -> unsigned { return at < size ? static_cast<unsigned char>(b[at]) : 0u; };
     std::string frame_problem;
     bool have_frame = false;
-    std::size_t pos = 2;
+    std::size_t pos = 0;
+    while (pos < size && byte(pos) == 0xFF) ++pos;
+    ++pos;  // SOI
     while (pos < size) {
         while (pos < size && byte(pos) != 0xFF) ++pos;
         while (pos < size && byte(pos) == 0xFF) ++pos;
@@ -272,7 +282,7 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
         height = static_cast<int>(h);
         return ratio_rule("GIF", w, h, size, 4096);  // a 12-bit LZW code stands for at most 4,096 pixels
     }
-    if (starts_with(b, "\xff\xd8", 2)) return jpeg_problem(b, width, height);
+    if (is_jpeg(b)) return jpeg_problem(b, width, height);
     if (starts_with(b, "8BPS", 4) && size >= 26) {
         const unsigned long long h = be32(b, 14), w = be32(b, 18);
         if (w > INT_MAX || h > INT_MAX) return "PSD header: width or height too large";
