@@ -146,7 +146,8 @@ std::unique_ptr<OpenCLBinding> OpenCLBackend::bind_opencl(std::shared_ptr<const 
         (data->precision.rows() != data->n() || data->log_weight.size() != data->n()))
         throw InvalidArgument("opencl: per-point model without precision/log_weight of n rows");
     const Topology t = resolve_topology(topology, *data);
-    return std::make_unique<OpenCLBinding>(dev_, std::move(data), t, make_config(t, *data), options_.opencl.segments);
+    const KernelConfig config = make_config(t, *data);
+    return std::make_unique<OpenCLBinding>(dev_, std::move(data), t, config, options_.opencl.segments);
 }
 
 // ---- binding ---------------------------------------------------------------------------------
