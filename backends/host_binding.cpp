@@ -4,6 +4,7 @@
 #include <meanshift/errors.hpp>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 
 namespace meanshift::detail {
@@ -42,25 +43,34 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     in_.resize(a, k);
     out_.resize(a, k);
     supported_.assign(static_cast<std::size_t>(a), 1);
-    for (Index j = 0; j < a; ++j) in_.row(j) = modes_.row(active_[static_cast<std::size_t>(j)]);
+    const std::size_t ku = static_cast<std::size_t>(k);
+    double* Y = modes_.data();
+    double* in = in_.data();
+    for (Index j = 0; j < a; ++j)
+        std::copy_n(Y + static_cast<std::size_t>(active_[static_cast<std::size_t>(j)]) * ku, ku, in + j * k);
     const auto t0 = std::chrono::steady_clock::now();
-    advance(in_.data(), out_.data(), supported_.data(), a);
+    advance(in, out_.data(), supported_.data(), a);
     report.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!out_.allFinite()) throw Error("backend produced non-finite mode positions (a backend defect)");
 
     report.mode.resize(static_cast<std::size_t>(a));
     report.shift2.resize(static_cast<std::size_t>(a));
     report.status.resize(static_cast<std::size_t>(a));
+    const double* out = out_.data();
+    const double* W = metric_.size() ? metric_.data() : nullptr;
     std::size_t kept = 0;
     for (Index j = 0; j < a; ++j) {
         const std::size_t sj = static_cast<std::size_t>(j);
         const Index q = active_[sj];
+        const double* o = out + j * k;
+        const double* y = in + j * k;
+        const double* w = W ? W + static_cast<std::size_t>(q) * ku : nullptr;
         double d2 = 0;
         for (int d = 0; d < k; ++d) {
-            const double t = out_(j, d) - in_(j, d);
-            d2 += (metric_.size() ? metric_(q, d) : 1.0) * t * t;
+            const double t = o[d] - y[d];
+            d2 += (w ? w[d] : 1.0) * t * t;
         }
-        modes_.row(q) = out_.row(j);
+        std::copy_n(o, ku, Y + static_cast<std::size_t>(q) * ku);
         const ModeStatus st = !supported_[sj] ? ModeStatus::NoSupport
                               : d2 <= tol2    ? ModeStatus::Converged
                                               : ModeStatus::Active;

@@ -269,15 +269,16 @@ public:
             total += p->reported;
             seconds = std::max(seconds, p->kernel_seconds);
         }
-        report.mode.reserve(static_cast<std::size_t>(total));
-        report.shift2.reserve(static_cast<std::size_t>(total));
-        report.status.reserve(static_cast<std::size_t>(total));
+        report.mode.resize(static_cast<std::size_t>(total));
+        report.shift2.resize(static_cast<std::size_t>(total));
+        report.status.resize(static_cast<std::size_t>(total));
+        std::size_t o = 0;
         for (const auto& p : parts_) {
             const ModeRecord* r = p->host_records.get();
-            for (Index j = 0; j < p->reported; ++j) {
-                report.mode.push_back(p->m0 + r[j].mode);
-                report.shift2.push_back(r[j].shift2);
-                report.status.push_back(static_cast<ModeStatus>(r[j].status));
+            for (Index j = 0; j < p->reported; ++j, ++o) {
+                report.mode[o] = p->m0 + r[j].mode;
+                report.shift2[o] = r[j].shift2;
+                report.status[o] = static_cast<ModeStatus>(r[j].status);
             }
         }
         report.kernel_seconds = seconds;
@@ -351,6 +352,7 @@ private:
             }
         }
         if (s.resident) upload_chunk(s, 0);
+        MS_CUDA_CHECK(warm_up_mode_kernels(s.stream.get()));
     }
 
     /// Copies the points [first, first + chunk_points) (clipped) into the device buffers.

@@ -88,4 +88,31 @@ cudaError_t launch_compact(void* temp, std::size_t temp_bytes, const std::int32_
     return cub::DeviceSelect::Flagged(temp, temp_bytes, in, keep, out, selected, static_cast<int>(count), stream);
 }
 
+cudaError_t warm_up_mode_kernels(cudaStream_t stream)
+{
+    // CUDA loads kernels lazily, at their first launch (tens of milliseconds in all): load them at
+    // bind() so that the first step costs what every step costs.
+    cudaFuncAttributes fa{};
+    cudaError_t e = cudaFuncGetAttributes(&fa, gather_kernel);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, iota_kernel);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, finish_kernel);
+    if (e != cudaSuccess) return e;
+    // cub's kernels have no handle here: run one compaction of one item.
+    std::size_t bytes = 0;
+    if ((e = compact_temp_bytes(1, bytes)) != cudaSuccess) return e;
+    void* buf = nullptr;
+    const std::size_t scratch = 64 + (bytes + 255) / 256 * 256;
+    if ((e = cudaMalloc(&buf, scratch)) != cudaSuccess) return e;
+    auto* base = static_cast<unsigned char*>(buf);
+    auto* in = reinterpret_cast<std::int32_t*>(base);
+    auto* out = reinterpret_cast<std::int32_t*>(base + 16);
+    auto* selected = reinterpret_cast<std::int32_t*>(base + 32);
+    auto* keep = base + 48;
+    e = cudaMemsetAsync(base, 0, 64, stream);
+    if (e == cudaSuccess) e = launch_compact(base + 64, bytes, in, keep, out, selected, 1, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    const cudaError_t f = cudaFree(buf);
+    return e != cudaSuccess ? e : f;
+}
+
 }  // namespace meanshift::cuda

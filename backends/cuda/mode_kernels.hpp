@@ -47,4 +47,7 @@ cudaError_t compact_temp_bytes(long long count, std::size_t& bytes);
 cudaError_t launch_compact(void* temp, std::size_t temp_bytes, const std::int32_t* in, const unsigned char* keep,
                            std::int32_t* out, std::int32_t* selected, long long count, cudaStream_t stream);
 
+/// Loads the kernels above (CUDA loads lazily at first launch) so that the first step is not slower.
+cudaError_t warm_up_mode_kernels(cudaStream_t stream);
+
 }  // namespace meanshift::cuda
