@@ -200,6 +200,43 @@ std::string tga_problem(const std::string& b, int& width, int& height)
 // entropy-coded data after SOS skipped up to the next marker). Checks the frame size against the
 // file size, and every Huffman table: stb_image 2.27 writes past its 257-entry code-length array
 // when a table's 16 code counts add up to more than 256 (found by fuzz_image).
+// PNG: every chunk up to IEND must fit in the file (stb_image 2.27 allocates an IDAT chunk's
+// declared length before reading it: 2 GiB for an 81-byte file, found by fuzz_image), and the
+// image's raw scanlines (a filter byte per row plus the packed samples) can be at most 1032 times
+// the compressed IDAT bytes, deflate's best ratio.
+std::string png_problem(const std::string& b, int& width, int& height)
+{
+    const std::size_t size = b.size();
+    if (size < 33 || b.compare(12, 4, "IHDR") != 0) return {};  // stb_image reports it
+    const unsigned long long w = be32(b, 16), h = be32(b, 20);
+    if (w > INT_MAX || h > INT_MAX) return "PNG header: width or height too large";
+    width = static_cast<int>(w);
+    height = static_cast<int>(h);
+    const unsigned depth = static_cast<unsigned char>(b[24]);
+    const unsigned colour = static_cast<unsigned char>(b[25]);
+    const unsigned channels = colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 1;
+    unsigned long long idat = 0;
+    std::size_t pos = 8;
+    while (pos + 8 <= size) {
+        const unsigned long long len = be32(b, pos);
+        const std::string type = b.substr(pos + 4, 4);
+        if (len + 12 > size - pos)
+            return "PNG chunk at byte " + num(pos) + " declares " + num(len) + " bytes of data, but the file has only " +
+                   num(size - pos >= 12 ? size - pos - 12 : 0) + " left: truncated or corrupt file";
+        if (type == "IDAT") idat += len;
+        if (type == "IEND") break;
+        pos += static_cast<std::size_t>(12 + len);
+    }
+    if (w == 0 || h == 0 || depth == 0 || depth > 16) return {};  // stb_image reports it
+    const unsigned long long row = 1 + (w * depth * channels + 7) / 8;
+    const unsigned long long limit = 1032 * idat + 1032;
+    if (h > limit / row)
+        return "the header declares " + num(w) + " x " + num(h) + " pixels, " + num(row) + " x " + num(h) +
+               " bytes of scanlines, but " + num(idat) + " bytes of compressed image data can hold at most " +
+               num(limit) + " (deflate expands at most 1032:1): truncated or corrupt file";
+    return {};
+}
+
 // stb_image accepts any number of 0xFF fill bytes before the SOI marker (FF D8).
 bool is_jpeg(const std::string& b)
 {
@@ -267,14 +304,7 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
     const std::size_t size = b.size();
     if (starts_with(b, "P5", 2) || starts_with(b, "P6", 2)) return pnm_problem(b, width, height);
     if (starts_with(b, "BM", 2)) return bmp_problem(b, width, height);
-    if (starts_with(b, "\x89PNG\r\n\x1a\n", 8) && size >= 24) {
-        const unsigned long long w = be32(b, 16), h = be32(b, 20);
-        if (w > INT_MAX || h > INT_MAX) return "PNG header: width or height too large";
-        width = static_cast<int>(w);
-        height = static_cast<int>(h);
-        // deflate expands at most 1032:1 and a 1-bit pixel is 1/8 byte: 8,256 pixels per byte.
-        return ratio_rule("PNG", w, h, size, 8256);
-    }
+    if (starts_with(b, "\x89PNG\r\n\x1a\n", 8)) return png_problem(b, width, height);
     if (starts_with(b, "GIF87a", 6) || starts_with(b, "GIF89a", 6)) {
         if (size < 10) return {};
         const unsigned long long w = le16(b, 6), h = le16(b, 8);

@@ -32,10 +32,12 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& name,
                     long long max_pixels = kDefaultMaxImagePixels);
 
 /// Checks the header of an image file against the file's size. Uncompressed formats (binary
-/// PNM, uncompressed BMP and TGA) must hold every declared pixel; compressed formats may declare
-/// at most as many pixels as their best possible compression allows per byte of file (PNG 8,256,
-/// GIF 4,096, JPEG 512, run-length TGA/PSD/HDR/PIC 128). Returns an empty string if the header
-/// is plausible or the format is not recognised (stb_image decides then), else the reason.
+/// PNM, uncompressed BMP and TGA) must hold every declared pixel; PNG chunks must fit in the file
+/// and the raw scanlines may be at most 1032 times the compressed IDAT bytes (deflate's best
+/// ratio); other compressed formats may declare at most as many pixels as their best possible
+/// compression allows per byte of file (GIF 4,096, JPEG 512, run-length TGA/PSD/HDR/PIC 128);
+/// JPEG Huffman tables must have at most 256 codes. Returns an empty string if the header is
+/// plausible or the format is not recognised (stb_image decides then), else the reason.
 /// Fills `width`/`height` when it parsed them (else leaves them 0).
 std::string declared_size_problem(const std::string& bytes, int& width, int& height);
 

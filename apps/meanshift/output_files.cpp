@@ -181,7 +181,9 @@ std::size_t OutputFiles::add_output(const std::string& path, const std::string& 
 
     const FileId id = identify(o.target);
     for (const Input& in : inputs_) {
-        if (same_file(id, identify(in.path))) {
+        const FileId in_id = identify(in.path);
+        if (!in_id.exists) continue;  // reading it will fail with its own message
+        if (same_file(id, in_id)) {
             const std::string same = in.path == path ? "" : " (the same file)";
             throw IoError("refusing to write " + named + ": it is " + in.role + " " + in.path + same +
                           ", which would be lost");

@@ -208,7 +208,8 @@ endif()
 # --- 3. segment: every write checked, all outputs or none ---------------------------------------
 hashes(img_before img.ppm)
 run(1 "no/such/seg.png \\(-o\\): folder no/such does not exist" "" ${ms} segment img.ppm ${fast} -o no/such/seg.png)
-run(1 "refusing to write img.ppm.png" "" ${ms} segment img.ppm.png -o img.ppm.png)  # missing input: refused first
+run(1 "img.ppm.png: cannot open for reading \\(No such file or directory\\)" "" ${ms} segment img.ppm.png -o img.ppm.png)
+expect_missing("missing input named like the output" img.ppm.png img.ppm-labels.png)
 run(0 "" "segments +[0-9]+\n" ${ms} segment img.ppm --hs 3 --hr 5 ${fast} -o seg.png --labels ids.csv)
 # seg-labels.png now exists: use it as an input whose name is the derived label image of -o seg.png.
 hashes(seg_before seg-labels.png seg.png ids.csv)

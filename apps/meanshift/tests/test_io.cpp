@@ -248,10 +248,18 @@ TEST_CASE("images: header sizes checked against the file before decoding")
     CHECK_THROWS_WITH_AS(mscli::decode_rgb("hello", "t.png"), doctest::Contains("t.png: cannot read image ("),
                          IoError);
     // PNG: 26000 x 26000 in 100 bytes exceeds deflate's best ratio.
-    std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x65\x90\0\0\x65\x90\x08\x02\0\0\0", 33);
+    std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x65\x90\0\0\x65\x90\x08\x02\0\0\0\0\0\0\0", 33);
     png.resize(100, '\0');
-    CHECK(mscli::declared_size_problem(png, w, h).find("a PNG file of 100 bytes can hold at most 825600") !=
-          std::string::npos);
+    CHECK(mscli::declared_size_problem(png, w, h) ==
+          "the header declares 26000 x 26000 pixels, 78001 x 26000 bytes of scanlines, but 0 bytes of compressed "
+          "image data can hold at most 1032 (deflate expands at most 1032:1): truncated or corrupt file");
+    // A chunk longer than the rest of the file (stb_image allocated its declared 2 GiB first).
+    std::string chunk("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x08\0\0\0\x02\x01\0\0\0\0\x4d\xef\xa0\x40"
+                      "\x80\0\0\0IDAT", 41);
+    chunk.resize(81, 'x');
+    CHECK(mscli::declared_size_problem(chunk, w, h) ==
+          "PNG chunk at byte 33 declares 2147483648 bytes of data, but the file has only 36 left: truncated or "
+          "corrupt file");
 }
 
 TEST_CASE("images: 16-bit PGM (stb_image 2.27 overflowed its buffer converting it to RGB)")
@@ -279,6 +287,8 @@ TEST_CASE("regressions found by the fuzz targets (fuzz/regressions/)")
     CHECK(mscli::declared_size_problem(jpg, w, h) ==
           "JPEG Huffman table at byte 6 declares 512 codes, more than the 256 a table can have: corrupt file");
     CHECK_THROWS_WITH_AS(mscli::decode_rgb(jpg, "h.jpg"), doctest::Contains("h.jpg: JPEG Huffman table"), IoError);
+    // stb_image also accepts 0xFF fill bytes before SOI, so the check must find such files too.
+    CHECK(mscli::declared_size_problem("\xff\xff" + jpg, w, h).find("JPEG Huffman table at byte 8") == 0);
 }
 
 TEST_CASE("OutputFiles: inputs refused as outputs, all or nothing, permissions kept")
