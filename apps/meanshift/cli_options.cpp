@@ -14,7 +14,15 @@ void RunOptions::add_to(CLI::App& app)
         ->capture_default_str();
     app.add_option("--device", device, "OpenCL device as P:D (platform:device index)");
     app.add_option("--devices", devices, "device indices for multi-device backends, e.g. 0,1")->delimiter(',');
-    app.add_flag("--preload", preload, "stage points in local/shared memory (Alg. 7; OpenCL, CUDA)");
+    auto* on = app.add_flag("--preload", preload,
+                            "force Alg. 7 local-memory preloading on (OpenCL, CUDA; default: the measured fastest)");
+    auto* off = app.add_flag("--no-preload", no_preload, "force Alg. 7 preloading off");
+    on->excludes(off);
+    app.add_option("--preload-size", preload_size, "points per preload batch / tile width (0 = backend default)")
+        ->check(non_negative());
+    std::string keys;
+    for (const auto& k : meanshift::BackendOptions::keys()) keys += (keys.empty() ? "" : ", ") + k;
+    app.add_option("--tune", tune, "backend tuning override key=value (repeatable); keys: " + keys);
     app.add_option("--threads", threads, "OpenMP threads (0 = all)")->check(non_negative());
     app.add_option("--ppus", ppus, "z: processing units (SMs/compute units/cores); 0 = all")
         ->check(non_negative());
@@ -27,28 +35,20 @@ void RunOptions::add_to(CLI::App& app)
     app.add_flag("--quiet,-q", quiet, "no progress display");
 }
 
-namespace {
-// --preload as a flag: on when given. BackendOptions::preload is a bool or an enum {Auto, On, Off}
-// depending on the library version; the template is chosen for the enum.
-inline void set_preload(bool& dst, bool on) { dst = on; }
-template <class E>
-void set_preload(E& dst, bool on)
-{
-    dst = on ? E::On : E::Auto;
-}
-}  // namespace
-
 void RunOptions::apply(meanshift::Options& o) const
 {
     o.backend = backend;
     o.backend_options.device_spec = device;
     o.backend_options.devices = devices;
-    set_preload(o.backend_options.preload, preload);
+    if (preload) o.backend_options.preload = meanshift::Preload::On;
+    if (no_preload) o.backend_options.preload = meanshift::Preload::Off;
+    o.backend_options.preload_size = preload_size;
     o.backend_options.threads = threads;
     o.topology.ppus = ppus;
     o.topology.pus_per_ppu = tau;
     o.topology.f_vppu = f_vppu;
     o.topology.f_load = f_load;
+    for (const std::string& t : tune) o.backend_options.set(t);  // last: overrides; InvalidArgument names the key
 }
 
 void ConvergenceOptions::add_to(CLI::App& app)

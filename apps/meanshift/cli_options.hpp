@@ -13,13 +13,17 @@
 
 namespace mscli {
 
-/// Backend choice, device and topology (--backend, --device, --devices, --preload, --threads,
-/// --ppus, --tau, --f-vppu, --f-load) and --quiet.
+/// Backend choice, device, tuning and topology (--backend, --device, --devices, --preload,
+/// --no-preload, --preload-size, --tune key=value, --threads, --ppus, --tau, --f-vppu, --f-load)
+/// and --quiet. With no tuning flags every backend runs its measured fastest defaults.
 struct RunOptions {
     std::string backend = "auto";
     std::string device;
     std::vector<int> devices;
-    bool preload = false;
+    bool preload = false;      ///< --preload: force Alg. 7 preloading on
+    bool no_preload = false;   ///< --no-preload: force it off (default: the backend's measured choice)
+    int preload_size = 0;
+    std::vector<std::string> tune;  ///< --tune key=value (BackendOptions::set)
     int threads = 0;
     int ppus = 0, tau = 0, f_vppu = 0, f_load = 0;
     bool quiet = false;

@@ -49,9 +49,13 @@ void run_bench(const BenchArgs& a)
                         {"seconds_prepare", t.seconds_prepare},
                         {"pairs", t.pair_interactions},
                         {"pairs_per_s", t.pairs_per_second()},
+                        {"seconds_kernels", t.seconds_kernels},
+                        {"pairs_per_s_kernels", t.seconds_kernels > 0 ? t.pair_interactions / t.seconds_kernels : 0.0},
                         {"clusters", r.cluster_sizes.size()},
                         {"topology", r.topology.to_string()},
-                        {"preload", a.run.preload}};
+                        {"preload", opt.backend_options.preload == meanshift::Preload::On    ? "on"
+                                    : opt.backend_options.preload == meanshift::Preload::Off ? "off"
+                                                                                             : "auto"}};
     std::printf("%s\n", j.dump().c_str());
 }
 

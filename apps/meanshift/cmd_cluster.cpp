@@ -100,7 +100,9 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
     std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
-    std::printf("iterations  %d (modes not converged: %lld)\n", t.iterations, static_cast<long long>(not_converged));
+    std::printf("iterations  %d (modes not converged: %lld, without support: %lld)\n", t.iterations,
+                static_cast<long long>(not_converged - r.modes_without_support),
+                static_cast<long long>(r.modes_without_support));
     std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total,
                 t.seconds_prepare, t.seconds_iterate, t.seconds_group);
     std::printf("pairs/s     %s\n", sci(t.pairs_per_second()).c_str());

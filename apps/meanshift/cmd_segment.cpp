@@ -147,8 +147,9 @@ void run_segment(const SegmentArgs& a, Mode mode)
     std::printf("segments    %zu\n", c);
     meanshift::Index not_converged = 0;
     for (bool done : r.converged) not_converged += done ? 0 : 1;
-    std::printf("iterations  %d (modes not converged: %lld)\n", r.timing.iterations,
-                static_cast<long long>(not_converged));
+    std::printf("iterations  %d (modes not converged: %lld, without support: %lld)\n", r.timing.iterations,
+                static_cast<long long>(not_converged - r.modes_without_support),
+                static_cast<long long>(r.modes_without_support));
     std::printf("time        %.2f s clustering, %.2f s in all\n", r.timing.seconds_total, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
     std::printf("segmented   %s\nlabels      %s", escape_for_terminal(a.output).c_str(),

@@ -45,6 +45,11 @@ meanshift::Result cluster_with_progress(const meanshift::MatrixF& data, meanshif
     TerminalProgress progress(!quiet);
     options.progress = progress.callback();
     meanshift::Result r = meanshift::cluster(data, options);
+    // Seeds far from every point get no kernel weight at all: they stay where they started.
+    if (r.modes_without_support > 0)
+        std::fprintf(stderr, "warning: %lld of %lld modes had no support (no data point within reach of the "
+                             "kernel; they kept their starting position and are not counted as converged)\n",
+                     static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
     progress.finish();
     return r;
 }

@@ -69,6 +69,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     while (binding->active_count() > 0 && it < max_it) {
         const Index a = binding->active_count();
         binding->step(tol2, !fixed, report);
+        if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds;
         for (std::size_t j = 0; j < report.mode.size(); ++j) {
             const std::size_t q = static_cast<std::size_t>(report.mode[j]);
             ++r.iterations[q];

@@ -52,7 +52,10 @@ struct Options {
 struct Timing {
     double seconds_total = 0;     ///< cluster() wall time
     double seconds_prepare = 0;   ///< validation, centring, whitening, bind (upload)
-    double seconds_iterate = 0;   ///< all backend steps incl. transfers
+    double seconds_iterate = 0;   ///< all backend steps incl. transfers and the final read-back of the modes
+    /// Σ of StepReport::kernel_seconds: the pair kernels (GPU: device time of the step's kernels;
+    /// host backends: the pair loop). seconds_iterate − seconds_kernels is the host overhead.
+    double seconds_kernels = 0;
     double seconds_group = 0;     ///< groupModes
     int iterations = 0;           ///< iterations run (the longest mode)
     double pair_interactions = 0; ///< Σ over iterations of active modes × n
