@@ -1,5 +1,7 @@
 #include "backends/gpu/tile_layout.hpp"
 
+#include "skeleton/src/spatial_order.hpp"
+
 #include "meanshift_device.h"  // MS_LOG2E, MS_PAD_LOG2W: the device's constants, the only definitions
 
 #include <meanshift/errors.hpp>
@@ -13,31 +15,6 @@ namespace {
 // L = log2(e) exactly as the kernels use it (the float MS_LOG2E, widened): the host's point terms
 // and the device's query terms of the expanded exponent then carry the same L.
 constexpr double kL = static_cast<double>(MS_LOG2E);
-
-// k-d order of idx[lo, hi): split along the widest dimension at a tile boundary near the median.
-void kd_order(const MatrixD& x, std::vector<Index>& idx, Index lo, Index hi, int tile)
-{
-    const Index count = hi - lo;
-    if (count <= tile) return;
-    const int k = static_cast<int>(x.cols());
-    int widest = 0;
-    double best = -1;
-    for (int d = 0; d < k; ++d) {
-        double a = x(idx[static_cast<std::size_t>(lo)], d), b = a;
-        for (Index i = lo + 1; i < hi; ++i) {
-            const double v = x(idx[static_cast<std::size_t>(i)], d);
-            a = std::min(a, v);
-            b = std::max(b, v);
-        }
-        if (b - a > best) best = b - a, widest = d;
-    }
-    const Index tiles = (count + tile - 1) / tile;
-    const Index mid = lo + (tiles / 2) * tile;
-    std::nth_element(idx.begin() + lo, idx.begin() + mid, idx.begin() + hi,
-                     [&](Index a, Index b) { return x(a, widest) < x(b, widest); });
-    kd_order(x, idx, lo, mid, tile);
-    kd_order(x, idx, mid, hi, tile);
-}
 
 }  // namespace
 
@@ -55,11 +32,7 @@ std::size_t tile_bytes(int k, bool per_point, int tile) noexcept
 std::vector<Index> spatial_order(const MatrixD& points, int tile)
 {
     if (tile < 1) throw InvalidArgument("gpu layout: tile must be >= 1, got " + std::to_string(tile));
-    const Index n = points.rows();
-    std::vector<Index> order(static_cast<std::size_t>(n));
-    for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
-    kd_order(points, order, 0, n, tile);
-    return order;
+    return detail::kd_order(points, tile);
 }
 
 TileLayout build_tile_layout(const PreparedData& data, int tile, ExponentForm form)

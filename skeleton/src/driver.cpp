@@ -2,6 +2,7 @@
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
 #include "prepare.hpp"
+#include "spatial_order.hpp"
 
 #include <meanshift/meanshift.hpp>
 
@@ -53,15 +54,27 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     r.topology = backend.resolve_topology(options.topology, *D);
     binding.reset();  // release the previous run's device buffers first
     binding = backend.bind(D, r.topology);
-    binding->set_modes(Y0.data(), m, own_metric ? D->precision.data() : nullptr);
+    // The backends get the modes in Morton order: a PPU's block of consecutive modes is then a
+    // compact region, so its PUs meet the same points (GPU kernels skip or share work per block).
+    // Per-mode results are kept in that order and mapped back to the caller's order at the end.
+    const std::vector<Index> order = detail::morton_order(Y0);
+    {
+        MatrixD Ys(m, k), Ws;
+        for (Index j = 0; j < m; ++j) Ys.row(j) = Y0.row(order[static_cast<std::size_t>(j)]);
+        if (own_metric) {
+            Ws.resize(m, k);
+            for (Index j = 0; j < m; ++j) Ws.row(j) = D->precision.row(order[static_cast<std::size_t>(j)]);
+        }
+        binding->set_modes(Ys.data(), m, own_metric ? Ws.data() : nullptr);
+    }
     r.timing.seconds_prepare = seconds_since(t_start);
 
     const bool fixed = options.fixed_iterations.has_value();
     const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
     const double tol2 = options.tolerance * options.tolerance;
-    r.iterations.assign(static_cast<std::size_t>(m), 0);
-    r.converged.assign(static_cast<std::size_t>(m), false);
-    r.no_support.assign(static_cast<std::size_t>(m), false);
+    // Per mode, in the backend's (Morton) order: iterations made, and the status of its last step.
+    std::vector<int> iterations(static_cast<std::size_t>(m), 0);
+    std::vector<ModeStatus> last(static_cast<std::size_t>(m), ModeStatus::Active);
     StepReport report;
 
     const auto t_iter = Clock::now();
@@ -72,24 +85,34 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds;
         for (std::size_t j = 0; j < report.mode.size(); ++j) {
             const std::size_t q = static_cast<std::size_t>(report.mode[j]);
-            ++r.iterations[q];
-            r.no_support[q] = report.status[j] == ModeStatus::NoSupport;
-            if (report.status[j] == ModeStatus::Converged) r.converged[q] = true;
+            ++iterations[q];
+            last[q] = report.status[j];
         }
         r.timing.pair_interactions += static_cast<double>(a) * static_cast<double>(n);
         ++it;
         if (options.progress && !options.progress(it, binding->active_count(), m))
             throw Error("cancelled by the progress callback");
     }
-    for (Index q = 0; q < m; ++q) {
-        const std::size_t sq = static_cast<std::size_t>(q);
-        if (fixed) r.converged[sq] = !r.no_support[sq];
-        if (r.no_support[sq]) ++r.modes_without_support;
-    }
     r.timing.iterations = it;
-    MatrixD Y(m, k);
-    binding->read_modes(Y.data());
+    MatrixD Ys(m, k);
+    binding->read_modes(Ys.data());
     r.timing.seconds_iterate = seconds_since(t_iter);
+
+    // Back to the caller's order.
+    MatrixD Y(m, k);
+    r.iterations.assign(static_cast<std::size_t>(m), 0);
+    r.converged.assign(static_cast<std::size_t>(m), false);
+    r.no_support.assign(static_cast<std::size_t>(m), false);
+    for (Index j = 0; j < m; ++j) {
+        const std::size_t sj = static_cast<std::size_t>(j), q = static_cast<std::size_t>(order[sj]);
+        Y.row(static_cast<Index>(q)) = Ys.row(j);
+        r.iterations[q] = iterations[sj];
+        const bool none = last[sj] == ModeStatus::NoSupport;
+        r.no_support[q] = none;
+        // Fixed iterations: every supported mode counts as converged.
+        r.converged[q] = fixed ? !none : last[sj] == ModeStatus::Converged;
+        if (none) ++r.modes_without_support;
+    }
 
     const auto t_group = Clock::now();
     Grouping g = group_modes(Y, options.merge_eps, options.grouping);

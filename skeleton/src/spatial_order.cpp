@@ -1,0 +1,77 @@
+#include "skeleton/src/spatial_order.hpp"
+
+#include <meanshift/errors.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <string>
+
+namespace meanshift::detail {
+namespace {
+
+void split(const MatrixD& x, std::vector<Index>& idx, Index lo, Index hi, int leaf)
+{
+    const Index count = hi - lo;
+    if (count <= leaf) return;
+    const int k = static_cast<int>(x.cols());
+    int widest = 0;
+    double best = -1;
+    for (int d = 0; d < k; ++d) {
+        double a = x(idx[static_cast<std::size_t>(lo)], d), b = a;
+        for (Index i = lo + 1; i < hi; ++i) {
+            const double v = x(idx[static_cast<std::size_t>(i)], d);
+            a = std::min(a, v);
+            b = std::max(b, v);
+        }
+        if (b - a > best) best = b - a, widest = d;
+    }
+    const Index leaves = (count + leaf - 1) / leaf;
+    const Index mid = lo + (leaves / 2) * leaf;
+    std::nth_element(idx.begin() + lo, idx.begin() + mid, idx.begin() + hi,
+                     [&](Index a, Index b) { return x(a, widest) < x(b, widest); });
+    split(x, idx, lo, mid, leaf);
+    split(x, idx, mid, hi, leaf);
+}
+
+}  // namespace
+
+std::vector<Index> kd_order(const MatrixD& points, int leaf)
+{
+    if (leaf < 1) throw InvalidArgument("kd_order: leaf size must be >= 1, got " + std::to_string(leaf));
+    const Index n = points.rows();
+    std::vector<Index> order(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    split(points, order, 0, n, leaf);
+    return order;
+}
+
+std::vector<Index> morton_order(const MatrixD& points)
+{
+    const Index m = points.rows();
+    const int k = static_cast<int>(points.cols());
+    const int dims = std::min(k, 63);
+    const int bits = dims > 0 ? std::min(21, 63 / dims) : 0;
+    std::vector<std::pair<std::uint64_t, Index>> keyed(static_cast<std::size_t>(m));
+    if (m == 0) return {};
+    const Eigen::RowVectorXd lo = points.leftCols(dims).colwise().minCoeff();
+    const Eigen::RowVectorXd hi = points.leftCols(dims).colwise().maxCoeff();
+    const double cells = static_cast<double>((std::uint64_t(1) << bits) - 1);
+    for (Index i = 0; i < m; ++i) {
+        std::uint64_t key = 0;
+        for (int d = 0; d < dims; ++d) {
+            const double span = hi[d] - lo[d];
+            const double t = span > 0 ? (points(i, d) - lo[d]) / span : 0.0;
+            // Integer arithmetic only below: 2^63 - 1 is not representable in a double.
+            const auto c = static_cast<std::uint64_t>(std::min(cells, std::max(0.0, t * cells)));
+            for (int b = 0; b < bits; ++b) key |= ((c >> b) & 1u) << (b * dims + d);
+        }
+        keyed[static_cast<std::size_t>(i)] = {key, i};
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<Index> order(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) order[static_cast<std::size_t>(i)] = keyed[static_cast<std::size_t>(i)].second;
+    return order;
+}
+
+}  // namespace meanshift::detail
