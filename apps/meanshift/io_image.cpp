@@ -237,6 +237,28 @@ std::string png_problem(const std::string& b, int& width, int& height)
     return {};
 }
 
+// A PNG without its zero-length IDAT chunks (they carry no data). stb_image 2.27 passes a null
+// buffer to memcpy for a zero-length first IDAT (undefined behaviour, found by fuzz_image).
+// Called after png_problem() checked that every chunk fits in the file.
+std::string without_empty_idat(const std::string& b)
+{
+    std::string out = b.substr(0, 8);
+    std::size_t pos = 8;
+    bool dropped = false;
+    while (pos + 12 <= b.size()) {
+        const std::size_t len = be32(b, pos);
+        const bool empty_idat = len == 0 && b.compare(pos + 4, 4, "IDAT") == 0;
+        if (empty_idat) dropped = true;
+        else out.append(b, pos, 12 + len);
+        if (b.compare(pos + 4, 4, "IEND") == 0) break;
+        pos += 12 + len;
+    }
+    if (!dropped) return b;
+    if (pos + 12 <= b.size()) pos += 12 + be32(b, pos);  // after IEND
+    if (pos < b.size()) out.append(b, pos, std::string::npos);
+    return out;
+}
+
 // stb_image accepts any number of 0xFF fill bytes before the SOI marker (FF D8).
 bool is_jpeg(const std::string& b)
 {
@@ -346,7 +368,7 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
         throw meanshift::IoError(path + ": " + std::to_string(bytes.size()) +
                                  " bytes is more than the image decoder reads (2 GiB)");
     const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-    const int len = static_cast<int>(bytes.size());
+    int len = static_cast<int>(bytes.size());
 
     // 1. Our own reading of the header against the file size (before stb_image, whose readers
     //    fill missing pixels of truncated files).
@@ -368,6 +390,15 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     if (starts_with(bytes, "P5", 2) || starts_with(bytes, "P6", 2)) {  // binary PNM: decoded here
         check_dimensions(w, h);
         return decode_pnm(bytes);
+    }
+
+    std::string cleaned;
+    if (starts_with(bytes, "\x89PNG\r\n\x1a\n", 8)) {
+        cleaned = without_empty_idat(bytes);
+        if (cleaned.size() != bytes.size()) {
+            data = reinterpret_cast<const stbi_uc*>(cleaned.data());
+            len = static_cast<int>(cleaned.size());
+        }
     }
 
     // 2. stb_image's header reading: format, size, without decoding.

@@ -291,6 +291,18 @@ TEST_CASE("regressions found by the fuzz targets (fuzz/regressions/)")
     CHECK(mscli::declared_size_problem("\xff\xff" + jpg, w, h).find("JPEG Huffman table at byte 8") == 0);
 }
 
+TEST_CASE("PNG with a zero-length IDAT chunk decodes (stb_image 2.27 memcpy'd from a null buffer)")
+{
+    mscli::RgbImage img;
+    img.width = 2;
+    img.height = 1;
+    img.pixels = {1, 2, 3, 4, 5, 6};
+    const std::string png = mscli::png_bytes(img);
+    const std::size_t idat = png.find("IDAT") - 4;
+    const std::string with_empty = png.substr(0, idat) + std::string("\0\0\0\0IDAT\0\0\0\0", 12) + png.substr(idat);
+    CHECK(mscli::decode_rgb(with_empty, "e.png").pixels == img.pixels);
+}
+
 TEST_CASE("OutputFiles: inputs refused as outputs, all or nothing, permissions kept")
 {
     const std::string in = temp_path("of-in.csv");
