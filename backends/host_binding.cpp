@@ -82,6 +82,31 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     active_.resize(kept);
 }
 
+Index HostBinding::block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const
+{
+    const PreparedData& D = *data_;
+    if (!D.grid) {
+        ranges.push_back(0);
+        ranges.push_back(D.n());
+        return D.n();
+    }
+    const CellGrid& G = *D.grid;
+    Index lo[64], hi[64];
+    std::vector<Index> lo_v, hi_v;
+    Index* l = lo;
+    Index* h = hi;
+    if (G.g() > 64) {
+        lo_v.resize(std::size_t(G.g()));
+        hi_v.resize(std::size_t(G.g()));
+        l = lo_v.data();
+        h = hi_v.data();
+    }
+    G.empty_box(l, h);
+    const int k = D.k();
+    for (Index q = 0; q < count; ++q) G.add_neighbourhood(modes + q * k, l, h);
+    return G.box_ranges(l, h, ranges);
+}
+
 void HostBinding::read_modes(double* out) const
 {
     if (modes_.rows() == 0) throw Error("read_modes() before set_modes()");

@@ -29,6 +29,12 @@ protected:
     /// row-major); supported[j] = 0 when mode j had no support (it then keeps its position).
     virtual void advance(const double* in, double* out, unsigned char* supported, Index count) = 0;
 
+    /// The [begin, end) ranges of prepared rows (appended to `ranges` as begin, end, …) that
+    /// `count` modes at `modes` (count × k, prepared units) must visit: with a grid, the rows of
+    /// the box of cells that is the union of the modes' ±1 neighbourhoods (one range per row of
+    /// the box along the last grid dim); without one, [0, n). Returns the number of rows.
+    Index block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const;
+
     std::shared_ptr<const PreparedData> data_;
     Topology topology_;
 

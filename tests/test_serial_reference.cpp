@@ -74,6 +74,7 @@ TEST_CASE("serial vs reference: cluster() with every bandwidth model, fixed iter
     MSTEST_SEED_INFO();
     const int N = 10;
     Options o;
+    o.exact = true;  // the reference is the exact kernel with every point a seed
     o.backend = "serial";
     o.fixed_iterations = N;
 
@@ -150,6 +151,7 @@ TEST_CASE("serial vs reference: converged modes (tolerance mode) for shared and 
     Blobs b = make_blobs(rng, 2, {60, 45, 30, 15}, sigma, 12.0);
     const MatrixD x = b.data.cast<double>();
     Options o;
+    o.exact = true;  // the reference is the exact kernel with every point a seed
     o.backend = "serial";
     o.tolerance = 1e-7;
     o.max_iterations = 1000;
@@ -186,6 +188,7 @@ TEST_CASE("serial vs reference: image-like 640x480 grid, spatial bandwidth 4 + c
         seeds.row(q) << float(sx), float(sy), float(c[0] + 0.05), float(c[1] - 0.05), float(c[2] + 0.05);
     }
     Options o;
+    o.exact = true;  // the reference is the exact kernel with every point a seed
     o.backend = "serial";
     o.bandwidth = Bandwidth::diagonal(h);
     o.fixed_iterations = 4;

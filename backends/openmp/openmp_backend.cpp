@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -72,6 +73,9 @@ public:
         kd_.k = k;
         kd_.f_vppu = t.f_vppu;
         kd_.f_load = t.f_load;
+        // The truncated kernel's threshold on −Σ (kernel-unit distance)² = −½·log2(e)·D².
+        kd_.cut = std::isfinite(D.cutoff2) ? static_cast<float>(-0.5 * kLog2e * D.cutoff2)
+                                           : -std::numeric_limits<float>::infinity();
         // Very wide data (k > kMaxSimdK) take the plain per-mode loop: the SIMD kernels keep k
         // sums per lane, which would need gigabytes of scratch for k = 10^6.
         if (k <= kMaxSimdK) build_layout(D);
@@ -98,14 +102,23 @@ private:
         scratch_.resize(scratch_bytes * static_cast<std::size_t>(z));  // before the parallel region: may throw
 
         const int k = kd.k;
+        const bool sparse = data_->grid.has_value();
 #pragma omp parallel num_threads(z)
         {
             unsigned char* scratch = scratch_.data() + scratch_bytes * static_cast<std::size_t>(omp_get_thread_num());
+            KernelData kb = kd;
+            std::vector<std::int64_t> ranges;
 #pragma omp for schedule(dynamic, 1)
             for (Index b = 0; b < blocks; ++b) {
                 const Index first = b * per_block;
                 const int m = static_cast<int>(std::min(per_block, count - first));
-                run(kd, in + first * k, m, out + first * k, supported + first, scratch);
+                if (sparse) {  // the block's modes visit the box of their ±1 cell neighbourhoods only
+                    ranges.clear();
+                    block_ranges(in + first * k, m, ranges);
+                    kb.ranges = ranges.data();
+                    kb.nranges = static_cast<int>(ranges.size() / 2);
+                }
+                run(kb, in + first * k, m, out + first * k, supported + first, scratch);
             }
         }
     }
@@ -135,6 +148,7 @@ private:
                         const double t = static_cast<double>(y[d]) - x[d];
                         d2 += (per_point ? w[d] : 1.0f) * t * t;
                     }
+                    if (d2 > D.cutoff2) continue;
                     const double e = std::exp((per_point ? D.log_weight_f[i] : 0.0) - 0.5 * d2);
                     if (e == 0.0) continue;
                     for (int d = 0; d < k; ++d) {
@@ -274,6 +288,8 @@ public:
         }
         return t;
     }
+
+    bool supports_cutoff() const override { return true; }
 
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
     {

@@ -42,6 +42,14 @@ struct KernelData {
     const float* c2s = nullptr;  ///< PerPoint only, stride values
 
     double y_scale = 1.0;  ///< kernel units per prepared unit (σ for Shared, 1 for PerPoint)
+
+    /// Truncated kernel: the block visits only rows [ranges[2r], ranges[2r+1]) for r < nranges
+    /// (nullptr = [0, n)), and a pair counts only when its exponent without the log-weight,
+    /// −Σ_d (kernel-unit distance)², is ≥ cut (= −½·log2(e)·cutoff²; −inf = exact kernel).
+    /// One compare and one AND per pair.
+    const std::int64_t* ranges = nullptr;
+    int nranges = 0;
+    float cut = -__builtin_huge_valf();
 };
 
 /// Advances modes [0, m) of one block: positions and out are m × k row-major, prepared units;

@@ -39,6 +39,23 @@ inline void flush(double* acc, vf v)
     for (int l = 0; l < W; ++l) acc[l] += static_cast<double>(tmp[l]);
 }
 
+/// Calls f(i0, i1) for the pieces of at most `chunk` rows (or steps) of the block's ranges.
+template <class F>
+inline void for_pieces(const KernelData& D, Index chunk, F&& f)
+{
+    if (!D.ranges) {
+        for (Index i0 = 0; i0 < D.n; i0 += chunk) f(i0, min_index(D.n, i0 + chunk));
+        return;
+    }
+    for (int r = 0; r < D.nranges; ++r) {
+        const Index b = D.ranges[2 * r], e = D.ranges[2 * r + 1];
+        for (Index i0 = b; i0 < e; i0 += chunk) f(i0, min_index(e, i0 + chunk));
+    }
+}
+
+/// e where a ≥ thr, else 0 (the truncated kernel's mask: one compare, one AND).
+inline vf mask_ge(vf e, vf a, vf thr) { return (vf)((vi)e & (vi)(a >= thr)); }
+
 inline void zero(double* p, Index count)
 {
     for (Index i = 0; i < count; ++i) p[i] = 0.0;
@@ -75,9 +92,8 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                 Y[r][d][l] = static_cast<float>(pos[q * K + d] * D.y_scale);
         }
 
-    const Index n = D.n;
-    for (Index i0 = 0; i0 < n; i0 += kChunk) {
-        const Index i1 = min_index(n, i0 + kChunk);
+    const vf cut = splat(D.cut);
+    for_pieces(D, kChunk, [&](Index i0, Index i1) {
         vf S0[R][NS0], S1[R][K];
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
@@ -97,7 +113,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                         const vf t = Y[r][d] - xi[d];
                         a -= t * t;  // a = -|y - x|² in kernel units = log2 of the weight
                     }
-                    const vf e = exp2_poly(a);
+                    const vf e = mask_ge(exp2_poly(a), a, cut);
                     S0[r][0] += e;
 #pragma GCC unroll 16
                     for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
@@ -107,6 +123,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                 const float* wi = D.w + i * K;
                 const float* wxi = D.wx + i * K;
                 const float ci = D.c2[i];
+                const vf thr = splat(ci) + cut;
 #pragma GCC unroll 16
                 for (int r = 0; r < R; ++r) {
                     vf a = splat(ci);
@@ -115,7 +132,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                         const vf t = Y[r][d] * swi[d] - xi[d];  // √w_d (y_d - x_d), one FMA
                         a -= t * t;
                     }
-                    const vf e = exp2_poly(a);
+                    const vf e = mask_ge(exp2_poly(a), a, thr);
 #pragma GCC unroll 16
                     for (int d = 0; d < K; ++d) {
                         S0[r][d] += e * wi[d];
@@ -128,7 +145,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
             for (int c = 0; c < NS0; ++c) flush(acc + (r * NC + c) * W, S0[r][c]);
             for (int d = 0; d < K; ++d) flush(acc + (r * NC + NS0 + d) * W, S1[r][d]);
         }
-    }
+    });
 
     for (int r = 0; r < R; ++r)
         for (int l = 0; l < W; ++l) {
@@ -158,8 +175,9 @@ __attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& 
         }
     }
     vf e[P];
+    const vf cut = splat(D.cut);
 #pragma GCC unroll 8
-    for (int j = 0; j < P; ++j) e[j] = exp2_poly(a[j]);
+    for (int j = 0; j < P; ++j) e[j] = mask_ge(exp2_poly(a[j]), a[j], PP ? splat(D.c2[i + j]) + cut : cut);
     if constexpr (!PP) {
         vf s0 = S[0];
 #pragma GCC unroll 8
@@ -205,15 +223,13 @@ void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, uns
         for (int d = 0; d < k; ++d) Y[d][l] = static_cast<float>(pos[q * k + d] * D.y_scale);
     }
 
-    const Index n = D.n;
-    for (Index i0 = 0; i0 < n; i0 += kChunk) {
-        const Index i1 = min_index(n, i0 + kChunk);
+    for_pieces(D, kChunk, [&](Index i0, Index i1) {
         for (int c = 0; c < nc; ++c) S[c] = vf{};
         Index i = i0;
         for (; i + P <= i1; i += P) lanes_any_k_points<P, PP>(D, i, Y, S);
         for (; i < i1; ++i) lanes_any_k_points<1, PP>(D, i, Y, S);
         for (int c = 0; c < nc; ++c) flush(acc + c * W, S[c]);
-    }
+    });
 
     for (int l = 0; l < m && l < W; ++l)
         sup[l] = write_mode(D, acc + l, acc + ns0 * W + l, W, pos + l * k, out + l * k);
@@ -261,10 +277,9 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
         for (int d = 0; d < K; ++d) Y[d][l] = static_cast<float>(pos[j * K + d] * D.y_scale);
     }
 
-    const Index n = D.n, stride = D.stride;
+    const Index stride = D.stride;
     const int f_load = D.f_load;
-    const Index steps = n / f_load;  // loop steps where every active PU has a point
-    const int rest = static_cast<int>(n % f_load);
+    const vf cut = splat(D.cut);
 
     // One step of the n-loop: PU pu of every vPPU visits point base + pu.
     // `masked` (std::true_type/false_type): whether some PUs are idle and need the lane mask.
@@ -279,19 +294,20 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
                 const vf t = Y[d] - x[d];
                 a -= t * t;
             }
-            vf e = exp2_poly(a);
+            vf e = mask_ge(exp2_poly(a), a, cut);
             if constexpr (decltype(masked)::value) e *= mask;
             S0[0] += e;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) S1[d] += e * x[d];
         } else {
-            vf a = load_replicated<G>(D.c2s + base);
+            const vf c2 = load_replicated<G>(D.c2s + base);
+            vf a = c2;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
                 const vf t = Y[d] * load_replicated<G>(D.sws + d * stride + base) - x[d];
                 a -= t * t;
             }
-            vf e = exp2_poly(a);
+            vf e = mask_ge(exp2_poly(a), a, c2 + cut);
             if constexpr (decltype(masked)::value) e *= mask;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
@@ -306,23 +322,33 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
     };
 
     const vf active = pu_mask<G>(f_load);
-    auto run_steps = [&](auto masked) {
+    // Each range [b, e) of the block: steps where every active PU has a point, then a ragged end.
+    auto run_range = [&](Index b, Index e, auto masked) {
+        const Index steps = (e - b) / f_load;
+        const int rest = static_cast<int>((e - b) % f_load);
         for (Index t0 = 0; t0 < steps; t0 += kChunk) {
             const Index t1 = min_index(steps, t0 + kChunk);
             vf S0[NS0] = {}, S1[K] = {};
-            for (Index t = t0; t < t1; ++t) visit(t * f_load, active, S0, S1, masked);
+            for (Index t = t0; t < t1; ++t) visit(b + t * f_load, active, S0, S1, masked);
+            flush_all(S0, S1);
+        }
+        if (rest > 0) {  // ragged end: only PUs pu < (e - b) mod f_load still have a point
+            vf S0[NS0] = {}, S1[K] = {};
+            visit(b + steps * f_load, pu_mask<G>(rest), S0, S1, std::true_type{});
             flush_all(S0, S1);
         }
     };
+    auto run_all = [&](auto masked) {
+        if (!D.ranges) {
+            run_range(0, D.n, masked);
+            return;
+        }
+        for (int r = 0; r < D.nranges; ++r) run_range(D.ranges[2 * r], D.ranges[2 * r + 1], masked);
+    };
     if (f_load == G)
-        run_steps(std::false_type{});  // every PU busy: no mask multiply in the hot loop
+        run_all(std::false_type{});  // every PU busy: no mask multiply in the hot loop
     else
-        run_steps(std::true_type{});
-    if (rest > 0) {  // ragged end: only PUs pu < n mod f_load still have a point
-        vf S0[NS0] = {}, S1[K] = {};
-        visit(steps * f_load, pu_mask<G>(rest), S0, S1, std::true_type{});
-        flush_all(S0, S1);
-    }
+        run_all(std::true_type{});
 
     reduce_vppu<G>(acc, NC);
     for (int j = 0; j < m && j < W / G; ++j)
@@ -347,13 +373,13 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsi
         for (int d = 0; d < k; ++d) Y[d][l] = static_cast<float>(pos[j * k + d] * D.y_scale);
     }
 
-    const Index n = D.n, stride = D.stride;
+    const Index stride = D.stride;
     const int f_load = D.f_load;
-    const Index steps = n / f_load;
-    const int rest = static_cast<int>(n % f_load);
+    const vf cut = splat(D.cut);
 
     auto visit = [&](Index base, vf mask) {
-        vf a = PP ? load_replicated<G>(D.c2s + base) : vf{};
+        const vf c2 = PP ? load_replicated<G>(D.c2s + base) : vf{};
+        vf a = c2;
         for (int d = 0; d < k; ++d) {
             X[d] = load_replicated<G>(D.xs + d * stride + base);
             vf t;
@@ -363,7 +389,7 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsi
                 t = Y[d] - X[d];
             a -= t * t;
         }
-        const vf e = exp2_poly(a) * mask;
+        const vf e = mask_ge(exp2_poly(a), a, c2 + cut) * mask;
         if constexpr (!PP) {
             S[0] += e;
             for (int d = 0; d < k; ++d) S[1 + d] += e * X[d];
@@ -383,15 +409,23 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsi
 
     for (int c = 0; c < nc; ++c) S[c] = vf{};
     const vf active = pu_mask<G>(f_load);
-    for (Index t0 = 0; t0 < steps; t0 += kChunk) {
-        const Index t1 = min_index(steps, t0 + kChunk);
-        for (Index t = t0; t < t1; ++t) visit(t * f_load, active);
-        flush_all();
-    }
-    if (rest > 0) {
-        visit(steps * f_load, pu_mask<G>(rest));
-        flush_all();
-    }
+    auto run_range = [&](Index b, Index e) {
+        const Index steps = (e - b) / f_load;
+        const int rest = static_cast<int>((e - b) % f_load);
+        for (Index t0 = 0; t0 < steps; t0 += kChunk) {
+            const Index t1 = min_index(steps, t0 + kChunk);
+            for (Index t = t0; t < t1; ++t) visit(b + t * f_load, active);
+            flush_all();
+        }
+        if (rest > 0) {
+            visit(b + steps * f_load, pu_mask<G>(rest));
+            flush_all();
+        }
+    };
+    if (!D.ranges)
+        run_range(0, D.n);
+    else
+        for (int r = 0; r < D.nranges; ++r) run_range(D.ranges[2 * r], D.ranges[2 * r + 1]);
 
     reduce_vppu<G>(acc, nc);
     for (int j = 0; j < m && j < W / G; ++j)

@@ -2,6 +2,7 @@
 
 #include <meanshift/errors.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -38,12 +39,30 @@ void check_float32_range(const PreparedData& D)
 
 }  // namespace
 
-Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
+bool check_weights(const float* weights, Index n)
+{
+    if (!weights) return false;
+    bool any = false;
+    for (Index i = 0; i < n; ++i) {
+        const float w = weights[i];
+        if (!std::isfinite(w) || w < 0) {
+            std::ostringstream s;
+            s << "weights: value at row " << i << " is " << w << " (weights must be finite and >= 0)";
+            throw InvalidArgument(s.str());
+        }
+        any = any || w > 0;
+    }
+    if (!any) throw InvalidArgument("weights: all weights are 0 (at least one point must carry weight)");
+    return true;
+}
+
+Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const float* weights)
 {
     if (n < 1) throw InvalidArgument("data: need at least one point (n = 0)");
     if (k < 1) throw InvalidArgument("data: need at least one dimension (k = 0)");
     if (!data) throw InvalidArgument("data: null pointer");
     check_finite(data, n, k, "data");
+    const bool weighted = check_weights(weights, n);
 
     const auto& params = bw.parameters();
     if (bw.kind() == BandwidthKind::Diagonal && static_cast<int>(params.size()) != k)
@@ -70,6 +89,10 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
         bw.covariance_diagonal(0, Xd.row(0).data(), k, var.data());
         p.scale.resize(k);
         for (int d = 0; d < k; ++d) p.scale[d] = 1.0 / std::sqrt(var[std::size_t(d)]);
+        if (weighted) {  // weights ride on the per-point model's log-weight (unit precisions)
+            D.model = KernelModel::PerPoint;
+            D.precision = MatrixD::Ones(n, k);
+        }
     } else {
         D.model = KernelModel::PerPoint;
         MatrixD prec(n, k);
@@ -86,6 +109,15 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw)
     }
     D.points = (Xd.rowwise() - p.centre.transpose()).array().rowwise() * p.scale.transpose().array();
     D.finalize();
+    if (weighted) {
+        // log w_i, floored at -1e4 (exp gives exactly 0 in float32 and float64: a zero weight
+        // contributes nothing), then shifted so the largest log-weight is 0 again.
+        for (Index i = 0; i < n; ++i)
+            D.log_weight[i] += weights[i] > 0 ? std::max(-1e4, std::log(static_cast<double>(weights[i]))) : -1e4;
+        D.log_weight.array() -= D.log_weight.maxCoeff();
+        D.log_weight = D.log_weight.cwiseMax(-1e4);
+        D.log_weight_f = D.log_weight.cast<float>();
+    }
     check_float32_range(D);
     return p;
 }

@@ -4,6 +4,9 @@
 
 #include <meanshift/backend.hpp>
 #include <meanshift/bandwidth.hpp>
+#include <meanshift/neighbours.hpp>
+
+#include <string>
 
 namespace meanshift::detail {
 
@@ -17,7 +20,16 @@ struct Prepared {
 };
 
 /// Validates data (n × k row-major, finite, n ≥ 1, k ≥ 1) and bandwidth against it; throws InvalidArgument.
-Prepared prepare(const float* data, Index n, int k, const Bandwidth& bandwidth);
+/// `weights` (n sample weights, ≥ 0, finite, not all 0; nullptr = all 1) become the per-point model's
+/// log-weights: a shared H with weights is prepared as KernelModel::PerPoint with unit precisions.
+Prepared prepare(const float* data, Index n, int k, const Bandwidth& bandwidth, const float* weights = nullptr);
+
+/// Validates sample weights (throws InvalidArgument); returns false for nullptr.
+bool check_weights(const float* weights, Index n);
+
+/// Builds the neighbour search of D for D.cutoff2 (set first): a CellGrid with the rows sorted by
+/// cell (D.original, D.grid), or none. `description` receives the text of Result::search.
+void build_search(PreparedData& D, NeighbourSearch search, std::string& description);
 
 /// Validates seeds (m × k, finite) and maps them to prepared units.
 MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char* what);

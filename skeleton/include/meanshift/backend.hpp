@@ -6,12 +6,15 @@
 /// modes on the device; it also reports the devices it sees.
 
 #include <meanshift/export.hpp>
+#include <meanshift/neighbours.hpp>
 #include <meanshift/topology.hpp>
 #include <meanshift/tuning.hpp>
 #include <meanshift/types.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +45,15 @@ struct MEANSHIFT_API PreparedData {
     MatrixF points_f;     ///< float32 copy of points
     MatrixF precision_f;  ///< float32 copy of precision
     VectorF log_weight_f; ///< float32 copy of log_weight
+
+    /// Truncated kernel: a pair whose Mahalanobis D² (prepared units; PerPoint: with the point's own
+    /// precision, Σ_d w_id (y_d − x_id)²) exceeds cutoff2 gets weight 0. inf = the exact kernel.
+    /// Backends that do not report Backend::supports_cutoff() are always given inf.
+    double cutoff2 = std::numeric_limits<double>::infinity();
+    /// Prepared row -> the caller's row (prepare() sorts the points by grid cell); empty = identity.
+    std::vector<Index> original;
+    /// The neighbour-search grid (rows sorted by its cells), or none (brute force).
+    std::optional<CellGrid> grid;
 
     Index n() const noexcept { return points.rows(); }
     int k() const noexcept { return static_cast<int>(points.cols()); }
@@ -152,6 +164,10 @@ public:
     /// first, so zero fields take the defaults). The binding shares ownership of `data` and of this
     /// backend's device context. Throws InvalidArgument, DeviceError.
     virtual std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) = 0;
+    /// Whether the binding honours PreparedData::cutoff2 (masks pairs beyond it) and may use
+    /// PreparedData::grid. A backend returning false is given cutoff2 = inf and no grid by the
+    /// driver (the exact kernel).
+    virtual bool supports_cutoff() const { return false; }
 };
 
 }  // namespace meanshift

@@ -1,0 +1,67 @@
+#pragma once
+/// @file neighbours.hpp
+/// Neighbour search for the truncated Gaussian kernel (Options::cutoff): which data points a mode
+/// can reach. With a finite cutoff c a pair (mode y, point x_i) whose Mahalanobis distance
+/// D² = Σ_d w_id (y_d − x_id)² exceeds c² gets weight 0, so a mode only has to visit the points
+/// within c·σ_id of it in every dimension. The uniform cell grid below finds them: prepare() sorts
+/// the points by cell, so the points of a row of cells along the last grid dimension are one
+/// contiguous range of prepared rows, and a block of nearby modes runs over a few ranges instead
+/// of [0, n) (block-sparse ranges, as KeOps does).
+
+#include <meanshift/export.hpp>
+#include <meanshift/types.hpp>
+
+#include <string>
+#include <vector>
+
+namespace meanshift {
+
+/// How the backends find the points a mode can reach (Options::search).
+enum class NeighbourSearch {
+    /// Grid when the cutoff is finite and the grid prunes enough (estimated candidate fraction
+    /// below kGridMaxCandidateFraction, docs/truncated-kernel.md has the crossover), else BruteForce.
+    Auto,
+    /// Every mode visits every point; pairs beyond the cutoff are still masked (weight 0).
+    BruteForce,
+    /// The uniform cell grid (CellGrid); falls back to BruteForce (and Result::search says why)
+    /// when no dimension prunes or the cutoff is infinite.
+    Grid,
+};
+
+/// Auto takes the grid when the expected fraction of candidate pairs (points in a mode's ±1 cell
+/// neighbourhood / n) is at most this (measured crossover on 2 cores: docs/truncated-kernel.md).
+inline constexpr double kGridMaxCandidateFraction = 0.5;
+
+/// A uniform cell grid over g of the k prepared dimensions. Cells are numbered row-major over
+/// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
+/// [start[c], start[c+1]). In every grid dimension the side is ≥ the search radius, so every point
+/// within the radius of a position lies in the ±1 neighbourhood of the position's cell.
+struct MEANSHIFT_API CellGrid {
+    std::vector<int> dims;        ///< the g grid dimensions (indices into k), g ≥ 1
+    std::vector<double> origin;   ///< per grid dim: lower edge of cell 0 (prepared units)
+    std::vector<double> side;     ///< per grid dim: cell side (prepared units), ≥ radius[g]
+    std::vector<double> radius;   ///< per grid dim: search radius (prepared units)
+    std::vector<Index> cells;     ///< cells per grid dim (≥ 1)
+    std::vector<Index> start;     ///< prod(cells) + 1 offsets into the prepared rows
+
+    int g() const noexcept { return static_cast<int>(dims.size()); }
+    Index cell_count() const noexcept { return start.empty() ? 0 : static_cast<Index>(start.size()) - 1; }
+    /// Cell coordinate of value v in grid dim j, clamped to [0, cells[j]) (positions outside the
+    /// grid map to the nearest border cell, which is still correct: see neighbours.cpp).
+    Index coord(int j, double v) const noexcept;
+    /// Cell index of a position y (k coordinates, prepared units).
+    Index cell_of(const double* y) const noexcept;
+    /// Widens the inclusive box [lo, hi] (g cell coordinates each) to contain the ±1 neighbourhood
+    /// of y's cell. Start with lo = +max, hi = −1 (see empty_box()).
+    void add_neighbourhood(const double* y, Index* lo, Index* hi) const noexcept;
+    /// lo, hi set to an empty box (lo > hi).
+    void empty_box(Index* lo, Index* hi) const noexcept;
+    /// Appends the non-empty [begin, end) ranges of prepared rows of the cells in the inclusive box
+    /// [lo, hi] to `ranges` (begin, end, begin, end, …): one range per row of the box along the last
+    /// grid dim, adjacent ranges merged. Returns the number of rows covered.
+    Index box_ranges(const Index* lo, const Index* hi, std::vector<Index>& ranges) const;
+    /// Text for Result::search, e.g. "grid over dims {0,1}, 40 x 38 cells".
+    std::string describe() const;
+};
+
+}  // namespace meanshift

@@ -1,0 +1,227 @@
+// The uniform cell grid of the truncated kernel (neighbours.hpp) and its construction (prepare.hpp):
+// choice of the grid dimensions, sorting of the prepared rows by cell, and the Auto decision.
+#include "prepare.hpp"
+
+#include <meanshift/errors.hpp>
+#include <meanshift/neighbours.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+namespace meanshift {
+
+// A position outside the grid maps to the nearest border cell. That is still correct: a point
+// within the radius r of y in dim j lies inside the grid, so within r of the border the position
+// is beyond, i.e. in the border cell or its neighbour (side ≥ r).
+Index CellGrid::coord(int j, double v) const noexcept
+{
+    const std::size_t s = static_cast<std::size_t>(j);
+    const double t = std::floor((v - origin[s]) / side[s]);
+    if (!(t > 0)) return 0;  // also NaN
+    const double hi = static_cast<double>(cells[s] - 1);
+    return t >= hi ? cells[s] - 1 : static_cast<Index>(t);
+}
+
+Index CellGrid::cell_of(const double* y) const noexcept
+{
+    Index c = 0;
+    for (int j = 0; j < g(); ++j) c = c * cells[std::size_t(j)] + coord(j, y[dims[std::size_t(j)]]);
+    return c;
+}
+
+void CellGrid::empty_box(Index* lo, Index* hi) const noexcept
+{
+    for (int j = 0; j < g(); ++j) {
+        lo[j] = std::numeric_limits<Index>::max();
+        hi[j] = -1;
+    }
+}
+
+void CellGrid::add_neighbourhood(const double* y, Index* lo, Index* hi) const noexcept
+{
+    for (int j = 0; j < g(); ++j) {
+        const Index c = coord(j, y[dims[std::size_t(j)]]);
+        lo[j] = std::min(lo[j], std::max<Index>(0, c - 1));
+        hi[j] = std::max(hi[j], std::min<Index>(cells[std::size_t(j)] - 1, c + 1));
+    }
+}
+
+Index CellGrid::box_ranges(const Index* lo, const Index* hi, std::vector<Index>& ranges) const
+{
+    const int G = g();
+    for (int j = 0; j < G; ++j)
+        if (lo[j] > hi[j]) return 0;
+    // Odometer over the first G-1 dims; each state is one row of cells along the last dim.
+    std::vector<Index> at(lo, lo + G);
+    const Index first_new = static_cast<Index>(ranges.size());
+    Index rows = 0;
+    for (;;) {
+        Index base = 0;
+        for (int j = 0; j < G - 1; ++j) base = base * cells[std::size_t(j)] + at[std::size_t(j)];
+        base *= cells[std::size_t(G - 1)];
+        const Index b = start[std::size_t(base + lo[G - 1])], e = start[std::size_t(base + hi[G - 1] + 1)];
+        if (e > b) {
+            const std::size_t sz = ranges.size();
+            if (static_cast<Index>(sz) > first_new && ranges[sz - 1] == b)
+                ranges[sz - 1] = e;  // contiguous with the previous row: merge
+            else {
+                ranges.push_back(b);
+                ranges.push_back(e);
+            }
+            rows += e - b;
+        }
+        int j = G - 2;
+        for (; j >= 0; --j) {
+            if (++at[std::size_t(j)] <= hi[j]) break;
+            at[std::size_t(j)] = lo[j];
+        }
+        if (j < 0) break;
+    }
+    return rows;
+}
+
+std::string CellGrid::describe() const
+{
+    std::ostringstream s;
+    s << "grid over dims {";
+    for (int j = 0; j < g(); ++j) s << (j ? "," : "") << dims[std::size_t(j)];
+    s << "}, ";
+    for (int j = 0; j < g(); ++j) s << (j ? " x " : "") << cells[std::size_t(j)];
+    s << " cells";
+    return s.str();
+}
+
+namespace detail {
+
+namespace {
+
+/// Fraction of candidate pairs (points in a position's ±1 neighbourhood / n), estimated from up
+/// to 512 sampled rows.
+double candidate_fraction(const CellGrid& grid, const MatrixD& points)
+{
+    const Index n = points.rows();
+    const Index samples = std::min<Index>(n, 512);
+    const int G = grid.g();
+    std::vector<Index> lo(static_cast<std::size_t>(G)), hi(static_cast<std::size_t>(G)), ranges;
+    double total = 0;
+    for (Index s = 0; s < samples; ++s) {
+        const Index i = samples == n ? s : (s * n) / samples;
+        grid.empty_box(lo.data(), hi.data());
+        grid.add_neighbourhood(points.row(i).data(), lo.data(), hi.data());
+        ranges.clear();
+        total += static_cast<double>(grid.box_ranges(lo.data(), hi.data(), ranges));
+    }
+    return total / (static_cast<double>(samples) * static_cast<double>(n));
+}
+
+}  // namespace
+
+void build_search(PreparedData& D, NeighbourSearch search, std::string& description)
+{
+    D.grid.reset();
+    D.original.clear();
+    if (!std::isfinite(D.cutoff2)) {
+        description = "exact kernel (brute force)";
+        return;
+    }
+    if (search == NeighbourSearch::BruteForce) {
+        description = "brute force (truncated kernel, requested)";
+        return;
+    }
+    const Index n = D.n();
+    const int k = D.k();
+    const double c = std::sqrt(D.cutoff2);
+    // Search radius per dim: c (shared, whitened) or c · max_i σ_id (per point, σ = 1/√precision).
+    std::vector<double> radius(static_cast<std::size_t>(k), c);
+    if (D.model == KernelModel::PerPoint)
+        for (int d = 0; d < k; ++d) radius[std::size_t(d)] = c / std::sqrt(D.precision.col(d).minCoeff());
+    const VectorD lo = D.points.colwise().minCoeff().transpose(), hi = D.points.colwise().maxCoeff().transpose();
+
+    // Cells per dim (computed in double: nothing is allocated before the count is known to fit).
+    std::vector<std::pair<double, int>> cand;  // (cells, dim) for dims that prune (≥ 3 cells)
+    for (int d = 0; d < k; ++d) {
+        const double cells = std::floor((hi[d] - lo[d]) / radius[std::size_t(d)]);
+        if (std::isfinite(cells) && cells >= 3) cand.push_back({std::min(cells, 1e15), d});
+    }
+    if (cand.empty()) {
+        description = "brute force (truncated kernel; no dimension spans 3 cells of the search radius, a grid would not prune)";
+        return;
+    }
+    const double budget = 4.0 * static_cast<double>(n) + 1048576.0;
+    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::pair<double, int>> chosen;
+    double product = 1;
+    for (const auto& cd : cand)
+        if (product * cd.first <= budget) {
+            product *= cd.first;
+            chosen.push_back(cd);
+        }
+    if (chosen.empty()) {
+        description = "brute force (truncated kernel; a grid of the search radius would not fit in memory)";
+        return;
+    }
+    std::sort(chosen.begin(), chosen.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    CellGrid grid;
+    for (const auto& cd : chosen) {
+        const int d = cd.second;
+        const Index cells = static_cast<Index>(cd.first);
+        grid.dims.push_back(d);
+        grid.cells.push_back(cells);
+        grid.origin.push_back(lo[d]);
+        grid.side.push_back(std::max((hi[d] - lo[d]) / static_cast<double>(cells), radius[std::size_t(d)]));
+        grid.radius.push_back(radius[std::size_t(d)]);
+    }
+
+    // Counting sort of the rows by cell.
+    const Index ncell = static_cast<Index>(product);
+    std::vector<Index> cell_of_row(static_cast<std::size_t>(n));
+    grid.start.assign(static_cast<std::size_t>(ncell) + 1, 0);
+    for (Index i = 0; i < n; ++i) {
+        const Index cidx = grid.cell_of(D.points.row(i).data());
+        cell_of_row[static_cast<std::size_t>(i)] = cidx;
+        ++grid.start[static_cast<std::size_t>(cidx) + 1];
+    }
+    for (Index cidx = 0; cidx < ncell; ++cidx) grid.start[std::size_t(cidx) + 1] += grid.start[std::size_t(cidx)];
+
+    // The box counts only need the cell offsets, so the estimate runs before the rows are sorted.
+    const double fraction = candidate_fraction(grid, D.points);
+    std::ostringstream why;
+    why.precision(2);
+    if (search == NeighbourSearch::Auto && fraction > kGridMaxCandidateFraction) {
+        why << "brute force (truncated kernel; a grid would visit " << 100 * fraction << " % of the pairs, over the "
+            << 100 * kGridMaxCandidateFraction << " % where it pays)";
+        description = why.str();
+        return;
+    }
+    std::vector<Index> next(grid.start.begin(), grid.start.end() - 1);
+    D.original.resize(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i) D.original[static_cast<std::size_t>(next[std::size_t(cell_of_row[std::size_t(i)])]++)] = i;
+    auto permute = [&](MatrixD& M) {
+        if (M.rows() != n) return;
+        MatrixD P(n, M.cols());
+        for (Index r = 0; r < n; ++r) P.row(r) = M.row(D.original[std::size_t(r)]);
+        M = std::move(P);
+    };
+    permute(D.points);
+    permute(D.precision);
+    if (D.log_weight.size() == n) {
+        VectorD w(n);
+        for (Index r = 0; r < n; ++r) w[r] = D.log_weight[D.original[std::size_t(r)]];
+        D.log_weight = std::move(w);
+    }
+    D.points_f = D.points.cast<float>();
+    if (D.model == KernelModel::PerPoint) {
+        D.precision_f = D.precision.cast<float>();
+        D.log_weight_f = D.log_weight.cast<float>();
+    }
+    why << grid.describe() << " (" << 100 * fraction << " % of the pairs are candidates)";
+    description = why.str();
+    D.grid = std::move(grid);
+}
+
+}  // namespace detail
+}  // namespace meanshift

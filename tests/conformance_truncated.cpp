@@ -1,0 +1,162 @@
+// Conformance of the truncated kernel (Options::cutoff), the neighbour grid and weighted points:
+// the backend under test against the serial oracle with the same options. Backends without a
+// truncated kernel (Backend::supports_cutoff() false) must still give the exact answer: they are
+// checked against the exact oracle and must say so in Result::search.
+#include "conformance.hpp"
+
+#include <cmath>
+#include <limits>
+
+using namespace meanshift;
+using namespace mstest;
+
+namespace {
+
+bool backend_truncates() { return make_backend(conf::backend())->supports_cutoff(); }
+
+/// Same partition, modes within tol bandwidths (data units / h), plus float32 output rounding.
+void check_close(const Result& got, const Result& want, double h, double tol)
+{
+    CHECK(same_partition(got.labels, want.labels));
+    REQUIRE(got.modes.rows() == want.modes.rows());
+    double worst = 0;
+    for (Index i = 0; i < got.modes.rows(); ++i)
+        for (Index d = 0; d < got.modes.cols(); ++d) {
+            const double allowed = tol * h + std::ldexp(std::abs(double(want.modes(i, d))), -23);
+            worst = std::max(worst, std::abs(double(got.modes(i, d)) - double(want.modes(i, d))) / allowed);
+        }
+    CHECK(worst <= 1.0);
+}
+
+Options truncated(const Bandwidth& bw, double cutoff, NeighbourSearch s, const std::string& name = conf::backend())
+{
+    Options o = conf::options(bw, name);
+    o.cutoff = cutoff;
+    o.search = s;
+    o.seeding = Seeding::AllPoints;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid and brute force, cutoff 2.5 and 3 vs the oracle")
+{
+    const bool trunc = backend_truncates();
+    auto rng = make_rng("conf-truncated-blobs");
+    MSTEST_SEED_INFO();
+    for (int k : {1, 2, 3, 5, 16}) {
+        const Blobs b = make_blobs(rng, k, {120, 90, 60}, {0.6, 0.5, 0.4}, 9.0);
+        for (double c : {2.5, 3.0})
+            for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::BruteForce}) {
+                INFO("k = " << k << ", cutoff " << c << ", search " << int(s));
+                const Options o = truncated(Bandwidth::isotropic(1.0), c, s);
+                const Result got = cluster(b.data, o);
+                const Options oo = trunc ? truncated(Bandwidth::isotropic(1.0), c, s, "serial")
+                                         : truncated(Bandwidth::isotropic(1.0), std::numeric_limits<double>::infinity(), s, "serial");
+                const Result want = cluster(b.data, oo);
+                INFO("search: " << got.search);
+                if (trunc) {
+                    CHECK(got.cutoff == c);
+                    if (s == NeighbourSearch::Grid && k <= 3) CHECK(got.search.find("grid") != std::string::npos);
+                    if (s == NeighbourSearch::BruteForce) CHECK(got.search.find("brute force") != std::string::npos);
+                } else {
+                    CHECK(got.search == "exact (backend has no truncated kernel yet)");
+                }
+                check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+            }
+    }
+}
+
+TEST_CASE("conformance truncated: every topology, ragged n, modes crossing cells")
+{
+    if (!backend_truncates()) return;
+    auto rng = make_rng("conf-truncated-topo");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 2, {101, 77, 33}, {0.9, 0.7, 0.5}, 7.0);
+    auto be = make_backend(conf::backend());
+    PreparedData probe;
+    probe.points = b.data.cast<double>();
+    probe.finalize();
+    for (const Topology& t : conf::topologies(*be, probe)) {
+        INFO("topology " << t.to_string());
+        Options o = truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Grid);
+        o.topology = t;
+        const Result got = cluster(b.data, o);
+        const Result want = cluster(b.data, truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Grid, "serial"));
+        check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+        // Seeds far from the data still ascend (to the border cells' points) or report no support.
+        Options f = o;
+        f.fixed_iterations = 3;
+        const Result gf = cluster(b.data, f);
+        Options fw = truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Grid, "serial");
+        fw.fixed_iterations = 3;
+        const Result wf = cluster(b.data, fw);
+        check_close(gf, wf, 1.0, 3.0 * conf::step_tolerance(12.0));
+    }
+}
+
+TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, grid vs the oracle")
+{
+    const bool trunc = backend_truncates();
+    auto rng = make_rng("conf-truncated-perpoint");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 2, {80, 60, 40}, {0.5, 0.5, 0.5}, 40.0);
+    MatrixD h(b.data.rows(), 2);
+    std::uniform_real_distribution<double> U(0.0, 1.0);
+    for (Index i = 0; i < h.rows(); ++i) h.row(i) << std::pow(100.0, U(rng)) * 0.05, std::pow(100.0, U(rng)) * 0.05;
+    for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::BruteForce}) {
+        Options o = truncated(Bandwidth::per_point(h), 3.0, s);
+        o.max_iterations = 100;
+        const Result got = cluster(b.data, o);
+        Options oo = truncated(Bandwidth::per_point(h), trunc ? 3.0 : std::numeric_limits<double>::infinity(), s, "serial");
+        oo.max_iterations = 100;
+        const Result want = cluster(b.data, oo);
+        INFO("search: " << got.search);
+        check_close(got, want, 5.0, 4.0 * (o.tolerance + conf::step_tolerance(100.0)));
+    }
+}
+
+TEST_CASE("conformance weighted: sample weights, exact and truncated, shared and per-point H vs the oracle")
+{
+    const bool trunc = backend_truncates();
+    auto rng = make_rng("conf-weighted");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 3, {90, 70, 50}, {0.6, 0.5, 0.4}, 8.0);
+    std::vector<float> w(std::size_t(b.data.rows()));
+    std::uniform_real_distribution<float> U(0.0f, 3.0f);
+    for (auto& v : w) v = U(rng);
+    w[3] = 0.0f;  // a zero weight: contributes nothing, still labelled
+    for (double c : {std::numeric_limits<double>::infinity(), 3.0}) {
+        INFO("cutoff " << c);
+        Options o = truncated(Bandwidth::isotropic(1.0), c, NeighbourSearch::Auto);
+        const Result got = cluster(b.data, o, w.data());
+        Options oo = truncated(Bandwidth::isotropic(1.0), trunc ? c : std::numeric_limits<double>::infinity(),
+                               NeighbourSearch::Auto, "serial");
+        const Result want = cluster(b.data, oo, w.data());
+        CHECK(got.labels.size() == std::size_t(b.data.rows()));
+        check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+    }
+    // Weights = 2 for every point give the unweighted answer.
+    std::vector<float> two(w.size(), 2.0f);
+    const Options o = truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Auto);
+    check_close(cluster(b.data, o, two.data()), cluster(b.data, o), 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+}
+
+TEST_CASE("conformance truncated: bin seeding and binned data vs the oracle")
+{
+    auto rng = make_rng("conf-bins");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 2, {300, 200, 100}, {0.6, 0.5, 0.4}, 8.0);
+    for (bool bin_data : {false, true}) {
+        Options o = conf::options(Bandwidth::isotropic(1.0));
+        o.seeding = Seeding::Bins;
+        o.bin_data = bin_data;
+        Options oo = o;
+        oo.backend = "serial";
+        if (!backend_truncates()) oo.cutoff = std::numeric_limits<double>::infinity();
+        const Result got = cluster(b.data, o), want = cluster(b.data, oo);
+        CHECK(got.labels.size() == std::size_t(b.data.rows()));
+        CHECK(got.seed_count < b.data.rows());
+        check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+    }
+}
