@@ -1,6 +1,8 @@
 // meanshift segment IMAGE --spatial-bandwidth HS --range-bandwidth HR -o OUT.png
-// Joint spatial-range mean shift (Comaniciu & Meer 2002): every pixel is a point (x, y, L*, a*, b*)
-// with the diagonal bandwidth (hs, hs, hr, hr, hr).
+// Mean-shift segmentation (Comaniciu & Meer 2002, the EDISON pipeline; meanshift/segmentation.hpp):
+// every pixel is a point (x, y, L*, a*, b*) with the diagonal bandwidth (hs, hs, hr, hr, hr); its
+// mode gives the filtered image; neighbouring pixels with close modes and adjacent regions with
+// close colours are fused; regions under --min-region pixels are pruned into their neighbours.
 #include "cli_options.hpp"
 #include "colour.hpp"
 #include "commands.hpp"
@@ -10,6 +12,7 @@
 #include "progress.hpp"
 
 #include <meanshift/meanshift.hpp>
+#include <meanshift/segmentation.hpp>
 
 #include <cctype>
 #include <chrono>
@@ -26,8 +29,11 @@ struct SegmentArgs {
     std::string input;
     std::string output;
     std::string labels_output;
+    std::string filtered_output;
     double spatial = 6.0;
     double range = 8.0;
+    long long min_region = 30;
+    double fusion = 0.5;
     long long max_pixels = 20000;
     long long max_image_pixels = kDefaultMaxImagePixels;
     RunOptions run;
@@ -68,17 +74,23 @@ void false_colour(int label, std::uint8_t rgb[3])
 void run_segment(const SegmentArgs& a, Mode mode)
 {
     if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
+    if (!a.filtered_output.empty() && !ends_with_png(a.filtered_output))
+        throw meanshift::InvalidArgument(a.filtered_output + ": --filtered-output must be a .png file");
     if (!a.labels_output.empty()) format_of(a.labels_output);
     if (mode == Mode::CheckOnly) return;
     const auto t0 = std::chrono::steady_clock::now();
 
     // Every file of the run, checked against each other before any work.
-    const std::string labels_png = a.output.substr(0, a.output.size() - 4) + "-labels.png";
+    const std::string base = a.output.substr(0, a.output.size() - 4);
+    const std::string labels_png = base + "-labels.png";
+    const std::string filtered_png = a.filtered_output.empty() ? base + "-filtered.png" : a.filtered_output;
     OutputFiles files;
     files.add_input(a.input, "the input image");
     const std::size_t segmented_slot = files.add_output(a.output, "-o");
     const std::size_t labels_png_slot = files.add_output(labels_png, "the label image named after -o " + a.output);
     const std::size_t ids_slot = a.labels_output.empty() ? 0 : files.add_output(a.labels_output, "--labels");
+    const std::size_t filtered_slot = files.add_output(
+        filtered_png, a.filtered_output.empty() ? "the filtered image named after -o " + a.output : "--filtered-output");
 
     const RgbImage original = load_rgb(a.input, a.max_image_pixels);
     int w = 0, h = 0;
@@ -86,56 +98,60 @@ void run_segment(const SegmentArgs& a, Mode mode)
     const RgbImage img = downscale_area(original, w, h);
     const meanshift::Index n = static_cast<meanshift::Index>(img.count());
 
-    // Features: x, y in pixels of the clustered image, then CIELAB.
-    meanshift::MatrixF features(n, 5);
-    for (int y = 0; y < h; ++y) {
-        for (int x = 0; x < w; ++x) {
-            const meanshift::Index i = static_cast<meanshift::Index>(y) * w + x;
-            const std::uint8_t* p = &img.pixels[static_cast<std::size_t>(i) * 3];
-            float lab[3];
-            srgb_to_lab(p[0], p[1], p[2], lab);
-            features(i, 0) = static_cast<float>(x);
-            features(i, 1) = static_cast<float>(y);
-            features(i, 2) = lab[0];
-            features(i, 3) = lab[1];
-            features(i, 4) = lab[2];
-        }
+    // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
+    std::vector<float> lab(static_cast<std::size_t>(n) * 3);
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const std::uint8_t* p = &img.pixels[static_cast<std::size_t>(i) * 3];
+        srgb_to_lab(p[0], p[1], p[2], &lab[static_cast<std::size_t>(i) * 3]);
     }
 
-    meanshift::Options opt;
-    opt.bandwidth = meanshift::Bandwidth::diagonal({a.spatial, a.spatial, a.range, a.range, a.range});
-    a.run.apply(opt);
-    a.conv.apply(opt);
-    meanshift::Result r;
+    meanshift::SegmentOptions so;
+    so.spatial_bandwidth = a.spatial;
+    so.range_bandwidth = a.range;
+    so.min_region = a.min_region;
+    so.fusion_distance = a.fusion;
+    a.run.apply(so.meanshift);
+    a.conv.apply(so.meanshift);
+    TerminalProgress progress(!a.run.quiet);
+    so.meanshift.progress = progress.callback();
+    meanshift::Segmentation seg;
     try {
-        r = cluster_with_progress(features, opt, a.run.quiet);
+        seg = meanshift::segment_image(lab.data(), h, w, 3, so);
     } catch (const meanshift::InvalidArgument& e) {  // the library's word on the pixels: name the file
         throw meanshift::InvalidArgument(a.input + ": " + e.what());
     }
+    progress.finish();
+    const meanshift::Result& r = seg.ascent;
+    if (r.modes_without_support > 0)
+        std::fprintf(stderr, "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
+                             "they kept their own colour)\n",
+                     static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
 
     // Paint each segment with the mean colour of its pixels (averaged in linear light).
-    const std::size_t c = r.cluster_sizes.size();
+    const std::size_t c = seg.sizes.size();
     std::vector<double> sum(c * 3, 0.0);
     for (meanshift::Index i = 0; i < n; ++i) {
-        const std::size_t l = static_cast<std::size_t>(r.labels[static_cast<std::size_t>(i)]);
+        const std::size_t l = static_cast<std::size_t>(seg.labels[static_cast<std::size_t>(i)]);
         for (int ch = 0; ch < 3; ++ch) sum[l * 3 + ch] += srgb_to_linear(img.pixels[static_cast<std::size_t>(i) * 3 + ch]);
     }
     std::vector<std::uint8_t> mean(c * 3);
     for (std::size_t l = 0; l < c; ++l)
         for (int ch = 0; ch < 3; ++ch)
-            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(r.cluster_sizes[l]));
+            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(seg.sizes[l]));
 
-    RgbImage segmented = img, labels = img;
+    RgbImage segmented = img, labels = img, filtered = img;
     for (meanshift::Index i = 0; i < n; ++i) {
-        const int l = r.labels[static_cast<std::size_t>(i)];
+        const int l = seg.labels[static_cast<std::size_t>(i)];
         std::uint8_t* s = &segmented.pixels[static_cast<std::size_t>(i) * 3];
         for (int ch = 0; ch < 3; ++ch) s[ch] = mean[static_cast<std::size_t>(l) * 3 + ch];
         false_colour(l, &labels.pixels[static_cast<std::size_t>(i) * 3]);
+        lab_to_srgb(&seg.filtered(i, 0), &filtered.pixels[static_cast<std::size_t>(i) * 3]);
     }
     files.set(segmented_slot, png_bytes(segmented));
     files.set(labels_png_slot, png_bytes(labels));
     if (!a.labels_output.empty())
-        files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), r.labels, h, w));
+        files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
+    files.set(filtered_slot, png_bytes(filtered));
     files.commit();
 
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -145,17 +161,22 @@ void run_segment(const SegmentArgs& a, Mode mode)
     std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
     std::printf("segments    %zu\n", c);
+    std::printf("regions     %lld after joining pixels with close modes, %lld after fusion (%d passes), "
+                "%zu after pruning those under %lld px\n",
+                static_cast<long long>(seg.regions_connected), static_cast<long long>(seg.regions_fused),
+                seg.fusion_passes, c, static_cast<long long>(a.min_region));
     meanshift::Index not_converged = 0;
     for (bool done : r.converged) not_converged += done ? 0 : 1;
     std::printf("iterations  %d (modes not converged: %lld, without support: %lld)\n", r.timing.iterations,
                 static_cast<long long>(not_converged - r.modes_without_support),
                 static_cast<long long>(r.modes_without_support));
-    std::printf("time        %.2f s clustering, %.2f s in all\n", r.timing.seconds_total, wall);
+    std::printf("time        %.3f s mean shift (%.3f s iterating), %.3f s regions, %.2f s in all\n",
+                r.timing.seconds_total, r.timing.seconds_iterate, seg.seconds_regions, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
     std::printf("segmented   %s\nlabels      %s", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(labels_png).c_str());
     if (!a.labels_output.empty()) std::printf(" (label ids: %s)", escape_for_terminal(a.labels_output).c_str());
-    std::printf("\n");
+    std::printf("\nfiltered    %s\n", escape_for_terminal(filtered_png).c_str());
 }
 
 }  // namespace
@@ -189,6 +210,18 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->check(non_negative())
         ->capture_default_str();
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
+    sub->add_option("--filtered-output", a->filtered_output,
+                    "where the filtered image goes (each pixel painted with its mode's colour); "
+                    "default OUT-filtered.png");
+    sub->add_option("--min-region", a->min_region,
+                    "regions with fewer pixels are merged into the adjacent region of the closest colour; 0 = none")
+        ->check(non_negative())
+        ->capture_default_str();
+    sub->add_option("--fusion", a->fusion,
+                    "adjacent regions whose mean mode colours differ by at most this many range bandwidths "
+                    "are fused (EDISON: 0.5); 0 = no region fusion")
+        ->check(non_negative())
+        ->capture_default_str();
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
     sub->callback([a, mode] { run_segment(*a, mode); });

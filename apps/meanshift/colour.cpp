@@ -27,6 +27,13 @@ double lab_f(double t)
     return t > delta * delta * delta ? std::cbrt(t) : t / (3 * delta * delta) + 4.0 / 29.0;
 }
 
+// Inverse of lab_f.
+double lab_f_inverse(double f)
+{
+    constexpr double delta = 6.0 / 29.0;
+    return f > delta ? f * f * f : 3 * delta * delta * (f - 4.0 / 29.0);
+}
+
 }  // namespace
 
 double srgb_to_linear(std::uint8_t c) { return linear_table()[c]; }
@@ -49,6 +56,15 @@ void srgb_to_lab(std::uint8_t r8, std::uint8_t g8, std::uint8_t b8, float lab[3]
     lab[0] = static_cast<float>(116 * fy - 16);
     lab[1] = static_cast<float>(500 * (fx - fy));
     lab[2] = static_cast<float>(200 * (fy - fz));
+}
+
+void lab_to_srgb(const float lab[3], std::uint8_t rgb[3])
+{
+    const double fy = (lab[0] + 16.0) / 116.0, fx = fy + lab[1] / 500.0, fz = fy - lab[2] / 200.0;
+    const double x = lab_f_inverse(fx) * 0.95047, y = lab_f_inverse(fy), z = lab_f_inverse(fz) * 1.08883;
+    rgb[0] = linear_to_srgb(3.2404542 * x - 1.5371385 * y - 0.4985314 * z);
+    rgb[1] = linear_to_srgb(-0.9692660 * x + 1.8760108 * y + 0.0415560 * z);
+    rgb[2] = linear_to_srgb(0.0556434 * x - 0.2040259 * y + 1.0572252 * z);
 }
 
 }  // namespace mscli

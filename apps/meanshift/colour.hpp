@@ -15,5 +15,8 @@ double srgb_to_linear(std::uint8_t c);
 std::uint8_t linear_to_srgb(double v);
 /// 8-bit sRGB -> CIELAB: L in [0, 100], a and b roughly in [-110, 110].
 void srgb_to_lab(std::uint8_t r, std::uint8_t g, std::uint8_t b, float lab[3]);
+/// CIELAB -> 8-bit sRGB (the inverse of srgb_to_lab; colours outside the sRGB gamut are clipped
+/// per channel). Round trip of every 8-bit colour: exact.
+void lab_to_srgb(const float lab[3], std::uint8_t rgb[3]);
 
 }  // namespace mscli

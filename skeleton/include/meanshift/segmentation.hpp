@@ -1,0 +1,96 @@
+#pragma once
+/// @file segmentation.hpp
+/// Image segmentation by mean shift, the pipeline of Comaniciu & Meer, "Mean shift: a robust
+/// approach toward feature space analysis", IEEE PAMI 24(5), 2002, Sec. 4 (discontinuity
+/// preserving filtering) and Sec. 5 (segmentation), as their EDISON system implements it:
+///
+///  (a) **filtering**: every pixel is a point (x, y, c_1 .. c_C) of the joint spatial-range domain
+///      and makes the mean-shift ascent through meanshift::cluster() with the diagonal bandwidth
+///      (hs, hs, hr, …, hr). The range part of its mode is the pixel's filtered colour.
+///  (b) **fusion**: 4-connected neighbouring pixels whose modes lie within the bandwidths of
+///      each other (‖Δxy‖ ≤ `mode_spatial_distance` · hs and ‖Δc‖ ≤ `mode_distance` · hr) are
+///      joined (union-find; EDISON's Connect, which tests the range part at 0.5 hr). Then adjacent regions whose mean mode colours lie
+///      within `fusion_distance` × hr are fused, repeated until a fixed point (no adjacent pair
+///      left within the threshold; EDISON's TransitiveClosure, which stops after a few passes).
+///      A region's mean mode colour is the mean over its pixels of their modes' range parts.
+///  (c) **pruning**: every region with fewer than `min_region` pixels is merged into the adjacent
+///      region whose mean mode colour is closest (Euclidean in channel units); the merged region's
+///      mean is updated and passes repeat until no region is smaller than `min_region` or a small
+///      region has no neighbour (a whole image smaller than min_region stays one segment).
+///
+/// @code
+///   meanshift::SegmentOptions so;               // hs = 3 px, hr = 6 channel units, min 30 px
+///   so.meanshift.backend = "openmp";
+///   meanshift::Segmentation s = meanshift::segment_image(lab.data(), h, w, 3, so);
+///   // s.labels[y * w + x] in [0, s.segments()), s.colours.row(s), s.filtered.row(y * w + x)
+/// @endcode
+
+#include <meanshift/meanshift.hpp>
+
+#include <vector>
+
+namespace meanshift {
+
+struct SegmentOptions {
+    /// hs: spatial bandwidth in pixels, the Gaussian kernel's standard deviation over x and y.
+    /// With the truncated kernel (Options::cutoff c) a pixel's window has radius c · hs pixels.
+    double spatial_bandwidth = 3.0;
+    /// hr: range bandwidth in the units of the caller's channels (e.g. CIELAB units), the
+    /// Gaussian kernel's standard deviation over every channel.
+    double range_bandwidth = 6.0;
+    /// Regions with fewer pixels than this are merged into their most similar neighbour (c).
+    /// 0 or 1 = no pruning.
+    Index min_region = 30;
+    /// (b), pixel level: neighbouring pixels are joined when their modes differ by at most
+    /// `mode_distance` range bandwidths in the range part (‖Δc‖ / hr; EDISON: 0.5) and at most
+    /// `mode_spatial_distance` spatial bandwidths in the spatial part (‖Δxy‖ / hs).
+    double mode_distance = 0.5;
+    double mode_spatial_distance = 1.0;
+    /// (b), region level: adjacent regions are fused while their mean mode colours differ by at
+    /// most this many range bandwidths (‖Δc‖ / hr). 0 = no region fusion.
+    double fusion_distance = 0.5;
+    /// Ascent options: backend, topology, tolerance, max_iterations, cutoff/search (when the
+    /// library has them), progress. `bandwidth` is ignored (set from hs and hr); so are the
+    /// library's grouping settings, whose result the pipeline does not use (Result::labels).
+    Options meanshift;
+};
+
+struct Segmentation {
+    int height = 0, width = 0, channels = 0;
+    /// H·W segment labels, row-major (pixel (x, y) at y·W + x), in [0, S). Segments are numbered
+    /// largest first (ties: the one whose first pixel comes first in scan order).
+    std::vector<int> labels;
+    /// S × C: mean input colour of each segment's pixels (the caller's channel units).
+    MatrixF colours;
+    /// S × C: mean filtered colour (mode colour) of each segment's pixels: what (b) and (c) compare.
+    MatrixF mode_colours;
+    std::vector<Index> sizes;  ///< S pixel counts, decreasing
+    /// H·W × C: the filtered image, each pixel replaced by the range part of its mode.
+    MatrixF filtered;
+    /// The ascent of step (a): modes (H·W × (2 + C), data units: x, y in pixels, then channels),
+    /// iterations, convergence flags, timing, backend. Its labels/centres are the library's
+    /// grouping of the modes, not the segmentation.
+    Result ascent;
+    Index regions_connected = 0;  ///< regions after the pixel-level joining of (b)
+    Index regions_fused = 0;      ///< regions after the region fusion of (b)
+    int fusion_passes = 0;        ///< passes of the region fusion until its fixed point
+    double seconds_filter = 0;    ///< (a), including the ascent's preparation and grouping
+    double seconds_regions = 0;   ///< (b) + (c) + the outputs
+    int segments() const noexcept { return static_cast<int>(sizes.size()); }
+};
+
+/// Segments an H × W image with C channels: `pixels` is H·W × C row-major float32 (pixel (x, y)
+/// at row y·W + x), finite. The caller chooses the colour space (C & M recommend CIELUV or
+/// CIELAB, where Euclidean distance follows perceived difference). Throws InvalidArgument for
+/// height or width ≤ 0, channels < 1, a non-finite pixel, hs or hr ≤ 0 or not finite,
+/// min_region < 0, mode_distance, mode_spatial_distance or fusion_distance < 0 or not finite; otherwise what
+/// meanshift::cluster() throws (InvalidArgument, BackendUnavailable, DeviceError).
+MEANSHIFT_API Segmentation segment_image(const float* pixels, int height, int width, int channels,
+                                         const SegmentOptions& options);
+
+/// The same for an H·W × C matrix; its column count is C. Throws InvalidArgument when
+/// pixels.rows() != height · width (wrong image size or channel layout).
+MEANSHIFT_API Segmentation segment_image(const Eigen::Ref<const MatrixF>& pixels, int height, int width,
+                                         const SegmentOptions& options);
+
+}  // namespace meanshift

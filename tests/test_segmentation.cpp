@@ -1,0 +1,211 @@
+// segment_image (Comaniciu & Meer 2002 / EDISON pipeline): synthetic images with known regions,
+// pruning of a speck into its most similar neighbour, region fusion of near-equal colours only,
+// the filtered image of a flat image, label invariants, bad input.
+#include "test_support.hpp"
+
+#include <meanshift/segmentation.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <vector>
+
+using namespace meanshift;
+
+namespace {
+
+// Deterministic uniform noise in [-a, a].
+struct Noise {
+    std::uint64_t s = 0x9e3779b97f4a7c15ull;
+    float operator()(float a)
+    {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        return a * (static_cast<float>((s >> 40) & 0xffffff) / float(0xffffff) * 2.0f - 1.0f);
+    }
+};
+
+SegmentOptions serial_options(double hs, double hr, Index min_region)
+{
+    SegmentOptions o;
+    o.spatial_bandwidth = hs;
+    o.range_bandwidth = hr;
+    o.min_region = min_region;
+    o.meanshift.backend = "serial";
+    o.meanshift.tolerance = 1e-3;
+    return o;
+}
+
+// Labels in [0, S), every pixel labelled, sizes match and do not increase, colours are means.
+void check_invariants(const Segmentation& s, const std::vector<float>& img)
+{
+    const std::size_t n = std::size_t(s.height) * std::size_t(s.width);
+    REQUIRE(s.labels.size() == n);
+    REQUIRE(s.filtered.rows() == Index(n));
+    REQUIRE(s.filtered.cols() == s.channels);
+    const int S = s.segments();
+    REQUIRE(S >= 1);
+    REQUIRE(s.colours.rows() == S);
+    REQUIRE(s.mode_colours.rows() == S);
+    std::vector<Index> count(std::size_t(S), 0);
+    std::vector<double> sum(std::size_t(S) * s.channels, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        REQUIRE(s.labels[i] >= 0);
+        REQUIRE(s.labels[i] < S);
+        ++count[std::size_t(s.labels[i])];
+        for (int c = 0; c < s.channels; ++c) sum[std::size_t(s.labels[i]) * s.channels + c] += img[i * s.channels + c];
+    }
+    for (int l = 0; l < S; ++l) {
+        CHECK(count[std::size_t(l)] == s.sizes[std::size_t(l)]);
+        if (l > 0) CHECK(s.sizes[std::size_t(l)] <= s.sizes[std::size_t(l) - 1]);
+        for (int c = 0; c < s.channels; ++c)
+            CHECK(s.colours(l, c) == doctest::Approx(sum[std::size_t(l) * s.channels + c] / double(count[std::size_t(l)])).epsilon(1e-4));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("segment_image: three flat colour rectangles with noise give exactly three segments")
+{
+    const int w = 24, h = 16, C = 3;
+    const float colour[3][3] = {{20, 0, 0}, {50, 30, -10}, {80, -25, 35}};
+    Noise noise;
+    std::vector<float> img(std::size_t(w) * h * C);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < C; ++c) img[(std::size_t(y) * w + x) * C + c] = colour[x / 8][c] + noise(1.0f);
+    const Segmentation s = segment_image(img.data(), h, w, C, serial_options(2.0, 4.0, 10));
+    check_invariants(s, img);
+    REQUIRE(s.segments() == 3);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) CHECK(s.labels[std::size_t(y) * w + x] == s.labels[std::size_t(x / 8) * 8]);
+    std::set<int> distinct{s.labels[0], s.labels[8], s.labels[16]};
+    CHECK(distinct.size() == 3);
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < C; ++c) CHECK(std::abs(s.colours(s.labels[std::size_t(r) * 8], c) - colour[r][c]) < 0.3);
+    CHECK(s.ascent.modes.rows() == w * h);
+    CHECK(s.ascent.modes.cols() == 2 + C);
+    // The Eigen overload gives the same answer.
+    Eigen::Map<const MatrixF> m(img.data(), Index(w) * h, C);
+    const Segmentation s2 = segment_image(m, h, w, serial_options(2.0, 4.0, 10));
+    CHECK(s2.labels == s.labels);
+}
+
+TEST_CASE("segment_image: a speck smaller than min_region joins its most similar neighbour")
+{
+    // Left half 0, right half 60; a 2 x 2 speck of 40 on the boundary, closer in colour to the right.
+    const int w = 20, h = 20;
+    std::vector<float> img(std::size_t(w) * h);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) img[std::size_t(y) * w + x] = x < 10 ? 0.0f : 60.0f;
+    for (int y = 9; y <= 10; ++y)
+        for (int x = 9; x <= 10; ++x) img[std::size_t(y) * w + x] = 40.0f;
+    const std::size_t speck = std::size_t(9) * w + 9, left = 0, right = w - 1;
+
+    const Segmentation kept = segment_image(img.data(), h, w, 1, serial_options(2.0, 3.0, 0));
+    check_invariants(kept, img);
+    CHECK(kept.segments() == 3);
+    CHECK(kept.sizes.back() == 4);
+
+    const Segmentation pruned = segment_image(img.data(), h, w, 1, serial_options(2.0, 3.0, 5));
+    check_invariants(pruned, img);
+    REQUIRE(pruned.segments() == 2);
+    CHECK(pruned.labels[speck] == pruned.labels[right]);
+    CHECK(pruned.labels[speck] != pruned.labels[left]);
+    CHECK(pruned.sizes[0] == 202);  // the right half (200 - 2 + the speck's 4 pixels)
+    CHECK(pruned.sizes[1] == 198);
+
+    // min_region larger than every region but the image: still one region per neighbour chain,
+    // never an empty result.
+    const Segmentation all = segment_image(img.data(), h, w, 1, serial_options(2.0, 3.0, 100000));
+    check_invariants(all, img);
+    CHECK(all.segments() == 1);
+}
+
+TEST_CASE("segment_image: region fusion merges near-equal colours, not different ones")
+{
+    // Strips of 0 | 1.2 | 30 (hr = 4: 0.3 hr apart, then 7 hr). Pixel-level joining is made
+    // strict, so the first two strips come apart there and only region fusion can join them.
+    const int w = 30, h = 10;
+    std::vector<float> img(std::size_t(w) * h);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) img[std::size_t(y) * w + x] = x < 10 ? 0.0f : (x < 20 ? 1.2f : 30.0f);
+    SegmentOptions o = serial_options(2.0, 4.0, 0);
+    o.mode_distance = 0.01;
+
+    o.fusion_distance = 0;
+    const Segmentation apart = segment_image(img.data(), h, w, 1, o);
+    check_invariants(apart, img);
+    CHECK(apart.segments() >= 3);
+    CHECK(apart.fusion_passes == 0);
+
+    o.fusion_distance = 0.5;
+    const Segmentation fused = segment_image(img.data(), h, w, 1, o);
+    check_invariants(fused, img);
+    REQUIRE(fused.segments() == 2);
+    CHECK(fused.fusion_passes >= 1);
+    CHECK(fused.regions_connected > fused.regions_fused);
+    CHECK(fused.labels[0] == fused.labels[15]);
+    CHECK(fused.labels[0] != fused.labels[25]);
+    CHECK(fused.sizes[0] == 200);
+    CHECK(fused.sizes[1] == 100);
+}
+
+TEST_CASE("segment_image: the filtered image of a flat image is the image")
+{
+    const int w = 12, h = 9, C = 3;
+    std::vector<float> img(std::size_t(w) * h * C);
+    for (std::size_t i = 0; i < std::size_t(w) * h; ++i) {
+        img[i * C] = 55.5f;
+        img[i * C + 1] = -12.25f;
+        img[i * C + 2] = 7.0f;
+    }
+    const Segmentation s = segment_image(img.data(), h, w, C, serial_options(3.0, 6.0, 20));
+    check_invariants(s, img);
+    CHECK(s.segments() == 1);
+    CHECK(s.sizes[0] == w * h);
+    for (Index i = 0; i < Index(w) * h; ++i)
+        for (int c = 0; c < C; ++c) CHECK(s.filtered(i, c) == doctest::Approx(img[std::size_t(i) * C + c]).epsilon(1e-5));
+}
+
+TEST_CASE("segment_image: a 1 x 1 image is one segment")
+{
+    const float px[2] = {1.0f, 2.0f};
+    const Segmentation s = segment_image(px, 1, 1, 2, serial_options(1.0, 1.0, 30));
+    CHECK(s.segments() == 1);
+    CHECK(s.labels == std::vector<int>{0});
+    CHECK(s.filtered(0, 1) == doctest::Approx(2.0));
+}
+
+TEST_CASE("segment_image: bad input is InvalidArgument")
+{
+    std::vector<float> img(12, 1.0f);
+    const SegmentOptions ok = serial_options(2.0, 4.0, 0);
+    CHECK_THROWS_AS(segment_image(img.data(), 0, 4, 3, ok), InvalidArgument);
+    CHECK_THROWS_AS(segment_image(img.data(), 4, 0, 3, ok), InvalidArgument);
+    CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 0, ok), InvalidArgument);
+    CHECK_THROWS_AS(segment_image(nullptr, 2, 2, 3, ok), InvalidArgument);
+    Eigen::Map<const MatrixF> m(img.data(), 4, 3);
+    CHECK_THROWS_AS(segment_image(m, 2, 3, ok), InvalidArgument);  // 4 rows for 6 pixels
+    CHECK_THROWS_AS(segment_image(m, 0, 0, ok), InvalidArgument);
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    for (double bad : {0.0, -1.0, nan, inf}) {
+        SegmentOptions o = ok;
+        o.spatial_bandwidth = bad;
+        CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, o), InvalidArgument);
+        o = ok;
+        o.range_bandwidth = bad;
+        CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, o), InvalidArgument);
+    }
+    SegmentOptions o = ok;
+    o.min_region = -1;
+    CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, o), InvalidArgument);
+    o = ok;
+    o.fusion_distance = nan;
+    CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, o), InvalidArgument);
+    o = ok;
+    o.mode_distance = -0.5;
+    CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, o), InvalidArgument);
+    img[5] = static_cast<float>(nan);
+    CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, ok), InvalidArgument);
+}
