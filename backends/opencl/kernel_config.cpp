@@ -65,10 +65,13 @@ int default_modes_per_pu(int k, bool per_point, bool preload)
 
 int largest_fitting_batch(const KernelConfig& cfg, int want, std::size_t local_mem_size)
 {
+    // Compilers add a little local memory of their own (NVIDIA's OpenCL: 16 bytes on the H200, so a
+    // batch that filled the 48 KiB exactly failed at bind()); the default batch leaves room for it.
+    const std::size_t usable = local_mem_size > kImplicitLocalBytes ? local_mem_size - kImplicitLocalBytes : 0;
     const std::size_t red = cfg.reduction_bytes();
-    if (red >= local_mem_size) return 0;
+    if (red >= usable) return 0;
     const std::size_t record = gpu::tile_bytes(cfg.k, cfg.per_point, 1);
-    const std::size_t fit = (local_mem_size - red) / record;
+    const std::size_t fit = (usable - red) / record;
     if (fit >= static_cast<std::size_t>(want)) return want;
     if (fit == 0) return 0;
     int p = 1;

@@ -64,9 +64,12 @@ void validate_tuning(const OpenCLTuning& t);
 /// k = 3 gives r = 4 for a shared H, and for per-point H r = 2 with preloading, 4 without).
 int default_modes_per_pu(int k, bool per_point, bool preload);
 
+/// Local memory a default batch leaves for what the OpenCL compiler adds to the declared arrays.
+constexpr std::size_t kImplicitLocalBytes = 256;
+
 /// Largest preload batch (points) of at most `want` whose records fit in `local_mem_size` bytes
-/// next to the reduction buffer of `cfg` (cfg.tile is ignored): a power of two when it has to
-/// shrink; 0 when not even one record fits.
+/// (less kImplicitLocalBytes) next to the reduction buffer of `cfg` (cfg.tile is ignored): a power
+/// of two when it has to shrink; 0 when not even one record fits.
 int largest_fitting_batch(const KernelConfig& cfg, int want, std::size_t local_mem_size);
 
 /// Checks `cfg` against the device: work-group size ≤ max_work_group_size, local memory ≤

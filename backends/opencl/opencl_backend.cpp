@@ -106,9 +106,11 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     Topology t = requested;
     if (t.f_vppu == 0) t.f_vppu = 1;
     if (t.pus_per_ppu == 0) {
-        // A multiple of f_vppu near 256 work-items (GPU, preloading: larger batches per barrier),
-        // 128 (GPU) or 64 (CPU), within the device limit.
-        const int want = gpu ? (preload() ? 256 : 128) : 64;
+        // A multiple of f_vppu near 256 work-items (GPU, preloading, shared H: larger batches per
+        // barrier), 128 (GPU otherwise: per-point with preloading measured 1.81e12 pairs/s at
+        // τ = 128 vs 1.66e12 at 256 on the H200, docs/tuning.md) or 64 (CPU), within the limit.
+        const bool per_point = data.model == KernelModel::PerPoint;
+        const int want = gpu ? (preload() && !per_point ? 256 : 128) : 64;
         const int limit = static_cast<int>(std::min<std::size_t>(dev_->max_work_group_size, 1024));
         t.pus_per_ppu = std::max(t.f_vppu, std::min(want, limit) / t.f_vppu * t.f_vppu);
         // Shrink (by whole vPPUs) while the preload batch and reduction buffer overflow local memory.
