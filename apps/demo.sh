@@ -3,10 +3,12 @@
 #   1. installs the build dependencies (apps/install-deps.sh; apt-get only if something is missing),
 #   2. builds the library and the `meanshift` tool into build/ (Release),
 #   3. fetches china.jpg from Debian's python3-sklearn package (apps/fetch-china.sh),
-#   4. segments it on the fastest usable backend (--backend auto), downscaled to at most
-#      20,000 pixels so that brute force on a 2-core CPU takes seconds, not hours,
-#   5. prints where the results are: out/china-segmented.png and out/china-segmented-labels.png.
-# Extra arguments go to `meanshift segment`, e.g. ./apps/demo.sh --max-pixels 60000 --hr 6
+#   4. segments the whole photo (640 x 427) on the fastest usable backend (--backend auto):
+#      mean-shift filtering with the truncated kernel and grid search, region fusion, pruning
+#      (Comaniciu & Meer 2002; docs/segmentation.md),
+#   5. prints where the results are: out/china-segmented.png, out/china-segmented-labels.png and
+#      out/china-segmented-filtered.png.
+# Extra arguments go to `meanshift segment`, e.g. ./apps/demo.sh --hs 4 --min-region 100
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -28,4 +30,5 @@ echo
 echo "demo: results in $root/out/:"
 echo "  china-segmented.png         each segment painted with its mean colour"
 echo "  china-segmented-labels.png  one false colour per segment"
+echo "  china-segmented-filtered.png  the mean-shift filtered image (each pixel: its mode's colour)"
 echo "demo: more: build/bin/meanshift --help, docs/cli.md"

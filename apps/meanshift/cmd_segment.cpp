@@ -30,11 +30,13 @@ struct SegmentArgs {
     std::string output;
     std::string labels_output;
     std::string filtered_output;
-    double spatial = 6.0;
-    double range = 8.0;
-    long long min_region = 30;
-    double fusion = 0.5;
-    long long max_pixels = 20000;
+    double spatial = 3.0;
+    double range = 6.0;
+    long long min_region = 40;
+    bool exact = false;   // --exact, unless the shared run options provide it
+    double cutoff = 0;    // --cutoff, likewise; 0 = the library's default
+    double fusion = 1.0;
+    long long max_pixels = 0;
     long long max_image_pixels = kDefaultMaxImagePixels;
     RunOptions run;
     ConvergenceOptions conv;
@@ -112,6 +114,8 @@ void run_segment(const SegmentArgs& a, Mode mode)
     so.fusion_distance = a.fusion;
     a.run.apply(so.meanshift);
     a.conv.apply(so.meanshift);
+    if (a.exact) so.meanshift.exact = true;
+    if (a.cutoff > 0) so.meanshift.cutoff = a.cutoff;
     TerminalProgress progress(!a.run.quiet);
     so.meanshift.progress = progress.callback();
     meanshift::Segmentation seg;
@@ -160,6 +164,8 @@ void run_segment(const SegmentArgs& a, Mode mode)
         std::printf(", downscaled to %d x %d (--max-pixels %lld)", w, h, a.max_pixels);
     std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
+    std::printf("search      %s, cutoff %g bandwidths%s\n", r.search.c_str(), r.cutoff,
+                std::isinf(r.cutoff) ? " (exact kernel)" : "");
     std::printf("segments    %zu\n", c);
     std::printf("regions     %lld after joining pixels with close modes, %lld after fusion (%d passes), "
                 "%zu after pruning those under %lld px\n",
@@ -170,8 +176,10 @@ void run_segment(const SegmentArgs& a, Mode mode)
     std::printf("iterations  %d (modes not converged: %lld, without support: %lld)\n", r.timing.iterations,
                 static_cast<long long>(not_converged - r.modes_without_support),
                 static_cast<long long>(r.modes_without_support));
-    std::printf("time        %.3f s mean shift (%.3f s iterating), %.3f s regions, %.2f s in all\n",
-                r.timing.seconds_total, r.timing.seconds_iterate, seg.seconds_regions, wall);
+    std::printf("time        %.3f s mean shift (%.3f s preparing, %.3f s iterating, %.3f s grouping modes), "
+                "%.3f s regions, %.2f s in all\n",
+                r.timing.seconds_total, r.timing.seconds_prepare, r.timing.seconds_iterate, r.timing.seconds_group,
+                seg.seconds_regions, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
     std::printf("segmented   %s\nlabels      %s", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(labels_png).c_str());
@@ -184,8 +192,10 @@ void run_segment(const SegmentArgs& a, Mode mode)
 void add_segment_command(CLI::App& app, Mode mode)
 {
     auto a = std::make_shared<SegmentArgs>();
-    // A shift of 1/100 bandwidth (0.06 px, 0.08 L*) is far below what a segment boundary can see.
-    a->conv.tolerance = 1e-2;
+    // Filtering, as OpenCV's pyrMeanShiftFiltering (at most 5 iterations, shift < 1): a shift of
+    // 1/10 bandwidth (0.3 px, 0.6 L*) or 10 iterations; segments come from the region steps.
+    a->conv.tolerance = 0.1;
+    a->conv.max_iterations = 10;
     CLI::App* sub = app.add_subcommand(
         "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
     sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
@@ -201,8 +211,7 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->check(positive())
         ->capture_default_str();
     sub->add_option("--max-pixels", a->max_pixels,
-                    "downscale (area averaging) to at most this many pixels first; 0 = full size. "
-                    "Brute-force cost grows with the square of the pixel count")
+                    "downscale (area averaging) to at most this many pixels first; 0 = full size")
         ->check(non_negative())
         ->capture_default_str();
     sub->add_option("--max-image-pixels", a->max_image_pixels,
@@ -219,11 +228,21 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->capture_default_str();
     sub->add_option("--fusion", a->fusion,
                     "adjacent regions whose mean mode colours differ by at most this many range bandwidths "
-                    "are fused (EDISON: 0.5); 0 = no region fusion")
+                    "are fused (EDISON: 0.5, stricter); 0 = no region fusion")
         ->check(non_negative())
         ->capture_default_str();
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
+    // The truncated kernel's switches, unless the shared option groups already carry them.
+    if (sub->get_option_no_throw("--exact") == nullptr)
+        sub->add_flag("--exact", a->exact,
+                      "exact Gaussian kernel: no cutoff, brute force (the reference; O(n^2) per iteration)");
+    if (sub->get_option_no_throw("--cutoff") == nullptr)
+        sub->add_option("--cutoff", a->cutoff,
+                        "truncated kernel's radius in bandwidths (default: the library's, " +
+                            std::to_string(meanshift::kDefaultCutoff).substr(0, 3) +
+                            "); a pixel's window has radius cutoff x hs pixels")
+            ->check(positive());
     sub->callback([a, mode] { run_segment(*a, mode); });
 }
 

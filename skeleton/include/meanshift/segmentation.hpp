@@ -19,7 +19,7 @@
 ///      region has no neighbour (a whole image smaller than min_region stays one segment).
 ///
 /// @code
-///   meanshift::SegmentOptions so;               // hs = 3 px, hr = 6 channel units, min 30 px
+///   meanshift::SegmentOptions so;               // hs = 3 px, hr = 6 channel units, min 40 px
 ///   so.meanshift.backend = "openmp";
 ///   meanshift::Segmentation s = meanshift::segment_image(lab.data(), h, w, 3, so);
 ///   // s.labels[y * w + x] in [0, s.segments()), s.colours.row(s), s.filtered.row(y * w + x)
@@ -40,18 +40,21 @@ struct SegmentOptions {
     double range_bandwidth = 6.0;
     /// Regions with fewer pixels than this are merged into their most similar neighbour (c).
     /// 0 or 1 = no pruning.
-    Index min_region = 30;
+    Index min_region = 40;
     /// (b), pixel level: neighbouring pixels are joined when their modes differ by at most
     /// `mode_distance` range bandwidths in the range part (‖Δc‖ / hr; EDISON: 0.5) and at most
     /// `mode_spatial_distance` spatial bandwidths in the spatial part (‖Δxy‖ / hs).
     double mode_distance = 0.5;
     double mode_spatial_distance = 1.0;
     /// (b), region level: adjacent regions are fused while their mean mode colours differ by at
-    /// most this many range bandwidths (‖Δc‖ / hr). 0 = no region fusion.
-    double fusion_distance = 0.5;
+    /// most this many range bandwidths (‖Δc‖ / hr; EDISON: 0.5). 0 = no region fusion. The
+    /// default 1.0 ("within the range bandwidth") gives segment counts in the hundreds on photos
+    /// (docs/segmentation.md).
+    double fusion_distance = 1.0;
     /// Ascent options: backend, topology, tolerance, max_iterations, cutoff/search (when the
     /// library has them), progress. `bandwidth` is ignored (set from hs and hr); so are the
-    /// library's grouping settings, whose result the pipeline does not use (Result::labels).
+    /// library's grouping settings: the pipeline groups the pixels itself and runs the library's
+    /// grouping with an ε beyond every distance (one O(H·W) pass, one group).
     Options meanshift;
 };
 
@@ -68,8 +71,8 @@ struct Segmentation {
     /// H·W × C: the filtered image, each pixel replaced by the range part of its mode.
     MatrixF filtered;
     /// The ascent of step (a): modes (H·W × (2 + C), data units: x, y in pixels, then channels),
-    /// iterations, convergence flags, timing, backend. Its labels/centres are the library's
-    /// grouping of the modes, not the segmentation.
+    /// iterations, convergence flags, timing, backend, search. Its labels/centres are one group
+    /// (see SegmentOptions::meanshift): the segmentation is `labels`.
     Result ascent;
     Index regions_connected = 0;  ///< regions after the pixel-level joining of (b)
     Index regions_fused = 0;      ///< regions after the region fusion of (b)
