@@ -1,0 +1,51 @@
+#!/bin/bash
+# Full-resolution segmentation benchmark against OpenCV, in the same run on the same machine:
+#   meanshift segment IMAGE (defaults, --backend openmp unless given) vs
+#   apps/bench/peers/opencv_segment.py IMAGE (cv2.pyrMeanShiftFiltering(img, 8, 8), one thread).
+# The photos china.jpg and flower.jpg (640 x 427) come from Debian's python3-sklearn package
+# (apt-get download + dpkg -x, nothing installed; as apps/fetch-china.sh). OpenCV comes from
+# Debian's python3-opencv (apt-get install -y python3-opencv; only for this benchmark).
+# Usage: apps/bench/bench_segment.sh [BUILD_DIR] [-- extra `meanshift segment` args]
+#   BUILD_DIR default build/; results and images go to out/bench-segment/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${1:-$root/build}"; shift || true
+[[ "${1:-}" == "--" ]] && shift
+extra=("$@")
+ms="$build/bin/meanshift"
+[[ -x "$ms" ]] || { echo "bench_segment: $ms not built (cmake --build $build --target meanshift_cli)" >&2; exit 1; }
+out="$root/out/bench-segment"
+data="$root/data"
+mkdir -p "$out" "$data"
+
+# The photos, from the package (china.jpg through fetch-china.sh; flower.jpg from the same .deb).
+"$root/apps/fetch-china.sh" "$data/china.jpg" >/dev/null
+if [[ ! -s "$data/flower.jpg" ]]; then
+  tmp="$(mktemp -d)"; trap 'rm -rf "$tmp"' EXIT; chmod 755 "$tmp"
+  (cd "$tmp" && apt-get download python3-sklearn >/dev/null 2>&1 && dpkg -x python3-sklearn_*.deb x) ||
+    { echo "bench_segment: apt-get download python3-sklearn failed" >&2; exit 1; }
+  cp "$(find "$tmp/x" -name flower.jpg -print -quit)" "$data/flower.jpg"
+fi
+py=/usr/bin/python3
+$py -c "import cv2, scipy" 2>/dev/null || {
+  echo "bench_segment: needs Debian's python3-opencv and python3-scipy (apt-get install -y python3-opencv python3-scipy)" >&2; exit 1; }
+
+backend=(--backend openmp)
+for a in "${extra[@]}"; do [[ "$a" == --backend ]] && backend=(); done
+echo "machine: $(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1); $(date -u +%F); commit $(git -C "$root" rev-parse --short HEAD)"
+echo "ours: $ms segment IMAGE ${backend[*]} ${extra[*]}"
+printf "%-11s %-9s %10s %10s %10s %10s  %s\n" image tool "mean shift" "all" segments iterations search
+for img in china flower; do
+  log="$out/$img.txt"
+  "$ms" segment "$data/$img.jpg" "${backend[@]}" --quiet -o "$out/$img-segmented.png" "${extra[@]}" >"$log"
+  ms_s=$(sed -n 's/^time *\([0-9.]*\) s mean shift.*/\1/p' "$log")
+  all_s=$(sed -n 's/.*, \([0-9.]*\) s in all.*/\1/p' "$log")
+  seg=$(sed -n 's/^segments *\([0-9]*\).*/\1/p' "$log")
+  it=$(sed -n 's/^iterations *\([0-9]*\).*/\1/p' "$log")
+  search=$(sed -n 's/^search *//p' "$log")
+  printf "%-11s %-9s %10s %10s %10s %10s  %s\n" "$img.jpg" meanshift "$ms_s" "$all_s" "$seg" "$it" "$search"
+  read -r _ _ _ _ cv_s _ cv_seg _ cv_large < <("$py" "$root/apps/bench/peers/opencv_segment.py" "$data/$img.jpg")
+  printf "%-11s %-9s %10s %10s %10s %10s  %s\n" "$img.jpg" opencv "$cv_s" "$cv_s" "$cv_seg" "<= 5" \
+    "pyrMeanShiftFiltering(8, 8), 1 thread; segments = flood fill of equal colours ($cv_large of >= 40 px)"
+done
+echo "logs and images: $out"
