@@ -22,6 +22,7 @@
 
 #include <meanshift/meanshift.hpp>
 
+#include <limits>
 #include <set>
 #include <string>
 #include <vector>
@@ -97,6 +98,10 @@ inline Options options(const Bandwidth& bw, const std::string& name = backend())
     o.bandwidth = bw;
     o.tolerance = 1e-4;
     o.max_iterations = 300;
+    // A backend without a truncated kernel runs the exact one (Backend::supports_cutoff): the oracle
+    // then runs it too, so that the two stay comparable.
+    static const bool truncates = make_backend(backend())->supports_cutoff();
+    if (!truncates) o.cutoff = std::numeric_limits<double>::infinity();
     return o;
 }
 
