@@ -28,6 +28,12 @@ void check_close(const Result& got, const Result& want, double h, double tol)
     CHECK(worst <= 1.0);
 }
 
+/// The truncated kernel is discontinuous at D = c: a pair that float32 rounding puts on the other
+/// side of the cutoff than float64 adds or drops a weight e^{-c²/2} at distance c. Against a mode's
+/// total weight of at least 10 (the blobs here have >= 30 points near each mode) that moves the
+/// mode by at most c·e^{-c²/2}/10 bandwidths (seen: 4.5e-3 at c = 2.5, k = 16, openmp vs serial).
+double boundary_allowance(double c) { return std::isfinite(c) ? 0.1 * c * std::exp(-0.5 * c * c) : 0.0; }
+
 Options truncated(const Bandwidth& bw, double cutoff, NeighbourSearch s, const std::string& name = conf::backend())
 {
     Options o = conf::options(bw, name);
@@ -62,7 +68,8 @@ TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid and brute force
                 } else {
                     CHECK(got.search == "exact (backend has no truncated kernel yet)");
                 }
-                check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+                check_close(got, want, 1.0,
+                            4.0 * (o.tolerance + conf::step_tolerance(12.0)) + (trunc ? boundary_allowance(c) : 0.0));
             }
     }
 }
@@ -83,7 +90,7 @@ TEST_CASE("conformance truncated: every topology, ragged n, modes crossing cells
         o.topology = t;
         const Result got = cluster(b.data, o);
         const Result want = cluster(b.data, truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Grid, "serial"));
-        check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+        check_close(got, want, 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)) + boundary_allowance(3.0));
         // Seeds far from the data still ascend (to the border cells' points) or report no support.
         Options f = o;
         f.fixed_iterations = 3;
