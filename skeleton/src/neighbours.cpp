@@ -43,10 +43,14 @@ void CellGrid::empty_box(Index* lo, Index* hi) const noexcept
 
 void CellGrid::add_neighbourhood(const double* y, Index* lo, Index* hi) const noexcept
 {
+    // Every point within radius r of y in dim j lies in the cells of [y − r, y + r]: with
+    // side ≥ r that is at most y's cell ±1, with side < r (e.g. one pixel of an image lattice)
+    // it spans ⌈r / side⌉ cells either side. coord() clamps, so the box stays inside the grid.
     for (int j = 0; j < g(); ++j) {
-        const Index c = coord(j, y[dims[std::size_t(j)]]);
-        lo[j] = std::min(lo[j], std::max<Index>(0, c - 1));
-        hi[j] = std::max(hi[j], std::min<Index>(cells[std::size_t(j)] - 1, c + 1));
+        const std::size_t s = static_cast<std::size_t>(j);
+        const double v = y[dims[s]];
+        lo[j] = std::min(lo[j], coord(j, v - radius[s]));
+        hi[j] = std::max(hi[j], coord(j, v + radius[s]));
     }
 }
 
@@ -99,7 +103,7 @@ namespace detail {
 
 namespace {
 
-/// Fraction of candidate pairs (points in a position's ±1 neighbourhood / n), estimated from up
+/// Fraction of candidate pairs (points in a position's neighbourhood / n), estimated from up
 /// to 512 sampled rows.
 double candidate_fraction(const CellGrid& grid, const MatrixD& points)
 {

@@ -28,18 +28,19 @@ enum class NeighbourSearch {
     Grid,
 };
 
-/// Auto takes the grid when the expected fraction of candidate pairs (points in a mode's ±1 cell
+/// Auto takes the grid when the expected fraction of candidate pairs (points in a mode's cell
 /// neighbourhood / n) is at most this (measured crossover on 2 cores: docs/truncated-kernel.md).
 inline constexpr double kGridMaxCandidateFraction = 0.5;
 
 /// A uniform cell grid over g of the k prepared dimensions. Cells are numbered row-major over
 /// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
-/// [start[c], start[c+1]). In every grid dimension the side is ≥ the search radius, so every point
-/// within the radius of a position lies in the ±1 neighbourhood of the position's cell.
+/// [start[c], start[c+1]). A position y's neighbourhood is the box of cells that [y − radius,
+/// y + radius] touches in every grid dim: every point within the radius lies in it. With the
+/// side ≥ the radius (the default grid) that is at most y's cell ±1.
 struct MEANSHIFT_API CellGrid {
     std::vector<int> dims;        ///< the g grid dimensions (indices into k), g ≥ 1
     std::vector<double> origin;   ///< per grid dim: lower edge of cell 0 (prepared units)
-    std::vector<double> side;     ///< per grid dim: cell side (prepared units), ≥ radius[g]
+    std::vector<double> side;     ///< per grid dim: cell side (prepared units), > 0
     std::vector<double> radius;   ///< per grid dim: search radius (prepared units)
     std::vector<Index> cells;     ///< cells per grid dim (≥ 1)
     std::vector<Index> start;     ///< prod(cells) + 1 offsets into the prepared rows
@@ -51,8 +52,8 @@ struct MEANSHIFT_API CellGrid {
     Index coord(int j, double v) const noexcept;
     /// Cell index of a position y (k coordinates, prepared units).
     Index cell_of(const double* y) const noexcept;
-    /// Widens the inclusive box [lo, hi] (g cell coordinates each) to contain the ±1 neighbourhood
-    /// of y's cell. Start with lo = +max, hi = −1 (see empty_box()).
+    /// Widens the inclusive box [lo, hi] (g cell coordinates each) to contain y's neighbourhood,
+    /// the cells from coord(y − radius) to coord(y + radius) in every grid dim. Start with lo = +max, hi = −1 (see empty_box()).
     void add_neighbourhood(const double* y, Index* lo, Index* hi) const noexcept;
     /// lo, hi set to an empty box (lo > hi).
     void empty_box(Index* lo, Index* hi) const noexcept;
