@@ -2,6 +2,7 @@
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
 #include "prepare.hpp"
+#include "seeding.hpp"
 #include "spatial_order.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -43,80 +44,6 @@ void validate_options(const Options& o)
         throw InvalidArgument("min_bin_count must be >= 1, got " + std::to_string(o.min_bin_count));
 }
 
-/// Points binned on a grid of side `side` (prepared units): bin of each row, bins in first-seen order.
-struct Bins {
-    std::vector<Index> of;     ///< n: bin of each row
-    std::vector<Index> count;  ///< B
-    MatrixD mean;              ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
-    VectorD weight;            ///< B: Σ weights (or counts)
-};
-
-Bins make_bins(const MatrixD& P, double side, const float* weights)
-{
-    const Index n = P.rows();
-    const int k = static_cast<int>(P.cols());
-    std::vector<std::int64_t> key(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
-    for (Index i = 0; i < n; ++i)
-        for (int d = 0; d < k; ++d)
-            key[std::size_t(i * k + d)] = static_cast<std::int64_t>(std::floor(P(i, d) / side));
-    std::vector<Index> idx(static_cast<std::size_t>(n));
-    for (Index i = 0; i < n; ++i) idx[std::size_t(i)] = i;
-    auto less = [&](Index a, Index b) {
-        return std::lexicographical_compare(key.begin() + a * k, key.begin() + (a + 1) * k, key.begin() + b * k,
-                                            key.begin() + (b + 1) * k);
-    };
-    std::sort(idx.begin(), idx.end(), less);
-    Bins b;
-    b.of.assign(static_cast<std::size_t>(n), 0);
-    Index B = 0;
-    for (Index r = 0; r < n; ++r) {
-        if (r > 0 && less(idx[std::size_t(r - 1)], idx[std::size_t(r)])) ++B;
-        b.of[std::size_t(idx[std::size_t(r)])] = B;
-    }
-    ++B;
-    b.count.assign(static_cast<std::size_t>(B), 0);
-    b.mean = MatrixD::Zero(B, k);
-    b.weight = VectorD::Zero(B);
-    VectorD wsum = VectorD::Zero(B);
-    for (Index i = 0; i < n; ++i) {
-        const Index j = b.of[std::size_t(i)];
-        ++b.count[std::size_t(j)];
-        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
-        b.weight[j] += w;
-        // Bins of weight 0 fall back to the plain mean below.
-        b.mean.row(j) += P.row(i) * (weights ? w : 1.0);
-        wsum[j] += 1.0;
-    }
-    for (Index j = 0; j < B; ++j) {
-        if (weights && b.weight[j] > 0)
-            b.mean.row(j) /= b.weight[j];
-        else if (weights) {
-            b.mean.row(j).setZero();  // zero-weight bin: plain mean
-            wsum[j] = 0;
-        } else
-            b.mean.row(j) /= static_cast<double>(b.count[std::size_t(j)]);
-    }
-    if (weights)
-        for (Index i = 0; i < n; ++i) {
-            const Index j = b.of[std::size_t(i)];
-            if (!(b.weight[j] > 0)) {
-                b.mean.row(j) += P.row(i);
-                wsum[j] += 1.0;
-            }
-        }
-    if (weights)
-        for (Index j = 0; j < B; ++j)
-            if (!(b.weight[j] > 0)) b.mean.row(j) /= wsum[j];
-    return b;
-}
-
-std::string number(double v)
-{
-    std::ostringstream s;
-    s << v;
-    return s.str();
-}
-
 Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
            const Options& options, const float* weights, const float* seeds, Index m)
 {
@@ -127,57 +54,12 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     Result r;
     const bool exact = options.exact;
     detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth, weights);
-    // Per caller row: the seed whose ascent labels it (bin seeding / binned data), or none.
-    std::vector<Index> point_seed;
-    MatrixD Y0;
-    bool own_metric = false;
-    if (!exact && options.bin_data && !seeds && options.bandwidth.shared()) {
-        // Binned data: the bin means, weighted by their counts (× sample weights), replace the data;
-        // every bin is a seed and labels its points.
-        const Bins b = make_bins(prep.data.points, options.bin_size, weights);
-        const Index B = b.mean.rows();
-        const MatrixF Xb = detail::from_prepared(prep, b.mean);
-        std::vector<float> wb(static_cast<std::size_t>(B));
-        for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.weight[j]);
-        if (!weights) for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.count[std::size_t(j)]);
-        prep = detail::prepare(Xb.data(), B, k, options.bandwidth, wb.data());
-        Y0 = detail::to_prepared(prep, Xb.data(), B, "bins");
-        point_seed = b.of;
-        r.seeding = "binned data, bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(B) +
-                    " weighted points and seeds)";
-    } else if (!exact && !seeds && options.seeding == Seeding::Bins) {
-        const Bins b = make_bins(prep.data.points, options.bin_size, nullptr);
-        const Index B = b.mean.rows();
-        std::vector<Index> seed_of_bin(static_cast<std::size_t>(B), -1);
-        Index S = 0;
-        for (Index j = 0; j < B; ++j)
-            if (b.count[std::size_t(j)] >= options.min_bin_count) seed_of_bin[std::size_t(j)] = S++;
-        if (S == 0) throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
-                                          ": no bin holds that many points (no seeds)");
-        Y0.resize(S, k);
-        for (Index j = 0; j < B; ++j)
-            if (seed_of_bin[std::size_t(j)] >= 0) Y0.row(seed_of_bin[std::size_t(j)]) = b.mean.row(j);
-        // Bins below min_bin_count: the nearest seed (brute force over the seeds, once per bin).
-        for (Index j = 0; j < B; ++j) {
-            if (seed_of_bin[std::size_t(j)] >= 0) continue;
-            Index best = 0;
-            (Y0.rowwise() - b.mean.row(j)).rowwise().squaredNorm().minCoeff(&best);
-            seed_of_bin[std::size_t(j)] = best;
-        }
-        point_seed.resize(static_cast<std::size_t>(n));
-        for (Index i = 0; i < n; ++i) point_seed[std::size_t(i)] = seed_of_bin[std::size_t(b.of[std::size_t(i)])];
-        r.seeding = "bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(S) + " seeds" +
-                    (options.min_bin_count > 1 ? ", min_bin_count " + std::to_string(options.min_bin_count) : "") + ")";
-    } else if (seeds) {
-        Y0 = detail::to_prepared(prep, seeds, m, "seeds");
-        r.seeding = "explicit seeds";
-    } else {
-        Y0 = prep.data.points;
-        // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
-        // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
-        own_metric = prep.data.model == KernelModel::PerPoint;
-        r.seeding = "all points";
-    }
+    // Seeds (all points, bins, binned data or explicit) and, per caller row, the seed labelling it.
+    detail::SeedPlan plan = detail::plan_seeds(prep, n, k, options, weights, seeds, m);
+    const MatrixD& Y0 = plan.seeds;
+    const std::vector<Index>& point_seed = plan.point_seed;
+    const bool own_metric = plan.own_metric;
+    r.seeding = plan.description;
     m = Y0.rows();
     r.seed_count = m;
 
@@ -276,41 +158,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         r.converged = std::move(seed_converged);
         r.no_support = std::move(seed_none);
     } else {
-        // Every data point takes its seed's label and mode; clusters renumbered by point count.
-        const Index c = static_cast<Index>(g.sizes.size());
-        std::vector<Index> size(static_cast<std::size_t>(c), 0);
-        for (Index i = 0; i < n; ++i) ++size[std::size_t(g.labels[std::size_t(point_seed[std::size_t(i)])])];
-        std::vector<int> rank(static_cast<std::size_t>(c)), by(static_cast<std::size_t>(c));
-        for (int j = 0; j < static_cast<int>(c); ++j) by[std::size_t(j)] = j;
-        std::stable_sort(by.begin(), by.end(), [&](int a, int b) { return size[std::size_t(a)] > size[std::size_t(b)]; });
-        MatrixD centres(c, k);
-        r.cluster_sizes.resize(static_cast<std::size_t>(c));
-        for (int j = 0; j < static_cast<int>(c); ++j) {
-            rank[std::size_t(by[std::size_t(j)])] = j;
-            centres.row(j) = g.centres.row(by[std::size_t(j)]);
-            r.cluster_sizes[std::size_t(j)] = size[std::size_t(by[std::size_t(j)])];
-        }
-        // Clusters no point maps to (possible only via min_bin_count) stay with size 0 at the end.
-        r.centres = detail::from_prepared(prep, centres);
-        const MatrixF seed_modes = detail::from_prepared(prep, Y);
-        r.modes.resize(n, k);
-        r.labels.resize(static_cast<std::size_t>(n));
-        r.iterations.resize(static_cast<std::size_t>(n));
-        r.converged.assign(static_cast<std::size_t>(n), false);
-        r.no_support.assign(static_cast<std::size_t>(n), false);
-        for (Index i = 0; i < n; ++i) {
-            const std::size_t s = static_cast<std::size_t>(point_seed[std::size_t(i)]);
-            r.labels[std::size_t(i)] = rank[std::size_t(g.labels[s])];
-            r.modes.row(i) = seed_modes.row(static_cast<Index>(s));
-            r.iterations[std::size_t(i)] = seed_iterations[s];
-            r.converged[std::size_t(i)] = seed_converged[s];
-            r.no_support[std::size_t(i)] = seed_none[s];
-        }
-        // Drop clusters of no point (a seed group that only small-bin points could have reached).
-        while (!r.cluster_sizes.empty() && r.cluster_sizes.back() == 0) {
-            r.cluster_sizes.pop_back();
-            r.centres.conservativeResize(r.centres.rows() - 1, k);
-        }
+        detail::label_points_by_seed(r, prep, g, {Y, std::move(seed_iterations), std::move(seed_converged),
+                                                  std::move(seed_none)}, point_seed);
     }
     for (bool none : r.no_support) if (none) ++r.modes_without_support;
     r.timing.seconds_group = seconds_since(t_group);

@@ -1,0 +1,59 @@
+#pragma once
+// Internal: where the ascents of Alg. 4 start when cluster() gets no explicit seeds (every point,
+// scikit-learn's bin seeding, or binned data), and how every data point is then labelled from the
+// seeds' ascents (docs/truncated-kernel.md).
+
+#include "prepare.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <string>
+#include <vector>
+
+namespace meanshift::detail {
+
+/// Points binned on a grid of side `side` (prepared units): bin of each row, bins in lexicographic
+/// order of their integer cell coordinates.
+struct Bins {
+    std::vector<Index> of;     ///< n: bin of each row
+    std::vector<Index> count;  ///< B: rows per bin
+    MatrixD mean;              ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
+    VectorD weight;            ///< B: Σ weights (or counts)
+};
+
+/// Bins the rows of P (n × k, prepared units) on cells of side `side` > 0; `weights` (n or nullptr).
+/// A bin whose weights are all 0 gets the plain mean of its rows.
+Bins make_bins(const MatrixD& P, double side, const float* weights);
+
+/// The starting points of the ascents.
+struct SeedPlan {
+    MatrixD seeds;                  ///< m × k, prepared units
+    /// Per caller row: the seed whose ascent labels it (bin seeding, binned data); empty when the
+    /// seeds themselves are the queries (all points, explicit seeds).
+    std::vector<Index> point_seed;
+    bool own_metric = false;        ///< Alg. 5 with the seed's own H_i (seeds = the data, per-point model)
+    std::string description;        ///< Result::seeding
+};
+
+/// Chooses the seeds for `options` (exact, bin_data, seeding, bin_size, min_bin_count). With
+/// bin_data it replaces `prep` by the binned data. `seeds` (m × k, data units) or nullptr.
+/// Throws InvalidArgument when min_bin_count leaves no seed or the explicit seeds are invalid.
+SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
+                    const float* seeds, Index m);
+
+/// Per seed, in the caller's seed order: what its ascent gave.
+struct SeedAscents {
+    MatrixD modes;                  ///< m × k, prepared units
+    std::vector<int> iterations;    ///< m
+    std::vector<bool> converged;    ///< m
+    std::vector<bool> no_support;   ///< m
+};
+
+/// Fills r.labels, modes, iterations, converged, no_support (n rows), cluster_sizes and centres
+/// from the seeds' grouping `g`: every data row i takes the label and mode of seed point_seed[i];
+/// clusters are renumbered by point count and clusters of no point are dropped. An empty `g`
+/// (GroupingMethod::None) leaves labels, centres and cluster_sizes empty.
+void label_points_by_seed(Result& r, const Prepared& prep, const Grouping& g, const SeedAscents& a,
+                          const std::vector<Index>& point_seed);
+
+}  // namespace meanshift::detail
