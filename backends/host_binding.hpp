@@ -39,6 +39,9 @@ protected:
     Topology topology_;
 
 private:
+    /// Sorts active_ by the Morton key of the modes' grid cells (Y: all modes, prepared units).
+    void order_by_cell(const double* Y);
+
     MatrixD modes_, metric_, in_, out_;
     std::vector<Index> active_;
     std::vector<unsigned char> supported_;

@@ -53,6 +53,32 @@ inline void for_pieces(const KernelData& D, Index chunk, F&& f)
     }
 }
 
+/// Calls f(i0, i1) for the pieces of the block's ranges and done() after every `chunk` rows in
+/// all and once at the end: short ranges (a pixel window is ~30 rows of ~30 pixels) share one
+/// chunk, so the float64 flush runs once per `chunk` rows, not once per range.
+template <class F, class Done>
+inline void for_chunks(const KernelData& D, Index chunk, F&& f, Done&& done)
+{
+    Index left = chunk;
+    auto range = [&](Index b, Index e) {
+        while (b < e) {
+            const Index i1 = min_index(e, b + left);
+            f(b, i1);
+            left -= i1 - b;
+            b = i1;
+            if (left == 0) {
+                done();
+                left = chunk;
+            }
+        }
+    };
+    if (!D.ranges)
+        range(0, D.n);
+    else
+        for (int r = 0; r < D.nranges; ++r) range(D.ranges[2 * r], D.ranges[2 * r + 1]);
+    if (left < chunk) done();
+}
+
 /// e where a ≥ thr, else 0 (the truncated kernel's mask: one compare, one AND).
 inline vf mask_ge(vf e, vf a, vf thr) { return (vf)((vi)e & (vi)(a >= thr)); }
 
@@ -93,15 +119,30 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
         }
 
     const vf cut = splat(D.cut);
-    for_pieces(D, kChunk, [&](Index i0, Index i1) {
-        vf S0[R][NS0], S1[R][K];
+    vf S0[R][NS0], S1[R][K];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 16
+        for (int c = 0; c < NS0; ++c) S0[r][c] = vf{};
+#pragma GCC unroll 16
+        for (int d = 0; d < K; ++d) S1[r][d] = vf{};
+    }
+    auto flush_sums = [&] {
 #pragma GCC unroll 16
         for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 16
-            for (int c = 0; c < NS0; ++c) S0[r][c] = vf{};
+            for (int c = 0; c < NS0; ++c) {
+                flush(acc + (r * NC + c) * W, S0[r][c]);
+                S0[r][c] = vf{};
+            }
 #pragma GCC unroll 16
-            for (int d = 0; d < K; ++d) S1[r][d] = vf{};
+            for (int d = 0; d < K; ++d) {
+                flush(acc + (r * NC + NS0 + d) * W, S1[r][d]);
+                S1[r][d] = vf{};
+            }
         }
+    };
+    for_chunks(D, kChunk, [&](Index i0, Index i1) {
         for (Index i = i0; i < i1; ++i) {
             const float* xi = D.x + i * K;
             if constexpr (!PP) {
@@ -141,11 +182,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                 }
             }
         }
-        for (int r = 0; r < R; ++r) {
-            for (int c = 0; c < NS0; ++c) flush(acc + (r * NC + c) * W, S0[r][c]);
-            for (int d = 0; d < K; ++d) flush(acc + (r * NC + NS0 + d) * W, S1[r][d]);
-        }
-    });
+    }, flush_sums);
 
     for (int r = 0; r < R; ++r)
         for (int l = 0; l < W; ++l) {

@@ -72,7 +72,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         prep.data.original.clear();
         r.search = "exact (backend has no truncated kernel yet)";
     } else {
-        detail::build_search(prep.data, exact ? NeighbourSearch::BruteForce : options.search, r.search);
+        detail::build_search(prep.data, exact ? NeighbourSearch::BruteForce : options.search, r.search,
+                             options.lattice ? &*options.lattice : nullptr);
     }
     MatrixD W0;
     if (own_metric) {
@@ -148,8 +149,10 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     }
 
     const auto t_group = Clock::now();
-    Grouping g = group_modes(Y, options.merge_eps, options.grouping);
-    if (point_seed.empty()) {
+    const bool group = options.grouping != GroupingMethod::None;
+    // GroupingMethod::None: modes only; labels, centres and cluster sizes stay empty.
+    Grouping g = group ? group_modes(Y, options.merge_eps, options.grouping) : Grouping{{}, MatrixD(0, k), {}};
+    if (plan.point_seed.empty()) {
         r.labels = std::move(g.labels);
         r.cluster_sizes = std::move(g.sizes);
         r.centres = detail::from_prepared(prep, g.centres);

@@ -177,7 +177,7 @@ Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method)
         throw InvalidArgument("groupModes: eps must be finite and >= 0, got " + std::to_string(eps));
     if (modes.rows() > std::numeric_limits<int>::max())
         throw InvalidArgument("groupModes: too many modes for int labels");
-    if (modes.rows() == 0) return Grouping{{}, MatrixD(0, modes.cols()), {}};
+    if (modes.rows() == 0 || method == GroupingMethod::None) return Grouping{{}, MatrixD(0, modes.cols()), {}};
     return method == GroupingMethod::Sequential ? sequential(modes, eps) : components(modes, eps);
 }
 

@@ -122,12 +122,83 @@ double candidate_fraction(const CellGrid& grid, const MatrixD& points)
     return total / (static_cast<double>(samples) * static_cast<double>(n));
 }
 
+[[noreturn]] void fail_lattice(const std::string& what)
+{
+    throw InvalidArgument("lattice search: " + what);
+}
+
+/// Search radius per dim (prepared units): c (shared H, whitened) or c · max_i σ_id (per point,
+/// σ = 1/√precision).
+std::vector<double> search_radius(const PreparedData& D)
+{
+    const int k = D.k();
+    const double c = std::sqrt(D.cutoff2);
+    std::vector<double> radius(static_cast<std::size_t>(k), c);
+    if (D.model == KernelModel::PerPoint)
+        for (int d = 0; d < k; ++d) radius[std::size_t(d)] = c / std::sqrt(D.precision.col(d).minCoeff());
+    return radius;
+}
+
+void check_lattice(const PixelLattice& L, const PreparedData& D)
+{
+    if (L.height < 1 || L.width < 1)
+        fail_lattice("the image is " + std::to_string(L.width) + " x " + std::to_string(L.height) + " pixels (empty)");
+    if (L.x_dim < 0 || L.x_dim >= D.k() || L.y_dim < 0 || L.y_dim >= D.k() || L.x_dim == L.y_dim)
+        fail_lattice("x_dim = " + std::to_string(L.x_dim) + " and y_dim = " + std::to_string(L.y_dim) +
+             " must be two different columns of the k = " + std::to_string(D.k()) + " data columns");
+    if (D.n() % L.width != 0 || D.n() / L.width != L.height)
+        fail_lattice(std::to_string(L.width) + " x " + std::to_string(L.height) + " pixels, but the data have " +
+             std::to_string(D.n()) + " rows (the lattice needs the pixels themselves as the data: no bin_data)");
+}
+
+/// The pixel lattice: a grid over (y_dim, x_dim) whose cells are the pixels; row r = y·W + x is
+/// cell r already, so nothing is sorted. Origin and side come from the data's own extents (half a
+/// pixel below the first centre, one pixel spacing); every row is then checked to lie in its cell,
+/// which is all the search relies on.
+CellGrid lattice_grid(const PixelLattice& L, const PreparedData& D)
+{
+    check_lattice(L, D);
+    const std::vector<double> radius = search_radius(D);
+    CellGrid grid;
+    const int dims[2] = {L.y_dim, L.x_dim};
+    const Index cells[2] = {L.height, L.width};
+    for (int j = 0; j < 2; ++j) {
+        const int d = dims[j];
+        const double lo = D.points.col(d).minCoeff(), hi = D.points.col(d).maxCoeff();
+        // One row or column of pixels: one cell, any side works (coord() clamps to it).
+        const double side = cells[j] > 1 ? (hi - lo) / static_cast<double>(cells[j] - 1) : 1.0;
+        if (!(side > 0) || !std::isfinite(side))
+            fail_lattice("data column " + std::to_string(d) + " does not step between pixels (all " +
+                         std::to_string(lo) + " in prepared units)");
+        grid.dims.push_back(d);
+        grid.cells.push_back(cells[j]);
+        grid.origin.push_back(lo - 0.5 * side);
+        grid.side.push_back(side);
+        grid.radius.push_back(radius[std::size_t(d)]);
+    }
+    const Index n = D.n();
+    for (Index r = 0; r < n; ++r) {
+        const double* y = D.points.row(r).data();
+        if (grid.coord(0, y[L.y_dim]) != r / L.width || grid.coord(1, y[L.x_dim]) != r % L.width)
+            fail_lattice("row " + std::to_string(r) + " is not pixel (x, y) = (" + std::to_string(r % L.width) +
+                         ", " + std::to_string(r / L.width) + ") of a " + std::to_string(L.width) + " x " +
+                         std::to_string(L.height) + " row-major lattice in data columns " +
+                         std::to_string(L.x_dim) + " (x), " + std::to_string(L.y_dim) + " (y)");
+    }
+    grid.start.resize(static_cast<std::size_t>(n) + 1);
+    std::iota(grid.start.begin(), grid.start.end(), Index{0});
+    return grid;
+}
+
 }  // namespace
 
-void build_search(PreparedData& D, NeighbourSearch search, std::string& description)
+void build_search(PreparedData& D, NeighbourSearch search, std::string& description, const PixelLattice* lattice)
 {
     D.grid.reset();
     D.original.clear();
+    if (search == NeighbourSearch::Lattice && !lattice)
+        throw InvalidArgument("search = Lattice needs Options::lattice (the image's height, width and pixel columns)");
+    if (lattice && search != NeighbourSearch::BruteForce) check_lattice(*lattice, D);
     if (!std::isfinite(D.cutoff2)) {
         description = "exact kernel (brute force)";
         return;
@@ -136,13 +207,21 @@ void build_search(PreparedData& D, NeighbourSearch search, std::string& descript
         description = "brute force (truncated kernel, requested)";
         return;
     }
+    if (lattice && search != NeighbourSearch::Grid) {
+        CellGrid grid = lattice_grid(*lattice, D);
+        const double fraction = candidate_fraction(grid, D.points);
+        std::ostringstream why;
+        why.precision(2);
+        why << "pixel lattice " << lattice->width << " x " << lattice->height << ", window radius "
+            << grid.radius[1] / grid.side[1] << " x " << grid.radius[0] / grid.side[0] << " px ("
+            << 100 * fraction << " % of the pairs are candidates)";
+        description = why.str();
+        D.grid = std::move(grid);
+        return;
+    }
     const Index n = D.n();
     const int k = D.k();
-    const double c = std::sqrt(D.cutoff2);
-    // Search radius per dim: c (shared, whitened) or c · max_i σ_id (per point, σ = 1/√precision).
-    std::vector<double> radius(static_cast<std::size_t>(k), c);
-    if (D.model == KernelModel::PerPoint)
-        for (int d = 0; d < k; ++d) radius[std::size_t(d)] = c / std::sqrt(D.precision.col(d).minCoeff());
+    const std::vector<double> radius = search_radius(D);
     const VectorD lo = D.points.colwise().minCoeff().transpose(), hi = D.points.colwise().maxCoeff().transpose();
 
     // Cells per dim (computed in double: nothing is allocated before the count is known to fit).

@@ -29,7 +29,11 @@ bool check_weights(const float* weights, Index n);
 
 /// Builds the neighbour search of D for D.cutoff2 (set first): a CellGrid with the rows sorted by
 /// cell (D.original, D.grid), or none. `description` receives the text of Result::search.
-void build_search(PreparedData& D, NeighbourSearch search, std::string& description);
+/// `lattice` (Options::lattice, may be null): the data are an image's pixels; Auto and Lattice
+/// then build the one-pixel grid without sorting. Throws InvalidArgument for Lattice without a
+/// lattice, or a lattice that does not match the data (size, columns, positions).
+void build_search(PreparedData& D, NeighbourSearch search, std::string& description,
+                  const PixelLattice* lattice = nullptr);
 
 /// Validates seeds (m × k, finite) and maps them to prepared units.
 MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char* what);

@@ -163,11 +163,12 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     std::vector<double> h(static_cast<std::size_t>(k), hr);
     h[0] = h[1] = hs;
     opt.bandwidth = Bandwidth::diagonal(h);
-    // The pipeline groups pixels itself (b, c): the library's grouping of the modes would cost
-    // seconds on a photo (Alg. 6 over H·W nearly distinct modes) for labels nobody reads. With an
-    // ε larger than any distance it is one O(H·W) pass that puts every mode in one group.
-    opt.grouping = GroupingMethod::Sequential;
-    opt.merge_eps = 1e30;
+    // The pipeline groups pixels itself (b, c): the library's grouping of H·W nearly distinct
+    // modes would cost seconds on a photo for labels nobody reads.
+    opt.grouping = GroupingMethod::None;
+    // The pixels are a row-major lattice: a mode's neighbours are the pixels of its window, found
+    // without a sort (NeighbourSearch::Lattice; Auto picks it, Grid/BruteForce stay available).
+    opt.lattice = PixelLattice{height, width, 0, 1};
 
     Segmentation s;
     s.height = height;

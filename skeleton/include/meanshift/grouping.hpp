@@ -16,6 +16,10 @@ enum class GroupingMethod {
     /// Connected components (Panconi, 003): modes closer than δ are linked; groups are the
     /// components of that graph (transitive, order-independent).
     ConnectedComponents,
+    /// No grouping: cluster() returns the modes (and per-mode iterations, flags) only; Result::labels,
+    /// Result::centres and Result::cluster_sizes stay empty. For callers that group the modes
+    /// themselves (segment_image groups pixels by adjacency) and would pay for a grouping nobody reads.
+    None,
 };
 
 struct Grouping {
@@ -26,6 +30,7 @@ struct Grouping {
 
 /// Groups m modes (m × k row-major, in a space where the metric is Euclidean) with radius eps
 /// (> 0; eps == 0 groups only identical modes). Throws InvalidArgument for eps < 0 or non-finite.
+/// GroupingMethod::None returns an empty Grouping (no labels, 0 × k centres, no sizes).
 /// Uses a uniform grid of cell eps for k ≤ 8, so typical cost is O(m · groups in the
 /// neighbourhood) rather than O(m · c).
 MEANSHIFT_API Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method);

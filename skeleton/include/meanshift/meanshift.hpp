@@ -67,6 +67,8 @@ struct Options {
     /// If set, every mode makes exactly this many iterations (no convergence test), as the
     /// benchmarks of the other papers do.
     std::optional<int> fixed_iterations;
+    /// How the modes are grouped into clusters (grouping.hpp). GroupingMethod::None skips it:
+    /// Result::modes etc. are filled, Result::labels, centres and cluster_sizes stay empty.
     GroupingMethod grouping = GroupingMethod::Sequential;
     /// ε of Alg. 6 / δ of connected components, as a Mahalanobis distance in bandwidth units.
     double merge_eps = 0.5;
@@ -94,6 +96,9 @@ struct Options {
     bool exact = false;
     /// Neighbour search for a finite cutoff (neighbours.hpp).
     NeighbourSearch search = NeighbourSearch::Auto;
+    /// The data are an image's pixels (neighbours.hpp, PixelLattice): Auto and Lattice then search
+    /// the pixel window of each mode instead of a cell grid (segment_image sets it).
+    std::optional<PixelLattice> lattice;
     /// Seeds when cluster() gets none (explicit seeds are always used as given).
     Seeding seeding = Seeding::Bins;
     double bin_size = kDefaultBinSize;  ///< Seeding::Bins and bin_data: bin side, bandwidth units, > 0
@@ -118,9 +123,9 @@ struct Timing {
 
 struct Result {
     MatrixF modes;                 ///< m × k converged position of each query (data units)
-    MatrixF centres;               ///< c × k cluster centres (data units), largest cluster first
-    std::vector<int> labels;       ///< m cluster labels in [0, c)
-    std::vector<Index> cluster_sizes;  ///< c
+    MatrixF centres;               ///< c × k cluster centres (data units), largest cluster first; 0 × k for GroupingMethod::None
+    std::vector<int> labels;       ///< m cluster labels in [0, c); empty for GroupingMethod::None
+    std::vector<Index> cluster_sizes;  ///< c; empty for GroupingMethod::None
     std::vector<int> iterations;   ///< m iterations made by each mode
     std::vector<bool> converged;   ///< m: shift ≤ tolerance reached (always true in fixed mode for supported modes)
     /// m: the mode had no support (every kernel weight underflowed to 0: a seed far from all

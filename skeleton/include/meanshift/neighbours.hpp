@@ -26,6 +26,23 @@ enum class NeighbourSearch {
     /// The uniform cell grid (CellGrid); falls back to BruteForce (and Result::search says why)
     /// when no dimension prunes or the cutoff is infinite.
     Grid,
+    /// The pixel lattice of Options::lattice: a CellGrid over (row, column) with one cell per pixel.
+    /// The data are already in cell order, so nothing is sorted (PreparedData::original stays
+    /// empty) and a mode visits the pixels of its window, ⌈c·hs⌉ pixels either side of it.
+    /// Auto takes it whenever Options::lattice is set. InvalidArgument without Options::lattice or
+    /// when the data are not that lattice.
+    Lattice,
+};
+
+/// The data are the pixels of an image (Options::lattice): row y·width + x is pixel (x, y), and
+/// columns `x_dim` and `y_dim` hold its column x and row y in any equal spacing (segment_image:
+/// pixels). The other columns (colours) are free. The lattice search needs nothing else: the rows
+/// are already sorted by the cells of a one-pixel grid over (y, x).
+struct PixelLattice {
+    Index height = 0;  ///< rows of pixels, ≥ 1
+    Index width = 0;   ///< columns of pixels, ≥ 1; height · width must equal the number of points
+    int x_dim = 0;     ///< data column of the pixel's column x
+    int y_dim = 1;     ///< data column of the pixel's row y (≠ x_dim)
 };
 
 /// Auto takes the grid when the expected fraction of candidate pairs (points in a mode's cell
@@ -36,7 +53,9 @@ inline constexpr double kGridMaxCandidateFraction = 0.5;
 /// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
 /// [start[c], start[c+1]). A position y's neighbourhood is the box of cells that [y − radius,
 /// y + radius] touches in every grid dim: every point within the radius lies in it. With the
-/// side ≥ the radius (the default grid) that is at most y's cell ±1.
+/// side ≥ the radius (the default grid) that is at most y's cell ±1; the pixel lattice
+/// (NeighbourSearch::Lattice) has dims {y_dim, x_dim}, cells {height, width}, a side of one pixel
+/// (1/hs in prepared units for segment_image) and start[c] = c.
 struct MEANSHIFT_API CellGrid {
     std::vector<int> dims;        ///< the g grid dimensions (indices into k), g ≥ 1
     std::vector<double> origin;   ///< per grid dim: lower edge of cell 0 (prepared units)

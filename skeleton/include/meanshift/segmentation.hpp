@@ -51,10 +51,10 @@ struct SegmentOptions {
     /// default 1.0 ("within the range bandwidth") gives segment counts in the hundreds on photos
     /// (docs/segmentation.md).
     double fusion_distance = 1.0;
-    /// Ascent options: backend, topology, tolerance, max_iterations, cutoff/search (when the
-    /// library has them), progress. `bandwidth` is ignored (set from hs and hr); so are the
-    /// library's grouping settings: the pipeline groups the pixels itself and runs the library's
-    /// grouping with an ε beyond every distance (one O(H·W) pass, one group).
+    /// Ascent options: backend, topology, tolerance, max_iterations, cutoff, search, progress.
+    /// `bandwidth` is ignored (set from hs and hr), and so are `grouping` (GroupingMethod::None:
+    /// the pipeline groups the pixels itself) and `lattice` (the image's pixel lattice, which
+    /// search = Auto uses: each mode visits the pixels of its window of radius cutoff · hs).
     Options meanshift;
 };
 
@@ -71,8 +71,8 @@ struct Segmentation {
     /// H·W × C: the filtered image, each pixel replaced by the range part of its mode.
     MatrixF filtered;
     /// The ascent of step (a): modes (H·W × (2 + C), data units: x, y in pixels, then channels),
-    /// iterations, convergence flags, timing, backend, search. Its labels/centres are one group
-    /// (see SegmentOptions::meanshift): the segmentation is `labels`.
+    /// iterations, convergence flags, timing, backend, search. Its labels/centres are empty
+    /// (GroupingMethod::None): the segmentation is `labels`.
     Result ascent;
     Index regions_connected = 0;  ///< regions after the pixel-level joining of (b)
     Index regions_fused = 0;      ///< regions after the region fusion of (b)
