@@ -44,8 +44,12 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     const Index a = active_count();
     if (a == 0) return;
     const int k = data_->k();
-    in_.resize(a, k);
-    out_.resize(a, k);
+    // The active set only shrinks: keep the buffers of the first step (a resize to a smaller a
+    // would reallocate them and fault in fresh pages every step).
+    if (in_.rows() < a || in_.cols() != k) {
+        in_.resize(a, k);
+        out_.resize(a, k);
+    }
     supported_.assign(static_cast<std::size_t>(a), 1);
     const std::size_t ku = static_cast<std::size_t>(k);
     double* Y = modes_.data();
@@ -55,7 +59,8 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     const auto t0 = std::chrono::steady_clock::now();
     advance(in, out_.data(), supported_.data(), a);
     report.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (!out_.allFinite()) throw Error("backend produced non-finite mode positions (a backend defect)");
+    if (!Eigen::Map<const MatrixD>(out_.data(), a, k).allFinite())
+        throw Error("backend produced non-finite mode positions (a backend defect)");
 
     report.mode.resize(static_cast<std::size_t>(a));
     report.shift2.resize(static_cast<std::size_t>(a));
