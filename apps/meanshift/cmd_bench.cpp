@@ -52,6 +52,8 @@ void run_bench(const BenchArgs& a)
                         {"seconds_kernels", t.seconds_kernels},
                         {"pairs_per_s_kernels", t.seconds_kernels > 0 ? t.pair_interactions / t.seconds_kernels : 0.0},
                         {"clusters", r.cluster_sizes.size()},
+                        {"search", r.search},
+                        {"seeding", r.seeding},
                         {"topology", r.topology.to_string()},
                         {"preload", opt.backend_options.preload == meanshift::Preload::On    ? "on"
                                     : opt.backend_options.preload == meanshift::Preload::Off ? "off"

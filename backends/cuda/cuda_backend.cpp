@@ -2,6 +2,8 @@
 //   PPU = SM / thread block, PU = thread, vPPU = f_vppu consecutive threads.
 //   f_vppu = 1 and k ≤ 8: the fast kernels (fast_kernel.cuh), each PU carries r modes.
 //   otherwise: the topology kernels (topology_kernels.cu), Alg. 3 exactly, any power-of-two f_vppu.
+//   truncated kernel (finite Options::cutoff): the range kernels (range_kernel.cu), the candidate
+//   loop over the cell grid's block-sparse ranges, f_vppu ≤ 32.
 // The modes live on the device for the whole run (mode_kernels.hpp): a step gathers the active
 // modes, accumulates, finishes them in place and compacts the active list there; only
 // (index, shift², status) of each advanced mode crosses to the host. Several GPUs: every device
@@ -21,6 +23,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 #include <future>
@@ -41,6 +44,9 @@ constexpr int kDefaultFastVariantShared = 2;
 constexpr int kDefaultFastVariantPerPoint = 3;
 constexpr Index kDefaultMaxQueries = Index(1) << 24;
 constexpr Index kNoPointLimit = Index(1) << 62;
+/// Threads per block of the range kernels: fewer modes per block keep the union box of their
+/// neighbourhoods small (docs/truncated-kernel.md, GPU measurements).
+constexpr int kDefaultRangeThreads = 64;
 
 /// Preload::Auto = the faster variant measured on the H200 (docs/tuning.md, CUDA): preloading on
 /// for the fast kernels (+17 % isotropic, +47 % per-point) and for the topology kernels up to
@@ -86,6 +92,7 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 /// Which kernel runs a bound configuration, and with what.
 struct Plan {
     bool fast = false;
+    bool range = false;  // truncated kernel over the grid's ranges
     bool preload = true;
     int tile = 0;
     int r = 1;
@@ -93,9 +100,18 @@ struct Plan {
     const void* kernel = nullptr;
 };
 
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp)
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
     Plan p;
+    if (truncated) {
+        p.range = true;
+        p.preload = false;
+        p.kernel = range_kernel(k, pp);
+        if (!p.kernel)
+            throw InvalidArgument("cuda backend: the truncated kernel takes k <= " + std::to_string(kMaxRangeK) +
+                                  " dimensions, got " + std::to_string(k) + "; set Options::exact (or cutoff = inf)");
+        return p;
+    }
     p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
     p.preload = preload_on(o, p.fast, t.f_vppu);
     if (p.fast) {
@@ -186,6 +202,7 @@ struct Part {
     bool resident = true;    // all points uploaded at bind()
     Index chunk_points = 0;  // points (records) per chunk, a multiple of the tile width for the fast family
     DeviceBuffer points, precision, log_weight, centres, radii, scratch;
+    DeviceBuffer grid_start, grid_i, grid_f;  // range kernels: the cell grid (g = 0: none)
 
     Index m0 = 0, m = 0, active = 0, capacity = 0;
     bool has_metric = false;
@@ -217,6 +234,13 @@ public:
         if (plan_.fast) {
             layout_ = gpu::build_tile_layout(*data_, plan_.tile, ExponentForm::Expanded);
             tiles_ = layout_.tiles;
+        }
+        if (plan_.range) {
+            if (data_->n() > INT32_MAX)
+                throw InvalidArgument("cuda backend: the truncated kernel indexes points with 32 bits; n = " +
+                                      std::to_string(data_->n()) + " is too large");
+            // More grid dims than the kernels' box holds: one range [0, n) (still truncated).
+            if (data_->grid && data_->grid->g() <= kMaxRangeGridDims) g_ = data_->grid->g();
         }
         parts_.resize(ctx_.size());
         on_devices(ctx_, [&](std::size_t i) {
@@ -318,7 +342,7 @@ private:
         const Index n = total_points();
         std::size_t free_b = 0, total_b = 0;
         MS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        const std::size_t scratch_b = plan_.fast || k_ <= 8
+        const std::size_t scratch_b = plan_.fast || plan_.range || k_ <= 8
             ? 0 : static_cast<std::size_t>(topo_.ppus) * topo_.pus_per_ppu * 3 * k_ * sizeof(float);
         // Room for the modes, assuming as many as points (the usual run: every point a seed).
         const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
@@ -351,8 +375,42 @@ private:
                 s.log_weight.allocate(cp * sizeof(float));
             }
         }
+        if (plan_.range) {
+            if (!s.resident)
+                throw DeviceError("cuda backend: the truncated kernel needs all " + std::to_string(n) +
+                                  " points on device " + std::to_string(s.ctx->device) +
+                                  ", which has too little free memory (" + std::to_string(free_b) + " bytes)");
+            upload_grid(s);
+        }
         if (s.resident) upload_chunk(s, 0);
         MS_CUDA_CHECK(warm_up_mode_kernels(s.stream.get()));
+    }
+
+    /// The cell grid in the range kernels' layout (kernels/meanshift_ranges.h: gi, gf, start).
+    void upload_grid(Part& s) const
+    {
+        if (g_ == 0) return;
+        const CellGrid& G = *data_->grid;
+        std::vector<std::int32_t> gi(2 * static_cast<std::size_t>(g_)), start(G.start.size());
+        std::vector<float> gf(3 * static_cast<std::size_t>(g_));
+        for (int j = 0; j < g_; ++j) {
+            const std::size_t u = static_cast<std::size_t>(j);
+            gi[u] = G.dims[u];
+            gi[g_ + u] = static_cast<std::int32_t>(G.cells[u]);
+            gf[u] = static_cast<float>(G.origin[u]);
+            gf[g_ + u] = static_cast<float>(G.side[u]);
+            gf[2 * g_ + u] = static_cast<float>(G.radius[u]);
+        }
+        for (std::size_t c = 0; c < start.size(); ++c) start[c] = static_cast<std::int32_t>(G.start[c]);
+        s.grid_i.allocate(gi.size() * sizeof(std::int32_t));
+        s.grid_f.allocate(gf.size() * sizeof(float));
+        s.grid_start.allocate(start.size() * sizeof(std::int32_t));
+        const cudaStream_t st = s.stream.get();
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_i.f(), gi.data(), gi.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, st));
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_f.f(), gf.data(), gf.size() * sizeof(float), cudaMemcpyHostToDevice, st));
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t),
+                                      cudaMemcpyHostToDevice, st));
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));  // pageable sources go out of scope
     }
 
     /// Copies the points [first, first + chunk_points) (clipped) into the device buffers.
@@ -489,7 +547,28 @@ private:
     void launch(Part& s, Index npoints, Index nq) const
     {
         const int T = topo_.pus_per_ppu;
-        if (plan_.fast) {
+        if (plan_.range) {
+            RangeParams p;
+            p.points = s.points.f();
+            p.precision = pp_ ? s.precision.f() : nullptr;
+            p.log_weight = pp_ ? s.log_weight.f() : nullptr;
+            p.n = static_cast<int>(npoints);
+            p.k = k_;
+            p.start = s.grid_start.as<int>();
+            p.grid_i = s.grid_i.as<int>();
+            p.grid_f = s.grid_f.f();
+            p.g = g_;
+            p.cut2 = static_cast<float>(data_->cutoff2);
+            p.f_vppu = topo_.f_vppu;
+            p.f_load = topo_.f_load;
+            p.queries = s.queries.f();
+            p.acc = s.acc.f();
+            p.count = nq;
+            const Index vppus = T / topo_.f_vppu;
+            const unsigned grid = static_cast<unsigned>(std::min<Index>((nq + vppus - 1) / vppus, topo_.ppus));
+            void* args[] = {&p};
+            MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, 0, s.stream.get()));
+        } else if (plan_.fast) {
             FastParams p;
             p.data = s.points.f();
             p.centres = s.centres.f();
@@ -554,6 +633,7 @@ private:
     Index max_queries_ = 0, max_points_ = 0;
     gpu::TileLayout layout_;  // host records, kept only while some device streams point chunks
     Index tiles_ = 0;
+    int g_ = 0;  // grid dims the range kernels use (0: one range [0, n))
     std::vector<std::unique_ptr<Part>> parts_;
     Index m_ = 0;
     bool has_modes_ = false;
@@ -601,6 +681,7 @@ public:
     }
 
     std::string name() const override { return "cuda"; }
+    bool supports_cutoff() const override { return true; }
 
     std::vector<DeviceInfo> devices() const override
     {
@@ -615,8 +696,9 @@ public:
         const cudaDeviceProp& prop = c.prop;
         const int k = data.k();
         const bool pp = data.model == KernelModel::PerPoint;
+        const bool truncated = std::isfinite(data.cutoff2);
         Topology t = req;
-        if (t.pus_per_ppu == 0) t.pus_per_ppu = kDefaultThreads;
+        if (t.pus_per_ppu == 0) t.pus_per_ppu = truncated ? kDefaultRangeThreads : kDefaultThreads;
         if (t.f_vppu == 0) t.f_vppu = 1;
         if (t.f_load == 0) t.f_load = t.f_vppu;
         if (t.pus_per_ppu % 32 != 0 || t.pus_per_ppu > prop.maxThreadsPerBlock)
@@ -625,7 +707,10 @@ public:
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
                                   "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp);
+        if (truncated && t.f_vppu > 32)
+            throw InvalidArgument("cuda backend: the truncated kernel reduces a vPPU within a warp: f_vppu <= 32, got " +
+                                  std::to_string(t.f_vppu));
+        const Plan plan = make_plan(options_, t, k, pp, truncated);
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -645,7 +730,8 @@ public:
         if (!data) throw InvalidArgument("cuda backend: bind() without data");
         if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
-        const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint);
+        const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
+                                    std::isfinite(data->cutoff2));
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 

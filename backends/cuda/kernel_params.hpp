@@ -47,6 +47,33 @@ struct TopologyParams {
     float* scratch = nullptr;           ///< generic-k path: 3k floats per thread of the grid
 };
 
+/// "Range" family: the truncated kernel (Options::cutoff) over the block-sparse point ranges of
+/// the cell grid (kernels/meanshift_ranges.h, the source OpenCL shares), direct form, points in
+/// the prepared (cell-sorted) row-major order. A block (≤ 256 threads) takes threads / f_vppu consecutive queries;
+/// the first f_load threads of each vPPU share its ranges; f_vppu ≤ 32 (warp-shuffle reduction).
+struct RangeParams {
+    const float* points = nullptr;      ///< n × k, sorted by cell
+    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* log_weight = nullptr;  ///< n (per-point model), natural log
+    int n = 0;
+    int k = 0;
+    const int* start = nullptr;         ///< prod(cells) + 1 (g ≥ 1)
+    const int* grid_i = nullptr;        ///< [dims, cells] (g each)
+    const float* grid_f = nullptr;      ///< [origin, side, radius] (g each)
+    int g = 0;                          ///< grid dims; 0 = one range [0, n)
+    float cut2 = 0;                     ///< c², prepared (Mahalanobis) units
+    int f_vppu = 1;
+    int f_load = 1;
+    const float* queries = nullptr;     ///< count × k
+    float* acc = nullptr;               ///< count × accumulator_stride, written (not added)
+    long long count = 0;
+};
+
+/// Grid dims the range kernels' box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
+constexpr int kMaxRangeGridDims = 16;
+/// Largest k of the range kernels (registers for k ≤ 16, thread-local arrays up to this).
+constexpr int kMaxRangeK = 4096;
+
 /// Kernel entry points (nullptr when that combination is not instantiated).
 /// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block. `variant`
 /// of the point loop: 1 = run-time tile width, unrolled 2×; 2 / 3 = tile width fixed at compile
@@ -56,6 +83,8 @@ const void* fast_kernel_shared(int k, int r, bool preload, int tile = 0, int var
 const void* fast_kernel_per_point(int k, int r, bool preload, int tile = 0, int variant = 1);
 /// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
 const void* topology_kernel(int k, bool per_point, bool preload);
+/// Range: 1 ≤ k ≤ kMaxRangeK.
+const void* range_kernel(int k, bool per_point);
 
 /// Dynamic shared memory of a topology launch: preload tile plus the reduction buffer.
 inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, int tile, int threads)

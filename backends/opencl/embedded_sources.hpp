@@ -1,11 +1,14 @@
 #pragma once
 // Internal: the kernel sources embedded at build time (generated opencl_kernels_embedded.cpp,
 // see cmake/EmbedKernels.cmake). The program text is device_header + approx_mode_common +
-// one of the kernels; the files' own #include lines are skipped by their include guards.
+// one of the kernels (the truncated kernel: + ranges_header + range_modes); the files' own
+// #include lines are skipped by their include guards.
 
 namespace meanshift::detail::opencl_sources {
 const char* device_header();         // kernels/meanshift_device.h
 const char* approx_mode_common();    // kernels/approx_mode_common.clh
 const char* approx_mode();           // kernels/approx_mode.cl (Alg. 3)
 const char* approx_modes_preload();  // kernels/approx_modes_preload.cl (Alg. 7)
+const char* ranges_header();         // kernels/meanshift_ranges.h (truncated kernel, shared with CUDA)
+const char* range_modes();           // kernels/range_modes.cl (truncated kernel over grid ranges)
 }  // namespace meanshift::detail::opencl_sources

@@ -25,7 +25,8 @@ std::size_t KernelConfig::private_bytes() const noexcept
 
 std::size_t KernelConfig::local_bytes() const noexcept
 {
-    return (preload ? gpu::tile_bytes(k, per_point, tile) : 0) + reduction_bytes();
+    // range_modes adds the group's box: 2 · 16 ints (MS_MAX_GRID_DIMS of meanshift_ranges.h).
+    return (preload ? gpu::tile_bytes(k, per_point, tile) : 0) + reduction_bytes() + (ranges ? 128 : 0);
 }
 
 std::string KernelConfig::build_options() const

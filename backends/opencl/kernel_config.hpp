@@ -27,6 +27,7 @@ struct KernelConfig {
     bool per_point = false;        ///< KernelModel::PerPoint
     ExponentForm form = ExponentForm::Expanded;
     bool preload = false;          ///< Alg. 7 (approx_modes_preload) instead of Alg. 3
+    bool ranges = false;           ///< truncated kernel over the cell grid's ranges (range_modes.cl); r = 1, no preload
     int tile = 128;                ///< TILE: points per tile / preload batch
     int tau = 128;                 ///< work-group size
     int f_vppu = 1;
@@ -51,7 +52,10 @@ struct KernelConfig {
     /// Local memory the kernel declares: the preload batch and the reduction buffer.
     std::size_t local_bytes() const noexcept;
     /// Kernel function name.
-    const char* kernel_name() const noexcept { return preload ? "approx_modes_preload" : "approx_mode"; }
+    const char* kernel_name() const noexcept
+    {
+        return ranges ? "range_modes" : preload ? "approx_modes_preload" : "approx_mode";
+    }
     /// "-D K=3 -D STRIDE=4 ... -cl-fast-relaxed-math ..."
     std::string build_options() const;
 };

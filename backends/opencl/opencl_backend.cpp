@@ -12,17 +12,24 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <climits>
 #include <cstring>
 
 namespace meanshift::detail {
 namespace {
 
-std::vector<std::string> program_sources(bool preload)
+std::vector<std::string> program_sources(const KernelConfig& c)
 {
+    if (c.ranges)
+        return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
+                opencl_sources::ranges_header(), "\n", opencl_sources::range_modes()};
     return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
-            preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
+            c.preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
 }
+
+/// Grid dims the range kernel's box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
+constexpr int kMaxRangeGridDims = 16;
 
 double event_seconds(const cl::Event& e)
 {
@@ -74,13 +81,15 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.per_point = data.model == KernelModel::PerPoint;
     c.form = tune.exponent;
     c.preload = preload();
+    c.ranges = std::isfinite(data.cutoff2);
+    if (c.ranges) c.preload = false;  // the candidate ranges are short: read from global memory (cached)
     c.tau = t.pus_per_ppu;
     c.f_vppu = t.f_vppu;
     c.f_load = t.f_load;
     c.modes_per_pu = 1;
     c.extra_build_options = tune.extra_build_options;
     c.nv_ex2 = tune.nv_ex2 && dev_->device.platform_name.find("NVIDIA") != std::string::npos;
-    if (c.f_vppu == 1)
+    if (c.f_vppu == 1 && !c.ranges)
         c.modes_per_pu = tune.modes_per_pu > 0 ? tune.modes_per_pu : default_modes_per_pu(c.k, c.per_point, c.preload);
     if (options_.preload_size > 0) {
         c.tile = options_.preload_size;  // explicit: checked against the device, never changed
@@ -110,7 +119,8 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
         // barrier), 128 (GPU otherwise: per-point with preloading measured 1.81e12 pairs/s at
         // τ = 128 vs 1.66e12 at 256 on the H200, docs/tuning.md) or 64 (CPU), within the limit.
         const bool per_point = data.model == KernelModel::PerPoint;
-        const int want = gpu ? (preload() && !per_point ? 256 : 128) : 64;
+        // Truncated kernel: 64 modes per group keep the union box of their neighbourhoods small.
+        const int want = std::isfinite(data.cutoff2) ? 64 : gpu ? (preload() && !per_point ? 256 : 128) : 64;
         const int limit = static_cast<int>(std::min<std::size_t>(dev_->max_work_group_size, 1024));
         t.pus_per_ppu = std::max(t.f_vppu, std::min(want, limit) / t.f_vppu * t.f_vppu);
         // Shrink (by whole vPPUs) while the preload batch and reduction buffer overflow local memory.
@@ -162,12 +172,17 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     const KernelConfig& c = config_;
     const ClDeviceEntry& device_entry = dev_->device;
     check_against_device(c, dev_->max_work_group_size, device_entry.info.local_memory, device_entry.info.name);
-    const gpu::TileLayout layout = gpu::build_tile_layout(*data_, c.tile, c.form);
-    if (layout.records.size() / 4 > static_cast<std::size_t>(INT_MAX))
-        throw InvalidArgument("opencl: too many points for 32-bit indexing in the kernel (n · record size > 2^33)");
-    ntiles_ = static_cast<int>(layout.tiles);
+    gpu::TileLayout layout;
+    if (!c.ranges) {
+        layout = gpu::build_tile_layout(*data_, c.tile, c.form);
+        if (layout.records.size() / 4 > static_cast<std::size_t>(INT_MAX))
+            throw InvalidArgument("opencl: too many points for 32-bit indexing in the kernel (n · record size > 2^33)");
+        ntiles_ = static_cast<int>(layout.tiles);
+    } else if (data_->n() * std::max(k_, 1) > INT_MAX) {
+        throw InvalidArgument("opencl: too many points for 32-bit indexing in the truncated kernel (n · k >= 2^31)");
+    }
 
-    program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(c.preload), c.build_options());
+    program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(c), c.build_options());
     kernel_ = cl_call(std::string("creating kernel ") + c.kernel_name(),
                       [&] { return cl::Kernel(program_, c.kernel_name()); });
     combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program_, "combine_segments"); });
@@ -189,9 +204,48 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
                               const_cast<float*>(v.data()));
         });
     };
-    records_ = upload(layout.records, "the point records");
-    centres_ = upload(layout.centres, "the tile centres");
-    radii_ = upload(layout.radii, "the tile radii");
+    if (!c.ranges) {
+        records_ = upload(layout.records, "the point records");
+        centres_ = upload(layout.centres, "the tile centres");
+        radii_ = upload(layout.radii, "the tile radii");
+        return;
+    }
+    // Truncated kernel: the prepared points (sorted by cell) and the grid in the layout of
+    // kernels/meanshift_ranges.h; unused buffers get one element (OpenCL has no null buffer).
+    const PreparedData& D = *data_;
+    auto upload_or_dummy = [&](const float* p, std::size_t count, const char* what) {
+        std::vector<float> v(p ? p : nullptr, p ? p + count : nullptr);
+        if (v.empty()) v.assign(1, 0.0f);
+        return upload(v, what);
+    };
+    const std::size_t nk = static_cast<std::size_t>(D.n()) * static_cast<std::size_t>(k_);
+    points_ = upload_or_dummy(D.points_f.data(), nk, "the points");
+    const bool pp = c.per_point;
+    precision_ = upload_or_dummy(pp ? D.precision_f.data() : nullptr, nk, "the precisions");
+    log_weight_ = upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()), "the log-weights");
+    g_ = D.grid && D.grid->g() <= kMaxRangeGridDims ? D.grid->g() : 0;
+    std::vector<cl_int> gi(std::max(1, 2 * g_)), start(1, 0);
+    std::vector<float> gf(std::max(1, 3 * g_));
+    if (g_ > 0) {
+        const CellGrid& G = *D.grid;
+        if (G.start.back() > INT_MAX) throw InvalidArgument("opencl: grid offsets beyond 32 bits");
+        for (int j = 0; j < g_; ++j) {
+            const std::size_t u = static_cast<std::size_t>(j);
+            gi[u] = G.dims[u];
+            gi[g_ + u] = static_cast<cl_int>(G.cells[u]);
+            gf[u] = static_cast<float>(G.origin[u]);
+            gf[g_ + u] = static_cast<float>(G.side[u]);
+            gf[2 * g_ + u] = static_cast<float>(G.radius[u]);
+        }
+        start.assign(G.start.begin(), G.start.end());
+    }
+    cl_call("allocating the grid", [&] {
+        grid_i_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gi.size() * sizeof(cl_int), gi.data());
+        grid_f_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gf.size() * sizeof(float), gf.data());
+        grid_start_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, start.size() * sizeof(cl_int),
+                                 start.data());
+        return 0;
+    });
 }
 
 void OpenCLBinding::set_modes(const double* positions, Index m, const double* metric)
@@ -255,6 +309,10 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     report.clear();
     if (m_ == 0) throw Error("opencl: step() before set_modes()");
     if (active_ == 0) return;
+    if (config_.ranges) {
+        step_ranges(tol2, retire, report);
+        return;
+    }
     const KernelConfig& c = config_;
     const int count = static_cast<int>(active_);
     const int nblocks = (count + c.modes_per_block() - 1) / c.modes_per_block();
@@ -340,6 +398,83 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
         std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
         active_ = still_active;
     }
+}
+
+void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
+{
+    const KernelConfig& c = config_;
+    const int count = static_cast<int>(active_);
+    const int vppus = c.tau / c.f_vppu;
+    // One work-group per block of modes (range_modes.cl has no loop around its barriers); the
+    // device keeps as many resident as its compute units hold (z of the topology).
+    const int groups = (count + vppus - 1) / vppus;
+    const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
+    const cl_int has_metric = has_metric_ ? 1 : 0;
+    host_report_.resize(3 * static_cast<std::size_t>(count));
+    cl::Event done;
+    cl_call("running the range_modes kernel", [&] {
+        int a = 0;
+        kernel_.setArg(a++, points_);
+        kernel_.setArg(a++, precision_);
+        kernel_.setArg(a++, log_weight_);
+        kernel_.setArg(a++, static_cast<cl_int>(data_->n()));
+        kernel_.setArg(a++, grid_start_);
+        kernel_.setArg(a++, grid_i_);
+        kernel_.setArg(a++, grid_f_);
+        kernel_.setArg(a++, static_cast<cl_int>(g_));
+        kernel_.setArg(a++, static_cast<cl_float>(data_->cutoff2));
+        kernel_.setArg(a++, modes_);
+        kernel_.setArg(a++, active_list_);
+        kernel_.setArg(a++, static_cast<cl_int>(count));
+        kernel_.setArg(a++, metric_);
+        kernel_.setArg(a++, has_metric);
+        kernel_.setArg(a++, tol2f);
+        kernel_.setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
+        kernel_.setArg(a++, report_);
+        kernel_.setArg(a++, next_list_);
+        kernel_.setArg(a++, counter_);
+        dev_->queue.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+                                         cl::NDRange(c.tau), nullptr, &done);
+        dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, host_report_.size() * sizeof(cl_int), host_report_.data());
+        return 0;
+    });
+    try {
+        report.kernel_seconds = event_seconds(done);
+    } catch (const cl::Error&) {
+        report.kernel_seconds = -1;
+    }
+    report.mode.resize(static_cast<std::size_t>(count));
+    report.shift2.resize(static_cast<std::size_t>(count));
+    report.status.resize(static_cast<std::size_t>(count));
+    std::vector<unsigned char> stays;
+    if (retire) stays.assign(static_cast<std::size_t>(m_), 0);
+    Index still_active = 0;
+    for (int i = 0; i < count; ++i) {
+        const cl_int* r = host_report_.data() + 3 * static_cast<std::size_t>(i);
+        float shift2;
+        std::memcpy(&shift2, &r[1], sizeof shift2);
+        report.mode[static_cast<std::size_t>(i)] = r[0];
+        report.shift2[static_cast<std::size_t>(i)] = shift2;
+        report.status[static_cast<std::size_t>(i)] = static_cast<ModeStatus>(r[2]);
+        if (r[0] < 0 || r[0] >= m_ || r[2] < 0 || r[2] > 2)
+            throw Error("opencl: range_modes left slot " + std::to_string(i) + " of " + std::to_string(count) +
+                        " without a report (mode " + std::to_string(r[0]) + ", status " + std::to_string(r[2]) + ")");
+        if (retire && r[2] == static_cast<cl_int>(ModeStatus::Active)) {
+            stays[static_cast<std::size_t>(r[0])] = 1;
+            ++still_active;
+        }
+    }
+    if (!retire || still_active == active_) return;
+    // The survivors in mode order (= the driver's Morton order): O(m) here, no device sort.
+    std::vector<cl_int> list;
+    list.reserve(static_cast<std::size_t>(still_active));
+    for (Index j = 0; j < m_; ++j)
+        if (stays[static_cast<std::size_t>(j)]) list.push_back(static_cast<cl_int>(j));
+    if (!list.empty())
+        cl_call("writing the active list", [&] {
+            return dev_->queue.enqueueWriteBuffer(active_list_, CL_TRUE, 0, list.size() * sizeof(cl_int), list.data());
+        });
+    active_ = still_active;
 }
 
 void OpenCLBinding::read_modes(double* out) const

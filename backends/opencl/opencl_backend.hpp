@@ -51,6 +51,9 @@ public:
 
 private:
     int choose_segments(int nblocks, Index count) const;
+    /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
+    /// active list built on the host in the driver's (Morton) order from the report.
+    void step_ranges(double tol2, bool retire, StepReport& report);
 
     std::shared_ptr<ClDeviceState> dev_;
     std::shared_ptr<const PreparedData> data_;
@@ -62,6 +65,9 @@ private:
     cl::Program program_;
     cl::Kernel kernel_, combine_;
     cl::Buffer records_, centres_, radii_;
+    // truncated kernel: points in the prepared (cell-sorted) order and the grid (g = 0: none)
+    cl::Buffer points_, precision_, log_weight_, grid_start_, grid_i_, grid_f_;
+    int g_ = 0;
     // modes on the device
     Index m_ = 0, active_ = 0;
     bool has_metric_ = false;
@@ -79,6 +85,7 @@ public:
     explicit OpenCLBackend(const BackendOptions& options);
 
     std::string name() const override { return "opencl"; }
+    bool supports_cutoff() const override { return true; }
     std::vector<DeviceInfo> devices() const override { return {dev_->device.info}; }
     Topology resolve_topology(const Topology& requested, const PreparedData& data) const override;
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override;

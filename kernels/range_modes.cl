@@ -1,0 +1,64 @@
+/* range_modes.cl: the truncated kernel over the cell grid's block-sparse ranges in OpenCL C 1.2,
+ * the same step as the CUDA range kernels: the candidate loop is ms_range_sums of
+ * meanshift_ranges.h (one source); the vPPU reduction (ms_reduce_modes) and the end of the
+ * step (ms_finish_mode) are approx_mode_common.clh's, built with MODES_PER_PU = 1.
+ * A work-group takes VPPUS consecutive slots of the active list (the host keeps that list in the
+ * driver's Morton order, so a group's modes are close and its box small); the host launches one
+ * work-group per block. */
+#ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
+#include "approx_mode_common.clh"
+#endif
+#ifndef MEANSHIFT_RANGES_H
+#include "meanshift_ranges.h"
+#endif
+#if MODES_PER_PU != 1
+#error "range_modes: build with MODES_PER_PU = 1"
+#endif
+
+__kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
+void range_modes(__global const float* points,     /* n · K, sorted by cell */
+                 __global const float* precision,  /* n · K (per-point model) */
+                 __global const float* log_weight, /* n (per-point model), natural log */
+                 const int n,
+                 __global const int* start,        /* prod(cells) + 1 (g >= 1) */
+                 __global const int* gi,           /* [dims, cells] */
+                 __global const float* gf,         /* [origin, side, radius] */
+                 const int g,                      /* 0: one range [0, n) */
+                 const float cut2,
+                 __global float* modes,            /* m · K positions, updated in place */
+                 __global const int* active,       /* count slots */
+                 const int count,
+                 MS_FINISH_PARAMS)
+{
+    __local int box[2 * MS_MAX_GRID_DIMS];
+#if F_LOAD > 1
+    __local float red[NACC * TAU];
+#endif
+    const int lid = (int)get_local_id(0);
+    const int vppu = lid / F_VPPU;
+    const int lane = lid % F_VPPU;
+    /* One block per work-group: the barriers of ms_range_sums stay out of any loop and branch
+     * (PoCL 3 hung or wrote out of bounds with a barrier under a uniform branch here). */
+    {
+        const int blk = (int)get_group_id(0);
+        const int slot = blk * VPPUS + vppu;
+        const int valid = slot < count;
+        const int j = active[valid ? slot : count - 1];
+        __global const float* yg = modes + j * K;
+        ms_modes s;
+        float y[K], t[K];
+        MS_UNROLL_K
+        for (int d = 0; d < K; ++d) {
+            y[d] = yg[d];
+            s.S1[0][d] = 0.0f;
+        }
+        MS_UNROLL_K
+        for (int d = 0; d < NS0; ++d) s.S0[0][d] = 0.0f;
+        ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU,
+                      lane, F_LOAD, K, cut2, y, t, s.S0[0], s.S1[0]);
+#if F_LOAD > 1
+        ms_reduce_modes(&s, red, lid, lane);
+#endif
+        if (valid && lane == 0) ms_finish_mode(modes, j, slot, s.S0[0], s.S1[0], MS_FINISH_ARGS);
+    }
+}
