@@ -1,5 +1,6 @@
 // HostBinding: mode storage, Alg. 5 shifts and active-set compaction of the host backends.
 #include "backends/host_binding.hpp"
+#include "skeleton/src/prepare.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -34,7 +35,7 @@ void HostBinding::set_modes(const double* positions, Index m, const double* metr
     }
     active_.resize(static_cast<std::size_t>(m));
     for (Index i = 0; i < m; ++i) active_[static_cast<std::size_t>(i)] = i;
-    if (data_->grid) order_by_cell(modes_.data());
+    if (data_->grid) order_by_cell();
 }
 
 void HostBinding::step(double tol2, bool retire, StepReport& report)
@@ -91,63 +92,17 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     active_.resize(kept);
 }
 
-namespace {
-
-/// The low 16 bits of v spread to the even bits of the result (Morton interleaving of two dims).
-inline std::uint64_t spread2(std::uint64_t v)
-{
-    v &= 0xffffu;
-    v = (v | (v << 8)) & 0x00ff00ffu;
-    v = (v | (v << 4)) & 0x0f0f0f0fu;
-    v = (v | (v << 2)) & 0x33333333u;
-    v = (v | (v << 1)) & 0x55555555u;
-    return v;
-}
-
-}  // namespace
-
-void HostBinding::order_by_cell(const double* Y)
+void HostBinding::order_by_cell()
 {
     // Blocks of consecutive active modes share one box of cells (block_ranges), so the box is
     // smallest when a block's modes are close. The driver's Morton order over all k dims does not
     // keep blocks compact in the grid dims (an image's colour dims interleave with x and y: a block
     // of 32 pixels spanned ~100 x 56 pixels, 7x the pairs). So set_modes orders the active modes
-    // by the Morton key of their cell coordinates (a block of 32 modes of a full image is then an
-    // 8 x 4 tile) by an LSD radix sort. Retiring modes keeps that order; moving modes shuffle it
-    // a little: re-sorting every step saved 5 % of the pairs on china.jpg and cost more than that.
-    const CellGrid& G = *data_->grid;
-    const int g = G.g(), k = data_->k();
-    int bits = 0;
-    for (int j = 0; j < g; ++j)
-        while (bits < 63 / g && (Index{1} << bits) < G.cells[std::size_t(j)]) ++bits;
-    const std::size_t a = active_.size();
-    std::vector<std::pair<std::uint64_t, Index>> keyed(a), sorted(a);
-    for (std::size_t q = 0; q < a; ++q) {
-        const double* y = Y + static_cast<std::size_t>(active_[q]) * static_cast<std::size_t>(k);
-        std::uint64_t key = 0;
-        if (g == 2 && bits <= 16) {
-            key = spread2(static_cast<std::uint64_t>(G.coord(0, y[G.dims[0]]))) << 1 |
-                  spread2(static_cast<std::uint64_t>(G.coord(1, y[G.dims[1]])));
-        } else {
-            for (int j = 0; j < g; ++j) {
-                const auto c = static_cast<std::uint64_t>(G.coord(j, y[G.dims[std::size_t(j)]]));
-                for (int b = 0; b < bits; ++b) key |= ((c >> b) & 1u) << (b * g + (g - 1 - j));
-            }
-        }
-        keyed[q] = {key, active_[q]};
-    }
-    constexpr int kDigit = 11;
-    const int key_bits = bits * g;
-    std::vector<std::size_t> count;
-    for (int shift = 0; shift < key_bits; shift += kDigit) {
-        count.assign((std::size_t{1} << kDigit) + 1, 0);
-        const std::uint64_t mask = (std::uint64_t{1} << kDigit) - 1;
-        for (const auto& e : keyed) ++count[((e.first >> shift) & mask) + 1];
-        for (std::size_t b = 0; b + 1 < count.size(); ++b) count[b + 1] += count[b];
-        for (const auto& e : keyed) sorted[count[(e.first >> shift) & mask]++] = e;
-        keyed.swap(sorted);
-    }
-    for (std::size_t q = 0; q < a; ++q) active_[q] = keyed[q].second;
+    // along the Morton curve of their cells (cell_order; a block of 32 modes of a full image is
+    // then an 8 x 4 tile). Retiring modes keeps that order; moving modes shuffle it a little:
+    // re-sorting every step saved 5 % of the pairs on china.jpg and cost more than that.
+    const std::vector<Index> order = cell_order(*data_->grid, modes_.data(), modes_.rows(), data_->k());
+    active_.assign(order.begin(), order.end());
 }
 
 Index HostBinding::block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const

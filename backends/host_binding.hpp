@@ -39,8 +39,8 @@ protected:
     Topology topology_;
 
 private:
-    /// Sorts active_ by the Morton key of the modes' grid cells (Y: all modes, prepared units).
-    void order_by_cell(const double* Y);
+    /// Sorts active_ (all modes, after set_modes) along the Morton curve of the modes' grid cells.
+    void order_by_cell();
 
     MatrixD modes_, metric_, in_, out_;
     std::vector<Index> active_;

@@ -92,7 +92,10 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     // The backends get the modes in Morton order: a PPU's block of consecutive modes is then a
     // compact region, so its PUs meet the same points (GPU kernels skip or share work per block).
     // Per-mode results are kept in that order and mapped back to the caller's order at the end.
-    const std::vector<Index> order = detail::morton_order(Y0);
+    // On a pixel lattice the Morton curve of the seeds' pixels serves as well, in O(m) (a 5-D
+    // morton_order of a photo's 273,280 pixels took 35-47 ms of its 0.08 s of preparation).
+    const std::vector<Index> order = options.lattice && D->grid ? detail::cell_order(*D->grid, Y0.data(), m, k)
+                                                                : detail::morton_order(Y0);
     {
         MatrixD Ys(m, k), Ws;
         for (Index j = 0; j < m; ++j) Ys.row(j) = Y0.row(order[static_cast<std::size_t>(j)]);

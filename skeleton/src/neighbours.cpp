@@ -6,6 +6,7 @@
 #include <meanshift/neighbours.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -100,6 +101,60 @@ std::string CellGrid::describe() const
 }
 
 namespace detail {
+
+namespace {
+
+/// The low 16 bits of v spread to the even bits of the result (Morton interleaving of two dims).
+inline std::uint64_t spread2(std::uint64_t v)
+{
+    v &= 0xffffu;
+    v = (v | (v << 8)) & 0x00ff00ffu;
+    v = (v | (v << 4)) & 0x0f0f0f0fu;
+    v = (v | (v << 2)) & 0x33333333u;
+    v = (v | (v << 1)) & 0x55555555u;
+    return v;
+}
+
+}  // namespace
+
+std::vector<Index> cell_order(const CellGrid& G, const double* Y, Index m, int k)
+{
+    const int g = G.g();
+    int bits = 0;
+    for (int j = 0; j < g; ++j)
+        while (bits < 63 / g && (Index{1} << bits) < G.cells[std::size_t(j)]) ++bits;
+    const std::size_t um = static_cast<std::size_t>(m);
+    std::vector<std::pair<std::uint64_t, Index>> keyed(um), sorted(um);
+    bool ordered = true;  // already in key order (e.g. seeds sorted before): nothing to sort
+    for (std::size_t q = 0; q < um; ++q) {
+        const double* y = Y + q * static_cast<std::size_t>(k);
+        std::uint64_t key = 0;
+        if (g == 2 && bits <= 16) {
+            key = spread2(static_cast<std::uint64_t>(G.coord(0, y[G.dims[0]]))) << 1 |
+                  spread2(static_cast<std::uint64_t>(G.coord(1, y[G.dims[1]])));
+        } else {
+            for (int j = 0; j < g; ++j) {
+                const auto c = static_cast<std::uint64_t>(G.coord(j, y[G.dims[std::size_t(j)]]));
+                for (int b = 0; b < bits; ++b) key |= ((c >> b) & 1u) << (b * g + (g - 1 - j));
+            }
+        }
+        keyed[q] = {key, static_cast<Index>(q)};
+        ordered = ordered && (q == 0 || keyed[q - 1].first <= key);
+    }
+    constexpr int kDigit = 11;
+    std::vector<std::size_t> count;
+    for (int shift = 0; !ordered && shift < bits * g; shift += kDigit) {
+        count.assign((std::size_t{1} << kDigit) + 1, 0);
+        const std::uint64_t mask = (std::uint64_t{1} << kDigit) - 1;
+        for (const auto& e : keyed) ++count[((e.first >> shift) & mask) + 1];
+        for (std::size_t b = 0; b + 1 < count.size(); ++b) count[b + 1] += count[b];
+        for (const auto& e : keyed) sorted[count[(e.first >> shift) & mask]++] = e;
+        keyed.swap(sorted);
+    }
+    std::vector<Index> order(um);
+    for (std::size_t q = 0; q < um; ++q) order[q] = keyed[q].second;
+    return order;
+}
 
 namespace {
 

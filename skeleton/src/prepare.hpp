@@ -7,6 +7,7 @@
 #include <meanshift/neighbours.hpp>
 
 #include <string>
+#include <vector>
 
 namespace meanshift::detail {
 
@@ -34,6 +35,11 @@ bool check_weights(const float* weights, Index n);
 /// lattice, or a lattice that does not match the data (size, columns, positions).
 void build_search(PreparedData& D, NeighbourSearch search, std::string& description,
                   const PixelLattice* lattice = nullptr);
+
+/// Permutation of the m positions Y (m × k row-major, prepared units) along the Morton curve of
+/// their cells in `grid` (cell coordinates interleaved, the last grid dim in the lowest bit), by
+/// an LSD radix sort: O(m). On the pixel lattice a block of 32 consecutive modes is an 8 x 4 tile.
+std::vector<Index> cell_order(const CellGrid& grid, const double* Y, Index m, int k);
 
 /// Validates seeds (m × k, finite) and maps them to prepared units.
 MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char* what);
