@@ -79,6 +79,11 @@ public:
         // Very wide data (k > kMaxSimdK) take the plain per-mode loop: the SIMD kernels keep k
         // sums per lane, which would need gigabytes of scratch for k = 10^6.
         if (k <= kMaxSimdK) build_layout(D);
+        if (D.grid) {
+            fine_cells_ = true;
+            for (int j = 0; j < D.grid->g(); ++j)
+                fine_cells_ = fine_cells_ && D.grid->side[std::size_t(j)] < D.grid->radius[std::size_t(j)];
+        }
     }
 
 private:
@@ -91,9 +96,13 @@ private:
         const int z = topology_.ppus;
         KernelData kd = kd_;
         // Two vectors of modes per block hide the exp2 latency best; drop to one when that
-        // would leave threads without a block (few active modes near convergence).
+        // would leave threads without a block (few active modes near convergence), or when the
+        // grid's cells are finer than the search radius (the pixel lattice): a block's box is then
+        // the union of its modes' windows, and a 4 x 4 tile of 16 modes visits 784 pixels per mode
+        // where an 8 x 4 tile of 32 visits 896 (radius 12 px): 10 % faster on china.jpg.
         kd.regs = 2;
         if (kd.f_vppu == 1 && (count + 2 * table_->width - 1) / (2 * table_->width) < z) kd.regs = 1;
+        if (kd.f_vppu == 1 && fine_cells_) kd.regs = 1;
         const openmp_detail::RunBlockFn run = table_->select(kd);
         if (!run) throw Error("openmp backend: no kernel for " + topology_.to_string());
         const Index per_block = table_->modes_per_block(kd);
@@ -244,6 +253,7 @@ private:
 
     const KernelTable* table_ = nullptr;
     KernelData kd_;
+    bool fine_cells_ = false;  // grid cells smaller than the search radius in every grid dim
     std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
 };
