@@ -198,7 +198,7 @@ void add_segment_command(CLI::App& app, Mode mode)
     auto a = std::make_shared<SegmentArgs>();
     // Filtering stops as OpenCV's pyrMeanShiftFiltering does (at most 5 iterations, or a shift
     // under 1 pixel + colour unit): a shift under 0.3 bandwidths (0.9 px, 1.8 CIELAB units at the
-    // defaults) or 5 iterations. Measured (docs/segmentation.md): 2x faster than --tol 0.1
+    // defaults) or 5 iterations. Measured (docs/segmentation.md): 1.6-1.7x faster than --tol 0.1
     // --max-iter 10 at full size, labels ARI 1.0 vs the exact kernel at the same settings; the
     // segments come from the region steps, which absorb the unconverged last fraction of a pixel.
     a->conv.tolerance = 0.3;
