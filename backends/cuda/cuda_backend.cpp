@@ -561,10 +561,18 @@ private:
             p.cut2 = static_cast<float>(data_->cutoff2);
             p.f_vppu = topo_.f_vppu;
             p.f_load = topo_.f_load;
+            // The load factor at work (Theorem 2): with the default f_vppu = f_load = 1 and too few
+            // modes to fill the z resident blocks (bin seeds, the last active modes), a mode's
+            // candidate loop is spread over up to 32 PUs (one warp), doubling while blocks are few.
+            if (p.f_vppu == 1 && p.f_load == 1) {
+                while (p.f_vppu < 32 && p.f_vppu * 2 <= T && (nq * p.f_vppu * 2 + T - 1) / T <= topo_.ppus)
+                    p.f_vppu *= 2;
+                p.f_load = p.f_vppu;
+            }
             p.queries = s.queries.f();
             p.acc = s.acc.f();
             p.count = nq;
-            const Index vppus = T / topo_.f_vppu;
+            const Index vppus = T / p.f_vppu;
             const unsigned grid = static_cast<unsigned>(std::min<Index>((nq + vppus - 1) / vppus, topo_.ppus));
             void* args[] = {&p};
             MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, 0, s.stream.get()));

@@ -402,8 +402,24 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
 
 void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
 {
-    const KernelConfig& c = config_;
     const int count = static_cast<int>(active_);
+    // The load factor at work (Theorem 2): with the default f_vppu = f_load = 1 and fewer blocks of
+    // modes than the z work-groups the device holds (bin seeds, the last active modes), run the
+    // build with f_vppu = f_load = 32: each mode's candidate loop is shared by 32 PUs.
+    KernelConfig c = config_;
+    cl::Kernel* kernel = &kernel_;
+    KernelConfig wide = c;
+    wide.f_vppu = wide.f_load = 32;
+    if (c.f_vppu == 1 && c.f_load == 1 && c.tau >= 64 && (count + c.tau - 1) / c.tau * 2 <= topology_.ppus &&
+        wide.local_bytes() <= dev_->device.info.local_memory) {
+        c = wide;
+        if (!wide_kernel_()) {
+            const ClDeviceEntry& device_entry = dev_->device;
+            wide_program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(c), c.build_options());
+            wide_kernel_ = cl_call("creating kernel range_modes (f_vppu 32)", [&] { return cl::Kernel(wide_program_, c.kernel_name()); });
+        }
+        kernel = &wide_kernel_;
+    }
     const int vppus = c.tau / c.f_vppu;
     // One work-group per block of modes (range_modes.cl has no loop around its barriers); the
     // device keeps as many resident as its compute units hold (z of the topology).
@@ -414,26 +430,26 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     cl::Event done;
     cl_call("running the range_modes kernel", [&] {
         int a = 0;
-        kernel_.setArg(a++, points_);
-        kernel_.setArg(a++, precision_);
-        kernel_.setArg(a++, log_weight_);
-        kernel_.setArg(a++, static_cast<cl_int>(data_->n()));
-        kernel_.setArg(a++, grid_start_);
-        kernel_.setArg(a++, grid_i_);
-        kernel_.setArg(a++, grid_f_);
-        kernel_.setArg(a++, static_cast<cl_int>(g_));
-        kernel_.setArg(a++, static_cast<cl_float>(data_->cutoff2));
-        kernel_.setArg(a++, modes_);
-        kernel_.setArg(a++, active_list_);
-        kernel_.setArg(a++, static_cast<cl_int>(count));
-        kernel_.setArg(a++, metric_);
-        kernel_.setArg(a++, has_metric);
-        kernel_.setArg(a++, tol2f);
-        kernel_.setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
-        kernel_.setArg(a++, report_);
-        kernel_.setArg(a++, next_list_);
-        kernel_.setArg(a++, counter_);
-        dev_->queue.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+        kernel->setArg(a++, points_);
+        kernel->setArg(a++, precision_);
+        kernel->setArg(a++, log_weight_);
+        kernel->setArg(a++, static_cast<cl_int>(data_->n()));
+        kernel->setArg(a++, grid_start_);
+        kernel->setArg(a++, grid_i_);
+        kernel->setArg(a++, grid_f_);
+        kernel->setArg(a++, static_cast<cl_int>(g_));
+        kernel->setArg(a++, static_cast<cl_float>(data_->cutoff2));
+        kernel->setArg(a++, modes_);
+        kernel->setArg(a++, active_list_);
+        kernel->setArg(a++, static_cast<cl_int>(count));
+        kernel->setArg(a++, metric_);
+        kernel->setArg(a++, has_metric);
+        kernel->setArg(a++, tol2f);
+        kernel->setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
+        kernel->setArg(a++, report_);
+        kernel->setArg(a++, next_list_);
+        kernel->setArg(a++, counter_);
+        dev_->queue.enqueueNDRangeKernel(*kernel, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
                                          cl::NDRange(c.tau), nullptr, &done);
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, host_report_.size() * sizeof(cl_int), host_report_.data());
         return 0;
