@@ -9,6 +9,8 @@ packages=(
   libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libstb-dev libcsv-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
+  # The Python package (pip install . in a venv; .ci/test.sh): venv + ensurepip, Python.h.
+  python3-venv python3-dev
 )
 # Other helpers' extra packages (benchmarks, plots) can be listed in this optional file.
 extra="$(dirname "$0")/extra-packages.txt"

@@ -1,0 +1,357 @@
+"""meanshift.MeanShift: a scikit-learn estimator over the C++ library."""
+from __future__ import annotations
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+
+from . import _core
+from ._common import library_options, progress_function
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(estimator, X, **kwargs):
+        return estimator._validate_data(X, **kwargs)
+
+_F32_MAX = float(np.finfo(np.float32).max)
+
+
+def _as_float32(X: np.ndarray, what: str) -> np.ndarray:
+    """C-contiguous float32, the library's layout: no copy when X already is one."""
+    if X.dtype != np.float32 and X.size and np.abs(X).max() > _F32_MAX:
+        raise ValueError(f"{what} has values beyond float32's range (|x| <= {_F32_MAX:.3g}): "
+                         "the library computes in float32")
+    return np.ascontiguousarray(X, dtype=np.float32)
+
+
+def _nearest(P: np.ndarray, centres: np.ndarray, scale: np.ndarray):
+    """For each row of P: the nearest centre and the squared distance, in bandwidth units.
+
+    One pass per centre keeps memory at O(n) (no n x c x k array)."""
+    Ps = P.astype(np.float64) / scale
+    Cs = centres.astype(np.float64) / scale
+    best = np.zeros(P.shape[0], dtype=np.int32)
+    d2best = np.full(P.shape[0], np.inf)
+    for c in range(Cs.shape[0]):
+        d2 = ((Ps - Cs[c]) ** 2).sum(axis=1)
+        closer = d2 < d2best
+        best[closer] = c
+        d2best[closer] = d2[closer]
+    return best, d2best
+
+
+class MeanShift(ClusterMixin, BaseEstimator):
+    """Gaussian mean shift clustering (Malysiak & Handmann skeleton) on CPUs and GPUs.
+
+    Follows scikit-learn's conventions (``fit``, ``predict``, ``fit_predict``, ``get_params``,
+    ``set_params``, ``clone``); parameter names follow ``sklearn.cluster.MeanShift`` where the two
+    mean the same. Every point's ascent uses a Gaussian kernel whose standard deviation is the
+    bandwidth (scikit-learn's MeanShift uses a flat kernel of radius ``bandwidth``: a flat radius r
+    corresponds to roughly r/2 here, see docs/python.md).
+
+    Parameters
+    ----------
+    bandwidth : float, array of shape (n_features,), array of shape (n_samples, n_features) or None
+        Kernel standard deviation(s) in data units: one for all features, one per feature, or one
+        row per training sample (variable-bandwidth mean shift). None: scikit-learn's
+        ``estimate_bandwidth(X, quantile=0.3)`` on at most 10,000 samples (``random_state=0``),
+        divided by 2 (its flat-kernel radius as a Gaussian standard deviation); 1.0 if that is 0.
+    seeds : array of shape (n_seeds, n_features) or None
+        Explicit starting points: the clusters are the groups of the seeds' modes, and every
+        sample is then labelled by its own ascent as ``predict`` does (-1 when it reaches no
+        seed's cluster). None: see ``bin_seeding``.
+    bin_seeding : bool, default=True
+        True: seeds are the means of the occupied bins of a grid of side ``bin_size`` bandwidths
+        and every sample takes its bin's label (scikit-learn's ``bin_seeding``, the library's
+        default). False: every sample makes its own ascent.
+    bin_size : float, default=0.5
+        Bin side in bandwidths (scikit-learn bins at one bandwidth).
+    min_bin_freq : int, default=1
+        Bins with fewer samples seed nothing (their samples take the nearest seed's label).
+    cutoff : float or None, default=3.0
+        Truncated kernel: pairs farther than ``cutoff`` bandwidths get weight 0, which lets a grid
+        search skip them. None: the exact kernel.
+    exact : bool, default=False
+        True: the exact kernel, brute force, every sample a seed, no binning (overrides
+        ``cutoff``, ``bin_seeding`` and ``bin_data``).
+    search : {'auto', 'grid', 'brute'}, default='auto'
+        Neighbour search for a finite cutoff.
+    bin_data : bool, default=False
+        Replace the samples by their bin means (weighted by counts) before the ascent.
+    assign : {'ascent', 'nearest'}, default='ascent'
+        How training samples get their label: 'ascent', the cluster their own ascent (or their
+        bin's) joins; 'nearest', the nearest cluster centre in bandwidth units, as scikit-learn's
+        MeanShift labels them (clusters left without a sample are dropped).
+    max_iter : int, default=100
+        Iterations per mode at most.
+    tol : float, default=1e-3
+        A mode stops when its shift is at most ``tol`` bandwidths.
+    merge_eps : float, default=0.5
+        Modes closer than this many bandwidths form one cluster.
+    grouping : {'sequential', 'components'}, default='sequential'
+        'sequential': a mode joins the first cluster whose first mode lies within ``merge_eps``
+        (Alg. 6); 'components': connected components of the "closer than merge_eps" graph.
+    backend : {'auto', 'serial', 'openmp', 'opencl', 'cuda'}, default='auto'
+        Where it runs; ``meanshift.backends()`` lists what is usable here. An unusable one raises
+        ``meanshift.BackendUnavailableError``.
+    device : str, int, list of int or None
+        OpenCL ``"P:D"`` (platform:device) or device indices (CUDA). None: the backend's default.
+    n_jobs : int or None
+        OpenMP threads (None or -1: all cores).
+    tune : dict or None
+        Typed tuning overrides, e.g. ``{"openmp.isa": "avx2"}`` (the CLI's ``--tune key=value``).
+    verbose : bool, default=False
+        Print the iteration and the modes still moving on stderr.
+    progress : callable or None
+        Called after every iteration as ``progress(iteration, active_modes, total_modes)``;
+        returning False cancels the run (``meanshift.MeanShiftError``).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), int32
+        Cluster of each training sample, in [0, n_clusters); cluster 0 is the largest.
+    cluster_centers_ : ndarray of shape (n_clusters, n_features)
+        Mean of the modes of each cluster, in the dtype of X (float32 or float64).
+    modes_ : ndarray of shape (n_samples, n_features)
+        Where each sample's ascent (or its bin's) ended.
+    n_iter_ : int
+        Iterations of the longest ascent.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Only when X has string column names (a pandas DataFrame).
+    backend_ : str
+        The backend that ran (what 'auto' resolved to).
+    result_ : dict
+        The library's full report: iterations and convergence per mode, timing, search, seeding.
+    """
+
+    def __init__(
+        self,
+        *,
+        bandwidth=None,
+        seeds=None,
+        bin_seeding=True,
+        bin_size=0.5,
+        min_bin_freq=1,
+        cutoff=3.0,
+        exact=False,
+        search="auto",
+        bin_data=False,
+        assign="ascent",
+        max_iter=100,
+        tol=1e-3,
+        merge_eps=0.5,
+        grouping="sequential",
+        backend="auto",
+        device=None,
+        n_jobs=None,
+        tune=None,
+        verbose=False,
+        progress=None,
+    ):
+        self.bandwidth = bandwidth
+        self.seeds = seeds
+        self.bin_seeding = bin_seeding
+        self.bin_size = bin_size
+        self.min_bin_freq = min_bin_freq
+        self.cutoff = cutoff
+        self.exact = exact
+        self.search = search
+        self.bin_data = bin_data
+        self.assign = assign
+        self.max_iter = max_iter
+        self.tol = tol
+        self.merge_eps = merge_eps
+        self.grouping = grouping
+        self.backend = backend
+        self.device = device
+        self.n_jobs = n_jobs
+        self.tune = tune
+        self.verbose = verbose
+        self.progress = progress
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _options(self):
+        if self.cutoff is not None and (not isinstance(self.cutoff, Real) or not self.cutoff > 0):
+            raise ValueError(f"cutoff must be > 0 or None (exact kernel), got {self.cutoff!r}")
+        if self.search not in ("auto", "grid", "brute"):
+            raise ValueError(f"search must be 'auto', 'grid' or 'brute', got {self.search!r}")
+        if self.assign not in ("ascent", "nearest"):
+            raise ValueError(f"assign must be 'ascent' or 'nearest', got {self.assign!r}")
+        if self.grouping not in ("sequential", "components"):
+            raise ValueError(f"grouping must be 'sequential' or 'components', got {self.grouping!r}")
+        return library_options(
+            backend=self.backend, device=self.device, n_jobs=self.n_jobs, tune=self.tune,
+            max_iter=self.max_iter, tol=self.tol, merge_eps=self.merge_eps, grouping=self.grouping,
+            cutoff=self.cutoff, exact=self.exact, search=self.search,
+            seeding="bins" if self.bin_seeding else "all", bin_size=self.bin_size,
+            min_bin_freq=self.min_bin_freq, bin_data=self.bin_data)
+
+    def _bandwidth(self, X: np.ndarray):
+        """The library's bandwidth argument: a float, a (k,) or an (n, k) float64 array."""
+        n, k = X.shape
+        h = self.bandwidth
+        if h is None:
+            from sklearn.cluster import estimate_bandwidth
+
+            sub = X if n <= 10_000 else X[np.random.RandomState(0).choice(n, 10_000, replace=False)]
+            # Flat radius -> Gaussian standard deviation: sklearn's flat window of radius r and a
+            # Gaussian of sigma = r/2 reach the same neighbours for ~95 % of their weight.
+            est = float(estimate_bandwidth(sub.astype(np.float64), quantile=0.3)) / 2.0
+            return est if est > 0 and np.isfinite(est) else 1.0
+        if isinstance(h, str):
+            raise ValueError(f"bandwidth must be a number, an array or None, got {h!r}")
+        if isinstance(h, Real):
+            if not np.isfinite(h) or h <= 0:
+                raise ValueError(f"bandwidth must be finite and > 0, got {h!r}")
+            return float(h)
+        a = np.asarray(h, dtype=np.float64)
+        if a.ndim == 0:
+            return self._bandwidth_scalar(float(a))
+        if a.ndim == 1 and a.shape[0] == k:
+            out = np.ascontiguousarray(a)
+        elif a.ndim == 2 and a.shape == (n, k):
+            out = np.ascontiguousarray(a)
+        else:
+            raise ValueError(f"bandwidth must be a number, an array of shape ({k},) (one per feature) or "
+                             f"({n}, {k}) (one row per sample), got shape {a.shape}")
+        if not np.all(np.isfinite(out)) or np.any(out <= 0):
+            raise ValueError("bandwidth values must be finite and > 0")
+        return out
+
+    @staticmethod
+    def _bandwidth_scalar(h: float):
+        if not np.isfinite(h) or h <= 0:
+            raise ValueError(f"bandwidth must be finite and > 0, got {h!r}")
+        return h
+
+    @staticmethod
+    def _scale(bw, k: int) -> np.ndarray:
+        """Per feature: the bandwidth unit in which the library measures merge_eps (for per-sample
+        bandwidths the geometric mean over the samples, as the library's preparation does)."""
+        if isinstance(bw, float):
+            return np.full(k, bw)
+        if bw.ndim == 1:
+            return bw
+        return np.exp(np.log(bw).mean(axis=0))
+
+    # -- scikit-learn API ------------------------------------------------------------------------
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Clusters X.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            float32 or float64 (other numeric types are converted to float32). A C-contiguous
+            float32 array is passed to the library without a copy.
+        y : ignored
+        sample_weight : array-like of shape (n_samples,) or None
+            Non-negative weights (not all 0): a sample of weight w counts like w samples in the
+            density. A sample of weight 0 is still labelled.
+
+        Returns
+        -------
+        self
+        """
+        X = _validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=1, reset=True)
+        opts = self._options()
+        bw = self._bandwidth(X)
+        Xf = _as_float32(X, "X")
+        w = None
+        if sample_weight is not None:
+            # scikit-learn's checks and messages (shape, finite, non-negative), then the library's rule.
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if not np.any(w > 0):
+                raise ValueError("sample_weight: every weight is zero (at least one must be > 0)")
+            w = np.ascontiguousarray(w, dtype=np.float32)
+        seeds = None
+        if self.seeds is not None:
+            seeds = _as_float32(np.asarray(self.seeds, dtype=np.float64), "seeds")
+            if seeds.ndim != 2 or seeds.shape[1] != X.shape[1]:
+                raise ValueError(f"seeds must have shape (n_seeds, {X.shape[1]}), got {seeds.shape}")
+        progress = progress_function(self.progress, self.verbose, "MeanShift.fit")
+        r = _core.cluster(Xf, bw, w, seeds, opts, progress)
+        self._X = Xf
+        self._weights = w
+        self._bw = bw
+        self._opts = opts
+        if w is not None and seeds is None:
+            # The library numbers clusters by point count; with weights, number them by total
+            # weight instead (largest first), so that a weight of 2 means the same as a repeated
+            # sample (scikit-learn's sample_weight contract).
+            wsize = np.bincount(r["labels"], weights=w.astype(np.float64), minlength=len(r["centres"]))
+            order = np.argsort(-wsize, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            r["labels"] = rank[r["labels"]].astype(np.int32)
+            r["centres"] = r["centres"][order]
+            r["cluster_sizes"] = r["cluster_sizes"][order]
+        self.cluster_centers_ = r["centres"].astype(X.dtype, copy=False)
+        if seeds is None:
+            self.labels_ = r["labels"]
+            self.modes_ = r["modes"].astype(X.dtype, copy=False)
+            self.n_iter_ = int(r["timing"]["iterations"])
+        else:
+            # The library labelled the seeds; the samples take the cluster their own ascent joins.
+            self._seed_modes = r["modes"]
+            self.labels_, modes, it = self._ascend(Xf)
+            self.modes_ = modes.astype(X.dtype, copy=False)
+            self.n_iter_ = max(int(r["timing"]["iterations"]), it)
+        if self.assign == "nearest":
+            labels, _ = _nearest(Xf, self.cluster_centers_, self._scale(bw, X.shape[1]))
+            used = np.unique(labels)
+            remap = np.zeros(len(self.cluster_centers_), dtype=np.int32)
+            remap[used] = np.arange(len(used), dtype=np.int32)
+            self.labels_ = remap[labels]
+            self.cluster_centers_ = self.cluster_centers_[used]
+        self.backend_ = r["backend"]
+        self.result_ = r
+        return self
+
+    def _ascend(self, Xq: np.ndarray):
+        """Ascents from the rows of Xq against the fitted data; labels by the rule of predict."""
+        progress = progress_function(self.progress, self.verbose, "MeanShift.predict")
+        r = _core.cluster(self._X, self._bw, self._weights, Xq, self._opts, progress)
+        modes = r["modes"]
+        k = modes.shape[1]
+        scale = self._scale(self._bw, k)
+        best, d2 = _nearest(modes, self.cluster_centers_, scale)
+        labels = np.where(d2 <= self._opts["merge_eps"] ** 2, best, -1).astype(np.int32)
+        return labels, modes, int(r["timing"]["iterations"])
+
+    def predict(self, X):
+        """Cluster of new points by their own ascent against the fitted data.
+
+        Each row of X starts a mean-shift ascent on the training data (same bandwidth, weights,
+        kernel and convergence settings as fit). Its mode joins the fitted cluster whose centre is
+        nearest, if that centre lies within ``merge_eps`` bandwidths of the mode (the distance
+        fit's grouping uses); otherwise the label is -1: the point climbs to a mode that no fitted
+        cluster holds (scikit-learn's MeanShift.predict instead takes the nearest centre of X
+        itself, which can put a point in a cluster its ascent never reaches).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_queries, n_features_in_)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_queries,), int32, in [-1, n_clusters)
+        """
+        check_is_fitted(self)
+        X = _validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
+        labels, _, _ = self._ascend(_as_float32(X, "X"))
+        return labels
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """fit(X, sample_weight=sample_weight).labels_: the cluster of every training sample."""
+        return self.fit(X, sample_weight=sample_weight).labels_
