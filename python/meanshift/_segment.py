@@ -47,8 +47,8 @@ def segment(
     fusion: float = 1.0,
     cutoff: Optional[float] = 4.0,
     exact: bool = False,
-    max_iter: int = 10,
-    tol: float = 0.1,
+    max_iter: int = 5,
+    tol: float = 0.3,
     backend: str = "auto",
     device: Any = None,
     n_jobs: Optional[int] = None,
@@ -79,9 +79,10 @@ def segment(
         Truncated kernel radius in bandwidths (None: exact kernel).
     exact : bool, default=False
         The exact kernel, brute force (O((H·W)²) per iteration).
-    max_iter : int, default=10
-    tol : float, default=0.1
-        A pixel's ascent stops when its shift is at most ``tol`` bandwidths.
+    max_iter : int, default=5
+    tol : float, default=0.3
+        A pixel's ascent stops when its shift is at most ``tol`` bandwidths or after ``max_iter``
+        iterations (the CLI's defaults for segment, as OpenCV's pyrMeanShiftFiltering stops).
     backend, device, n_jobs, tune, verbose, progress
         As for :class:`meanshift.MeanShift`.
 

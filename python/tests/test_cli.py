@@ -1,5 +1,7 @@
 """The package gives the `meanshift` tool's results on the same data, for every usable backend."""
+import struct
 import subprocess
+import zlib
 
 import numpy as np
 import pytest
@@ -49,6 +51,46 @@ def test_cluster_equals_cli(cli, points, tmp_path, backend, case):
     assert est.backend_ == backend
 
 
+def read_png_rgb(path):
+    """Decodes an 8-bit RGB PNG as stb_image_write writes it (no interlace), with all 5 row filters."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            w, h, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert (depth, colour, interlace) == (8, 2, 0)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = np.frombuffer(zlib.decompress(idat), dtype=np.uint8).reshape(h, 1 + w * 3)
+    out = np.zeros((h, w * 3), dtype=np.int32)
+    for y in range(h):
+        f, row = raw[y, 0], raw[y, 1:].astype(np.int32)
+        prev = out[y - 1] if y else np.zeros(w * 3, dtype=np.int32)
+        cur = np.zeros(w * 3, dtype=np.int32)
+        for x in range(w * 3):
+            a = cur[x - 3] if x >= 3 else 0
+            b = prev[x]
+            c = prev[x - 3] if x >= 3 else 0
+            if f == 0:
+                p = 0
+            elif f == 1:
+                p = a
+            elif f == 2:
+                p = b
+            elif f == 3:
+                p = (a + b) // 2
+            else:
+                pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - 2 * c)
+                p = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            cur[x] = (row[x] + p) & 255
+        out[y] = cur
+    return out.reshape(h, w, 3).astype(np.uint8)
+
+
 def write_ppm(path, rgb):
     h, w, _ = rgb.shape
     with open(path, "wb") as f:
@@ -75,5 +117,7 @@ def test_segment_equals_cli(cli, tmp_path, backend):
         "--backend", backend, "--min-region", 20, "--quiet")
     s = meanshift.segment(img, backend=backend, min_region=20)
     np.testing.assert_array_equal(s.labels, np.load(tmp_path / "ids.npy"))
+    np.testing.assert_array_equal(s.segmented, read_png_rgb(tmp_path / "seg.png"))
+    np.testing.assert_array_equal(s.filtered, read_png_rgb(tmp_path / "seg-filtered.png"))
     assert s.n_segments == 4
     assert s.info["backend"] == backend

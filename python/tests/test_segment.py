@@ -50,3 +50,11 @@ def test_bad_images(bad, match):
 def test_bad_bandwidths():
     with pytest.raises(ValueError, match="spatial_bandwidth"):
         meanshift.segment(patches_image(), 0.0, 6.0)
+
+
+def test_progress_and_cancel():
+    calls = []
+    meanshift.segment(patches_image(), progress=lambda i, a, t: calls.append((i, a, t)))
+    assert calls and calls[0][0] == 1 and calls[0][2] == 36 * 48
+    with pytest.raises(meanshift.MeanShiftError, match="cancelled"):
+        meanshift.segment(patches_image(), progress=lambda i, a, t: False)
