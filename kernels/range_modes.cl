@@ -62,3 +62,56 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
         if (valid && lane == 0) ms_finish_mode(modes, j, slot, s.S0[0], s.S1[0], MS_FINISH_ARGS);
     }
 }
+
+#if defined(MS_RANGE_WIDE)
+/* The same step with 32 PUs per mode (f_vppu = f_load = 32), built into the same program: the
+ * host runs it when the modes are too few to fill the device (bin seeds, the last active modes),
+ * so that the load factor spreads each mode's candidates over a warp's worth of PUs. The vPPU
+ * reduction is written out straight (no loop around a barrier). Needs TAU % 32 == 0. */
+#define W_LANES 32
+#define W_VPPUS (TAU / W_LANES)
+#define MS_W_STEP(s)                                                                       \
+    if (lane < (s)) {                                                                      \
+        for (int c_ = 0; c_ < NACC; ++c_) wred[c_ * TAU + lid] += wred[c_ * TAU + lid + (s)]; \
+    }                                                                                      \
+    barrier(CLK_LOCAL_MEM_FENCE)
+
+__kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
+void range_modes_wide(__global const float* points, __global const float* precision,
+                      __global const float* log_weight, const int n, __global const int* start,
+                      __global const int* gi, __global const float* gf, const int g, const float cut2,
+                      __global float* modes, __global const int* active, const int count, MS_FINISH_PARAMS)
+{
+    __local int box[2 * MS_MAX_GRID_DIMS];
+    __local float wred[NACC * TAU];
+    const int lid = (int)get_local_id(0);
+    const int lane = lid % W_LANES;
+    const int slot = (int)get_group_id(0) * W_VPPUS + lid / W_LANES;
+    const int valid = slot < count;
+    const int j = active[valid ? slot : count - 1];
+    __global const float* yg = modes + j * K;
+    float y[K], t[K], S0[NS0], S1[K];
+    MS_UNROLL_K
+    for (int d = 0; d < K; ++d) {
+        y[d] = yg[d];
+        S1[d] = 0.0f;
+    }
+    MS_UNROLL_K
+    for (int d = 0; d < NS0; ++d) S0[d] = 0.0f;
+    ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU, lane,
+                  W_LANES, K, cut2, y, t, S0, S1);
+    for (int d = 0; d < NS0; ++d) wred[d * TAU + lid] = S0[d];
+    for (int d = 0; d < K; ++d) wred[(NS0 + d) * TAU + lid] = S1[d];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    MS_W_STEP(16);
+    MS_W_STEP(8);
+    MS_W_STEP(4);
+    MS_W_STEP(2);
+    MS_W_STEP(1);
+    if (valid && lane == 0) {
+        for (int d = 0; d < NS0; ++d) S0[d] = wred[d * TAU + lid];
+        for (int d = 0; d < K; ++d) S1[d] = wred[(NS0 + d) * TAU + lid];
+        ms_finish_mode(modes, j, slot, S0, S1, MS_FINISH_ARGS);
+    }
+}
+#endif /* MS_RANGE_WIDE */

@@ -50,7 +50,8 @@ struct TopologyParams {
 /// "Range" family: the truncated kernel (Options::cutoff) over the block-sparse point ranges of
 /// the cell grid (kernels/meanshift_ranges.h, the source OpenCL shares), direct form, points in
 /// the prepared (cell-sorted) row-major order. A block (≤ 256 threads) takes threads / f_vppu consecutive queries;
-/// the first f_load threads of each vPPU share its ranges; f_vppu ≤ 32 (warp-shuffle reduction).
+/// the first f_load threads of each vPPU share its ranges (any power-of-two f_vppu: warp shuffles,
+/// then atomics across the warps of a wider vPPU).
 struct RangeParams {
     const float* points = nullptr;      ///< n × k, sorted by cell
     const float* precision = nullptr;   ///< n × k (per-point model)

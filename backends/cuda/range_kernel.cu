@@ -1,7 +1,8 @@
 // The truncated kernel over the cell grid's block-sparse ranges (kernels/meanshift_ranges.h, one
 // source with OpenCL): a block (PPU) takes threads / f_vppu consecutive queries, builds the union
 // box of their neighbourhoods in shared memory and loops over its rows; the f_vppu threads of a
-// vPPU reduce their sums by warp shuffles (Alg. 3 lines 17-18) and thread 0 of it writes them.
+// vPPU reduce their sums by warp shuffles (Alg. 3 lines 17-18), within a warp; a vPPU wider than a
+// warp adds its warps' sums into the (zeroed) accumulators atomically.
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_ranges.h"
 
@@ -34,19 +35,27 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
         s0[0] = 0.0f;
         ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, p.g, box, yg,
                       valid, lid, T, lane, p.f_load, k, p.cut2, y, t, s0, s1);
-        // vPPU reduction: lanes of one vPPU are consecutive threads of one warp (f_vppu ≤ 32).
-        for (int off = p.f_vppu / 2; off > 0; off /= 2) {
+        // vPPU reduction: the lanes of a vPPU are consecutive threads; within a warp by shuffles.
+        const int width = p.f_vppu < 32 ? p.f_vppu : 32;
+        for (int off = width / 2; off > 0; off /= 2) {
 #pragma unroll
-            for (int d = 0; d < ns0; ++d) s0[d] += __shfl_down_sync(0xffffffffu, s0[d], off, p.f_vppu);
+            for (int d = 0; d < ns0; ++d) s0[d] += __shfl_down_sync(0xffffffffu, s0[d], off, width);
 #pragma unroll
-            for (int d = 0; d < k; ++d) s1[d] += __shfl_down_sync(0xffffffffu, s1[d], off, p.f_vppu);
+            for (int d = 0; d < k; ++d) s1[d] += __shfl_down_sync(0xffffffffu, s1[d], off, width);
         }
-        if (valid && lane == 0) {
+        if (valid && lane % width == 0) {
             float* a = p.acc + q * (ns0 + k);
+            if (p.f_vppu <= 32) {
 #pragma unroll
-            for (int d = 0; d < ns0; ++d) a[d] = s0[d];
+                for (int d = 0; d < ns0; ++d) a[d] = s0[d];
 #pragma unroll
-            for (int d = 0; d < k; ++d) a[ns0 + d] = s1[d];
+                for (int d = 0; d < k; ++d) a[ns0 + d] = s1[d];
+            } else {  // one partial sum per warp of the vPPU
+#pragma unroll
+                for (int d = 0; d < ns0; ++d) atomicAdd(a + d, s0[d]);
+#pragma unroll
+                for (int d = 0; d < k; ++d) atomicAdd(a + ns0 + d, s1[d]);
+            }
         }
     }
 }

@@ -36,6 +36,7 @@ std::string KernelConfig::build_options() const
       << " -D F_VPPU=" << f_vppu << " -D F_LOAD=" << f_load << " -D MODES_PER_PU=" << modes_per_pu
       << " -D MODEL_PER_POINT=" << (per_point ? 1 : 0)
       << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0) << (nv_ex2 ? " -D MS_NV_EX2=1" : "")
+      << (range_wide ? " -D MS_RANGE_WIDE=1" : "")
       // exp2 through the hardware unit, denormals flushed (weights below 2^-126 are noise);
       // the padding records use a finite log-weight, so finite-math is safe.
       << " -cl-fast-relaxed-math -cl-mad-enable -cl-denorms-are-zero";

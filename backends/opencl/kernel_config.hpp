@@ -28,6 +28,7 @@ struct KernelConfig {
     ExponentForm form = ExponentForm::Expanded;
     bool preload = false;          ///< Alg. 7 (approx_modes_preload) instead of Alg. 3
     bool ranges = false;           ///< truncated kernel over the cell grid's ranges (range_modes.cl); r = 1, no preload
+    bool range_wide = false;       ///< also build range_modes_wide (32 PUs a mode, for steps with few modes)
     int tile = 128;                ///< TILE: points per tile / preload batch
     int tau = 128;                 ///< work-group size
     int f_vppu = 1;

@@ -82,7 +82,13 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.form = tune.exponent;
     c.preload = preload();
     c.ranges = std::isfinite(data.cutoff2);
-    if (c.ranges) c.preload = false;  // the candidate ranges are short: read from global memory (cached)
+    if (c.ranges) {
+        c.preload = false;  // the candidate ranges are short: read from global memory (cached)
+        // The 32-PU variant needs τ a multiple of 32 (and ≥ 64) and its reduction buffer in local memory.
+        const std::size_t wide_bytes = static_cast<std::size_t>(t.pus_per_ppu) * c.accumulators() * sizeof(float) + 128;
+        c.range_wide = t.pus_per_ppu >= 64 && t.pus_per_ppu % 32 == 0 && t.f_vppu < 32 &&
+                       wide_bytes + kImplicitLocalBytes <= dev_->device.info.local_memory;
+    }
     c.tau = t.pus_per_ppu;
     c.f_vppu = t.f_vppu;
     c.f_load = t.f_load;
@@ -113,7 +119,9 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     const ClDeviceEntry& device = dev_->device;
     const bool gpu = dev_->is_gpu();
     Topology t = requested;
-    if (t.f_vppu == 0) t.f_vppu = 1;
+    // Truncated kernel: vPPUs of 4 PUs share a mode's candidates (H100, china.jpg: 18 ms for 5
+    // iterations against 26 ms with f_vppu = 1 at τ = 32; docs/truncated-kernel-gpu.md).
+    if (t.f_vppu == 0) t.f_vppu = std::isfinite(data.cutoff2) ? 4 : 1;
     if (t.pus_per_ppu == 0) {
         // A multiple of f_vppu near 256 work-items (GPU, preloading, shared H: larger batches per
         // barrier), 128 (GPU otherwise: per-point with preloading measured 1.81e12 pairs/s at
@@ -186,6 +194,8 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     kernel_ = cl_call(std::string("creating kernel ") + c.kernel_name(),
                       [&] { return cl::Kernel(program_, c.kernel_name()); });
     combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program_, "combine_segments"); });
+    if (c.range_wide)
+        wide_kernel_ = cl_call("creating kernel range_modes_wide", [&] { return cl::Kernel(program_, "range_modes_wide"); });
     const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_entry.handle);
     if (static_cast<std::size_t>(c.tau) > kernel_wg)
         throw DeviceError("opencl: kernel " + std::string(c.kernel_name()) + " allows at most " +
@@ -406,18 +416,13 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     // The load factor at work (Theorem 2): with the default f_vppu = f_load = 1 and fewer blocks of
     // modes than the z work-groups the device holds (bin seeds, the last active modes), run the
     // build with f_vppu = f_load = 32: each mode's candidate loop is shared by 32 PUs.
+    // The load factor at work (Theorem 2): when the modes are too few to fill the z work-groups
+    // the device holds (bin seeds, the last active modes), range_modes_wide spreads each mode's
+    // candidate loop over 32 PUs (built into the same program when the topology allows it).
     KernelConfig c = config_;
     cl::Kernel* kernel = &kernel_;
-    KernelConfig wide = c;
-    wide.f_vppu = wide.f_load = 32;
-    if (c.f_vppu == 1 && c.f_load == 1 && c.tau >= 64 && (count + c.tau - 1) / c.tau * 2 <= topology_.ppus &&
-        wide.local_bytes() <= dev_->device.info.local_memory) {
-        c = wide;
-        if (!wide_kernel_()) {
-            const ClDeviceEntry& device_entry = dev_->device;
-            wide_program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(c), c.build_options());
-            wide_kernel_ = cl_call("creating kernel range_modes (f_vppu 32)", [&] { return cl::Kernel(wide_program_, c.kernel_name()); });
-        }
+    if (wide_kernel_() && c.f_vppu < 32 && (count + c.tau / c.f_vppu - 1) / (c.tau / c.f_vppu) * 2 <= topology_.ppus) {
+        c.f_vppu = c.f_load = 32;
         kernel = &wide_kernel_;
     }
     const int vppus = c.tau / c.f_vppu;

@@ -68,9 +68,8 @@ private:
     // truncated kernel: points in the prepared (cell-sorted) order and the grid (g = 0: none)
     cl::Buffer points_, precision_, log_weight_, grid_start_, grid_i_, grid_f_;
     int g_ = 0;
-    // The same kernel with f_vppu = f_load = 32 for steps with too few modes to fill the device
-    // (built on first use; only when the topology is the default f_vppu = f_load = 1).
-    cl::Program wide_program_;
+    // range_modes_wide (f_vppu = f_load = 32) for steps with too few modes to fill the device;
+    // null when KernelConfig::range_wide is off.
     cl::Kernel wide_kernel_;
     // modes on the device
     Index m_ = 0, active_ = 0;

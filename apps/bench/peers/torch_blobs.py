@@ -30,14 +30,17 @@ def run(X, h, bin_size, tol=1e-3, max_iter=300, chunk=1 << 14):
     while bool(active.any()) and it < max_iter:
         idx = torch.nonzero(active).squeeze(1)
         Ya = Y[idx]
-        num = torch.zeros_like(Ya)
-        den = torch.zeros(Ya.shape[0], device=dev)
-        for s in range(0, X.shape[0], chunk):
-            Xc = X[s:s + chunk]
-            W = torch.exp(-torch.cdist(Ya, Xc).square_() / (2 * h * h))
-            num += W @ Xc
-            den += W.sum(1)
-        Yn = num / den[:, None]
+        Yn = torch.empty_like(Ya)
+        for q in range(0, Ya.shape[0], 4096):  # seeds in chunks too: W stays <= 4096 x chunk
+            Yq = Ya[q:q + 4096]
+            num = torch.zeros_like(Yq)
+            den = torch.zeros(Yq.shape[0], device=dev)
+            for s in range(0, X.shape[0], chunk):
+                Xc = X[s:s + chunk]
+                W = torch.exp(-torch.cdist(Yq, Xc).square_() / (2 * h * h))
+                num += W @ Xc
+                den += W.sum(1)
+            Yn[q:q + 4096] = num / den[:, None]
         moved = (Yn - Ya).norm(dim=1) > tol * h
         Y[idx] = Yn
         active[idx] = moved
@@ -64,6 +67,7 @@ def main():
     ap.add_argument("--bandwidth", type=float, required=True)
     ap.add_argument("--bin-size", type=float, default=0.5)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--max-seconds", type=float, default=120, help="skip further repetitions after a run this long")
     a = ap.parse_args()
     Xh = np.fromfile(a.prefix + ".f32", dtype=np.float32).reshape(a.n, a.k)
     truth = np.fromfile(a.prefix + ".labels", dtype=np.int32)
@@ -77,6 +81,8 @@ def main():
         print(json.dumps({"peer": "torch", "device": torch.cuda.get_device_name(), "n": len(Xh), "k": Xh.shape[1],
                           "seconds": dt, "iterations": it, "seeds": seeds,
                           "ari_truth": adjusted_rand_score(truth, labels)}), flush=True)
+        if dt > a.max_seconds:
+            break
 
 
 if __name__ == "__main__":
