@@ -58,8 +58,10 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     for (Index j = 0; j < a; ++j)
         std::copy_n(Y + static_cast<std::size_t>(active_[static_cast<std::size_t>(j)]) * ku, ku, in + j * k);
     const auto t0 = std::chrono::steady_clock::now();
+    pairs_ = -1;
     advance(in, out_.data(), supported_.data(), a);
     report.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    report.pairs = pairs_ >= 0 ? pairs_ : static_cast<double>(a) * static_cast<double>(data_->n());
     if (!Eigen::Map<const MatrixD>(out_.data(), a, k).allFinite())
         throw Error("backend produced non-finite mode positions (a backend defect)");
 

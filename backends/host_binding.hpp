@@ -28,6 +28,9 @@ protected:
     /// Advances `count` modes by one iteration: in and out are count × k (prepared units,
     /// row-major); supported[j] = 0 when mode j had no support (it then keeps its position).
     virtual void advance(const double* in, double* out, unsigned char* supported, Index count) = 0;
+    /// Candidate pairs the last advance() visited (Σ modes × rows of their ranges); advance() may
+    /// leave it < 0, and step() then reports count × n.
+    double pairs_ = -1;
 
     /// The [begin, end) ranges of prepared rows (appended to `ranges` as begin, end, …) that
     /// `count` modes at `modes` (count × k, prepared units) must visit: with a grid, the rows of

@@ -237,3 +237,57 @@ TEST_CASE("truncated: defaults (cutoff, bin seeding) and binned data vs exact on
         CHECK(ari(gm.labels, want.labels) >= 0.99);
     }
 }
+
+TEST_CASE("truncated: bin seeding on touching blobs: boundary bins re-seeded reach ARI >= 0.99 vs exact")
+{
+    // Touching blobs (spacing 3.5 sigma, h = 0.7): labelling every point like its bin alone misses
+    // the boundary between blobs (docs/truncated-kernel.md: 0.9745 on 20,000 such points).
+    auto rng = make_rng("trunc-boundary");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 2, {700, 600, 500}, {1.0, 1.0, 1.0}, 3.5);
+    Options ex;
+    ex.backend = "openmp";
+    ex.bandwidth = Bandwidth::isotropic(0.7);
+    ex.exact = true;
+    const Result want = cluster(b.data, ex);
+    Options def = ex;
+    def.exact = false;
+    const Result got = cluster(b.data, def);
+    Options bins_only = def;
+    bins_only.refine_boundaries = false;
+    const Result coarse = cluster(b.data, bins_only);
+    INFO(got.seeding << " | " << coarse.seeding);
+    CHECK(got.seeding.find("boundary bins re-seeded") != std::string::npos);
+    CHECK(coarse.seeding.find("boundary") == std::string::npos);
+    const double a_got = ari(got.labels, want.labels), a_coarse = ari(coarse.labels, want.labels);
+    MESSAGE("ARI vs exact: refined " << a_got << ", bins only " << a_coarse);
+    CHECK(a_got >= 0.99);
+    CHECK(a_got > a_coarse);
+    CHECK(got.labels.size() == b.truth.size());
+    CHECK(got.modes.rows() == static_cast<Index>(b.truth.size()));
+}
+
+TEST_CASE("truncated: Timing::pair_interactions counts the candidate pairs the grid visits")
+{
+    auto rng = make_rng("trunc-pairs");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 2, {400, 400, 400}, {0.5, 0.5, 0.5}, 12.0);
+    const Index n = b.data.rows();
+    for (const char* backend : {"serial", "openmp"}) {
+        Options o = serial(3.0);
+        o.backend = backend;
+        o.search = NeighbourSearch::BruteForce;
+        const Result brute = cluster(b.data, o);
+        o.search = NeighbourSearch::Grid;
+        const Result grid = cluster(b.data, o);
+        INFO(backend << ": " << grid.search);
+        REQUIRE(grid.search.find("grid") == 0);
+        // Brute force visits every point for every active mode in every step: a multiple of n.
+        const double steps = brute.timing.pair_interactions / static_cast<double>(n);
+        CHECK(steps == doctest::Approx(std::round(steps)));
+        CHECK(brute.timing.pair_interactions >= static_cast<double>(n) * static_cast<double>(n));
+        // Far-apart blobs: a mode's ±1 cell box holds its own blob only.
+        CHECK(grid.timing.pair_interactions < 0.6 * brute.timing.pair_interactions);
+        CHECK(grid.timing.pair_interactions > 0);
+    }
+}

@@ -1,7 +1,7 @@
 // bench_blobs: meanshift::cluster() with default options (truncated kernel, grid, bin seeding) on
 // the blobs that apps/bench/peers/sklearn_blobs.py wrote, through the public API only. Prints the
 // time, the method that ran and the ARI against the truth (and against an exact run with --vs-exact).
-//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points]
+//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine]
 #include <meanshift/meanshift.hpp>
 
 #include <chrono>
@@ -52,7 +52,7 @@ int main(int argc, char** argv)
 {
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_blobs PREFIX N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] "
-                             "[--bin-data] [--all-points] [--backend NAME]\n");
+                             "[--bin-data] [--all-points] [--no-refine] [--backend NAME]\n");
         return 2;
     }
     const std::string prefix = argv[1];
@@ -68,6 +68,7 @@ int main(int argc, char** argv)
         if (a == "--exact") o.exact = true;
         else if (a == "--vs-exact") vs_exact = true;
         else if (a == "--bin-data") o.bin_data = true;
+        else if (a == "--no-refine") o.refine_boundaries = false;
         else if (a == "--all-points") o.seeding = meanshift::Seeding::AllPoints;
         else if (a == "--cutoff" && i + 1 < argc) o.cutoff = std::atof(argv[++i]);
         else if (a == "--bin-size" && i + 1 < argc) o.bin_size = std::atof(argv[++i]);

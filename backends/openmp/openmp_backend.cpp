@@ -112,7 +112,8 @@ private:
 
         const int k = kd.k;
         const bool sparse = data_->grid.has_value();
-#pragma omp parallel num_threads(z)
+        double pairs = 0;
+#pragma omp parallel num_threads(z) reduction(+ : pairs)
         {
             unsigned char* scratch = scratch_.data() + scratch_bytes * static_cast<std::size_t>(omp_get_thread_num());
             KernelData kb = kd;
@@ -123,13 +124,14 @@ private:
                 const int m = static_cast<int>(std::min(per_block, count - first));
                 if (sparse) {  // the block's modes visit the box of their ±1 cell neighbourhoods only
                     ranges.clear();
-                    block_ranges(in + first * k, m, ranges);
+                    pairs += static_cast<double>(m) * static_cast<double>(block_ranges(in + first * k, m, ranges));
                     kb.ranges = ranges.data();
                     kb.nranges = static_cast<int>(ranges.size() / 2);
                 }
                 run(kb, in + first * k, m, out + first * k, supported + first, scratch);
             }
         }
+        if (sparse) pairs_ = pairs;
     }
 
     /// k > kMaxSimdK: one mode per thread at a time, float32 data, float64 sums (O(k) memory).

@@ -29,12 +29,13 @@ private:
         const double cut2 = D.cutoff2;
         std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
         std::vector<Index> ranges;
+        pairs_ = 0;
         for (Index q = 0; q < count; ++q) {
             const double* y = in + q * k;
             std::fill(s0.begin(), s0.end(), 0.0);
             std::fill(s1.begin(), s1.end(), 0.0);
             ranges.clear();
-            block_ranges(y, 1, ranges);
+            pairs_ += static_cast<double>(block_ranges(y, 1, ranges));
             for (std::size_t rg = 0; rg < ranges.size(); rg += 2)
             for (Index i = ranges[rg]; i < ranges[rg + 1]; ++i) {
                 const double* x = D.points.data() + i * k;

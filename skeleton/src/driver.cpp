@@ -57,7 +57,6 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     // Seeds (all points, bins, binned data or explicit) and, per caller row, the seed labelling it.
     detail::SeedPlan plan = detail::plan_seeds(prep, n, k, options, weights, seeds, m);
     const MatrixD& Y0 = plan.seeds;
-    const std::vector<Index>& point_seed = plan.point_seed;
     const bool own_metric = plan.own_metric;
     r.seeding = plan.description;
     m = Y0.rows();
@@ -127,7 +126,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
             ++iterations[q];
             last[q] = report.status[j];
         }
-        r.timing.pair_interactions += static_cast<double>(a) * static_cast<double>(nd);
+        // Candidate pairs the backend visited (a neighbour grid visits fewer than a × n).
+        r.timing.pair_interactions += report.pairs >= 0 ? report.pairs : static_cast<double>(a) * static_cast<double>(nd);
         ++it;
         if (options.progress && !options.progress(it, binding->active_count(), m))
             throw Error("cancelled by the progress callback");
@@ -164,8 +164,9 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         r.converged = std::move(seed_converged);
         r.no_support = std::move(seed_none);
     } else {
-        detail::label_points_by_seed(r, prep, g, {Y, std::move(seed_iterations), std::move(seed_converged),
-                                                  std::move(seed_none)}, point_seed);
+        detail::SeedAscents a{Y, std::move(seed_iterations), std::move(seed_converged), std::move(seed_none)};
+        const Grouping gr = detail::refine_boundaries(plan, *D, *binding, g, a, options, r.timing, r.seeding);
+        detail::label_points_by_seed(r, prep, gr, a, plan.point_seed);
     }
     for (bool none : r.no_support) if (none) ++r.modes_without_support;
     r.timing.seconds_group = seconds_since(t_group);

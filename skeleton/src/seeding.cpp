@@ -1,6 +1,7 @@
 // Seeding of Alg. 4 (every point, scikit-learn's bin seeding, binned data) and the labelling of
 // every data point from its seed's ascent (docs/truncated-kernel.md).
 #include "seeding.hpp"
+#include "spatial_order.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -35,11 +36,15 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
     };
     std::sort(idx.begin(), idx.end(), less);
     Bins b;
+    b.side = side;
     b.of.assign(static_cast<std::size_t>(n), 0);
     Index B = 0;
     for (Index r = 0; r < n; ++r) {
-        if (r > 0 && less(idx[std::size_t(r - 1)], idx[std::size_t(r)])) ++B;
-        b.of[std::size_t(idx[std::size_t(r)])] = B;
+        const Index i = idx[std::size_t(r)];
+        if (r > 0 && less(idx[std::size_t(r - 1)], i)) ++B;
+        if (r == 0 || b.key.size() < std::size_t(B + 1) * std::size_t(k))
+            b.key.insert(b.key.end(), key.begin() + i * k, key.begin() + (i + 1) * k);
+        b.of[std::size_t(i)] = B;
     }
     ++B;
     b.count.assign(static_cast<std::size_t>(B), 0);
@@ -78,6 +83,21 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
     return b;
 }
 
+Index Bins::find(const std::int64_t* cell) const
+{
+    const std::size_t k = static_cast<std::size_t>(mean.cols());
+    Index lo = 0, hi = static_cast<Index>(count.size());
+    while (lo < hi) {  // first bin whose key is not less than cell
+        const Index mid = lo + (hi - lo) / 2;
+        const std::int64_t* km = key.data() + std::size_t(mid) * k;
+        if (std::lexicographical_compare(km, km + k, cell, cell + k)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < static_cast<Index>(count.size()) && std::equal(cell, cell + k, key.data() + std::size_t(lo) * k))
+        return lo;
+    return -1;
+}
+
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
                     const float* seeds, Index m)
 {
@@ -98,7 +118,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.description = "binned data, bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(B) +
                         " weighted points and seeds)";
     } else if (!exact && !seeds && options.seeding == Seeding::Bins) {
-        const Bins b = make_bins(prep.data.points, options.bin_size, nullptr);
+        Bins b = make_bins(prep.data.points, options.bin_size, nullptr);
         const Index B = b.mean.rows();
         std::vector<Index> seed_of_bin(static_cast<std::size_t>(B), -1);
         Index S = 0;
@@ -121,6 +141,9 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.description = "bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(S) + " seeds" +
                         (options.min_bin_count > 1 ? ", min_bin_count " + std::to_string(options.min_bin_count) : "") +
                         ")";
+        p.refine = options.refine_boundaries;
+        p.bins = std::move(b);
+        p.seed_of_bin = std::move(seed_of_bin);
     } else if (seeds) {
         p.seeds = to_prepared(prep, seeds, m, "seeds");
         p.description = "explicit seeds";
@@ -132,6 +155,160 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.description = "all points";
     }
     return p;
+}
+
+Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& binding, const Grouping& g,
+                           SeedAscents& a, const Options& options, Timing& timing, std::string& description)
+{
+    Grouping out = g;
+    if (!plan.refine || g.labels.empty()) return out;
+    const Bins& b = plan.bins;
+    const Index B = static_cast<Index>(b.count.size());
+    const int k = D.k();
+    const std::size_t ks = static_cast<std::size_t>(k);
+    std::vector<int> label(static_cast<std::size_t>(B));
+    for (Index j = 0; j < B; ++j) label[std::size_t(j)] = g.labels[std::size_t(plan.seed_of_bin[std::size_t(j)])];
+
+    // Neighbour offsets: the 3^k box for k <= 3 (a boundary that clips a corner is caught too);
+    // above, the 2k faces (3^k lookups per bin would cost more than the ascent).
+    std::vector<std::int64_t> offsets;
+    if (k <= 3) {
+        Index total = 1;
+        for (int d = 0; d < k; ++d) total *= 3;
+        for (Index t = 0; t < total; ++t) {
+            Index u = t;
+            bool zero = true;
+            for (int d = 0; d < k; ++d) {
+                const std::int64_t o = u % 3 - 1;
+                u /= 3;
+                offsets.push_back(o);
+                zero = zero && o == 0;
+            }
+            if (zero) offsets.resize(offsets.size() - ks);
+        }
+    } else {
+        for (int d = 0; d < k; ++d)
+            for (int sgn = -1; sgn <= 1; sgn += 2) {
+                for (int e = 0; e < k; ++e) offsets.push_back(e == d ? sgn : 0);
+            }
+    }
+    const std::size_t n_off = offsets.size() / ks;
+    std::vector<char> boundary(static_cast<std::size_t>(B), 0);
+    std::vector<std::int64_t> cell(ks);
+    Index n_boundary = 0;
+    for (Index j = 0; j < B; ++j) {
+        bool bd = b.count[std::size_t(j)] < options.min_bin_count;
+        for (std::size_t o = 0; o < n_off && !bd; ++o) {
+            for (std::size_t d = 0; d < ks; ++d) cell[d] = b.key[std::size_t(j) * ks + d] + offsets[o * ks + d];
+            const Index nb = b.find(cell.data());
+            bd = nb >= 0 && label[std::size_t(nb)] != label[std::size_t(j)];
+        }
+        boundary[std::size_t(j)] = bd;
+        n_boundary += bd;
+    }
+    if (n_boundary == 0) return out;
+
+    // The points of boundary bins (caller rows), binned on the fine cells.
+    const Index n = D.n();
+    std::vector<Index> rows;
+    for (Index q = 0; q < n; ++q) {
+        const Index i = D.original.empty() ? q : D.original[std::size_t(q)];
+        if (boundary[std::size_t(b.of[std::size_t(i)])]) rows.push_back(q);
+    }
+    MatrixD P(static_cast<Index>(rows.size()), k);
+    for (std::size_t r = 0; r < rows.size(); ++r) P.row(static_cast<Index>(r)) = D.points.row(rows[r]);
+    const Bins fine = make_bins(P, b.side / 4, nullptr);
+    const Index F = fine.mean.rows();
+
+    // Ascent of the fine seeds in rounds; after each round a seed inside a bin off the boundaries
+    // is resolved by that bin.
+    const Index S = a.modes.rows();
+    MatrixD Z = fine.mean;
+    std::vector<int> fl(static_cast<std::size_t>(F), -1), fit(static_cast<std::size_t>(F), 0);
+    std::vector<Index> via(static_cast<std::size_t>(F), -1);  // seed whose mode a resolved fine seed takes
+    std::vector<ModeStatus> fst(static_cast<std::size_t>(F), ModeStatus::Active);
+    std::vector<Index> active(static_cast<std::size_t>(F));
+    for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
+    auto bin_of = [&](const double* y) {
+        for (std::size_t d = 0; d < ks; ++d) cell[d] = static_cast<std::int64_t>(std::floor(y[d] / b.side));
+        return b.find(cell.data());
+    };
+    auto nearest_centre = [&](Index f) {
+        Index best = 0;
+        (g.centres.rowwise() - Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
+        return static_cast<int>(best);
+    };
+    const bool fixed = options.fixed_iterations.has_value();
+    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
+    const double tol2 = options.tolerance * options.tolerance;
+    constexpr int kRound = 1;  // iterations between checks: a check costs a read-back and a set_modes
+    StepReport report;
+    Index early = 0;
+    int it = 0;
+    while (!active.empty() && it < max_it) {
+        const Index m = static_cast<Index>(active.size());
+        MatrixD Y(m, k);
+        for (Index q = 0; q < m; ++q) Y.row(q) = Z.row(active[std::size_t(q)]);
+        const std::vector<Index> order = morton_order(Y);
+        MatrixD Ys(m, k);
+        std::vector<Index> id(static_cast<std::size_t>(m));
+        for (Index q = 0; q < m; ++q) {
+            id[std::size_t(q)] = active[std::size_t(order[std::size_t(q)])];
+            Ys.row(q) = Z.row(id[std::size_t(q)]);
+        }
+        binding.set_modes(Ys.data(), m);
+        for (int r = 0; r < kRound && binding.active_count() > 0 && it < max_it; ++r, ++it) {
+            const double a_n = static_cast<double>(binding.active_count()) * static_cast<double>(n);
+            binding.step(tol2, !fixed, report);
+            timing.pair_interactions += report.pairs >= 0 ? report.pairs : a_n;
+            if (report.kernel_seconds > 0) timing.seconds_kernels += report.kernel_seconds;
+            for (std::size_t j = 0; j < report.mode.size(); ++j) {
+                const Index f = id[std::size_t(report.mode[j])];
+                ++fit[std::size_t(f)];
+                fst[std::size_t(f)] = report.status[j];
+            }
+        }
+        binding.read_modes(Ys.data());
+        active.clear();
+        for (Index q = 0; q < m; ++q) {
+            const Index f = id[std::size_t(q)];
+            Z.row(f) = Ys.row(q);
+            const Index j = bin_of(Ys.row(q).data());
+            if (j >= 0 && !boundary[std::size_t(j)]) {
+                fl[std::size_t(f)] = label[std::size_t(j)];
+                via[std::size_t(f)] = plan.seed_of_bin[std::size_t(j)];
+                early += fst[std::size_t(f)] == ModeStatus::Active;
+            } else if (fst[std::size_t(f)] != ModeStatus::Active || it >= max_it) {
+                fl[std::size_t(f)] = nearest_centre(f);
+            } else {
+                active.push_back(f);
+            }
+        }
+    }
+    timing.iterations += it;
+
+    // Append the fine seeds (their own mode, or that of the bin seed that resolved them).
+    a.modes.conservativeResize(S + F, k);
+    a.iterations.resize(std::size_t(S + F));
+    a.converged.resize(std::size_t(S + F));
+    a.no_support.resize(std::size_t(S + F));
+    out.labels.resize(std::size_t(S + F));
+    for (Index f = 0; f < F; ++f) {
+        const std::size_t t = std::size_t(S + f), v = std::size_t(via[std::size_t(f)]);
+        const bool by_bin = via[std::size_t(f)] >= 0;
+        a.modes.row(S + f) = by_bin ? a.modes.row(via[std::size_t(f)]).eval() : Z.row(f).eval();
+        a.iterations[t] = fit[std::size_t(f)] + (by_bin ? a.iterations[v] : 0);
+        a.converged[t] = by_bin ? bool(a.converged[v]) : fst[std::size_t(f)] == ModeStatus::Converged || fixed;
+        a.no_support[t] = by_bin ? bool(a.no_support[v]) : fst[std::size_t(f)] == ModeStatus::NoSupport;
+        out.labels[t] = fl[std::size_t(f)];
+    }
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const Index i = D.original.empty() ? rows[r] : D.original[std::size_t(rows[r])];
+        plan.point_seed[std::size_t(i)] = S + fine.of[r];
+    }
+    description += ", " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(b.side / 4) +
+                   " (" + std::to_string(F) + " seeds, " + std::to_string(early) + " resolved by their trajectory)";
+    return out;
 }
 
 void label_points_by_seed(Result& r, const Prepared& prep, const Grouping& g, const SeedAscents& a,

@@ -7,6 +7,7 @@
 
 #include <meanshift/meanshift.hpp>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ struct Bins {
     std::vector<Index> count;  ///< B: rows per bin
     MatrixD mean;              ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
     VectorD weight;            ///< B: Σ weights (or counts)
+    std::vector<std::int64_t> key;  ///< B × k: integer cell coordinates ⌊x/side⌋, lexicographically increasing
+    double side = 0;
+
+    /// The bin of integer cell coordinates `cell` (k values), or -1 when no row lies in it.
+    Index find(const std::int64_t* cell) const;
 };
 
 /// Bins the rows of P (n × k, prepared units) on cells of side `side` > 0; `weights` (n or nullptr).
@@ -33,6 +39,11 @@ struct SeedPlan {
     std::vector<Index> point_seed;
     bool own_metric = false;        ///< Alg. 5 with the seed's own H_i (seeds = the data, per-point model)
     std::string description;        ///< Result::seeding
+    /// Seeding::Bins only (refine = true): the bins and the seed of each bin, kept for
+    /// refine_boundaries().
+    bool refine = false;
+    Bins bins;
+    std::vector<Index> seed_of_bin;
 };
 
 /// Chooses the seeds for `options` (exact, bin_data, seeding, bin_size, min_bin_count). With
@@ -48,6 +59,18 @@ struct SeedAscents {
     std::vector<bool> converged;    ///< m
     std::vector<bool> no_support;   ///< m
 };
+
+/// Boundary refinement of bin seeding (Options::refine_boundaries; plan.refine). A bin is on a
+/// boundary when its seed's group differs from the group of a neighbouring occupied bin (the 3^k
+/// bins around it for k ≤ 3, the 2k face neighbours above), or when it holds fewer than
+/// min_bin_count points. The points of boundary bins are re-binned on cells of side bin_size/4
+/// whose means ascend on `binding` (the same prepared data), in rounds of a few iterations; a fine
+/// seed whose trajectory enters a bin that is not on a boundary takes that bin's group (the rest of
+/// its trajectory is the same as from there), one that converges elsewhere takes the group of the
+/// nearest centre of `g`. Appends the fine seeds to `a` and points plan.point_seed at them; returns
+/// `g` with their labels appended. Adds its steps to `timing`, and a note to `description`.
+Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& binding, const Grouping& g,
+                           SeedAscents& a, const Options& options, Timing& timing, std::string& description);
 
 /// Fills r.labels, modes, iterations, converged, no_support (n rows), cluster_sizes and centres
 /// from the seeds' grouping `g`: every data row i takes the label and mode of seed point_seed[i];

@@ -78,8 +78,13 @@ struct StepReport {
     std::vector<double> shift2;        ///< its squared shift in the metric given to set_modes (Alg. 5)
     std::vector<ModeStatus> status;    ///< Active, Converged or NoSupport
     double kernel_seconds = -1;        ///< time of the step's kernels (GPU: device time; host backends: wall time of the pair loop); < 0 when not measured
+    /// Candidate (mode, point) pairs the step evaluated: Σ over the advanced modes of the rows they
+    /// visited (active × n without a neighbour grid); < 0 when the backend does not count them
+    /// (the driver then counts active × n).
+    double pairs = -1;
     void clear()
     {
+        pairs = -1;
         mode.clear();
         shift2.clear();
         status.clear();

@@ -106,6 +106,11 @@ struct Options {
     /// Replace the data by the means of their bins (side bin_size) weighted by their counts (times
     /// the sample weights) before the ascent; every point is labelled like its bin. Off by default.
     bool bin_data = false;
+    /// Seeding::Bins: the points of bins on a basin boundary (a neighbouring bin's seed joined another
+    /// cluster) are re-seeded on bins of side bin_size/4 that ascend too, each stopping as soon as its
+    /// trajectory enters a bin off the boundaries (docs/truncated-kernel.md: what it costs and the
+    /// ARI against the exact answer it buys). false = every point takes its bin's label.
+    bool refine_boundaries = true;
 };
 
 struct Timing {
@@ -117,7 +122,9 @@ struct Timing {
     double seconds_kernels = 0;
     double seconds_group = 0;     ///< groupModes
     int iterations = 0;           ///< iterations run (the longest mode)
-    double pair_interactions = 0; ///< Σ over iterations of active modes × n
+    /// Σ over iterations of the candidate (mode, point) pairs evaluated (StepReport::pairs): active
+    /// modes × n for brute force, fewer with a neighbour grid; boundary refinement included.
+    double pair_interactions = 0;
     double pairs_per_second() const { return seconds_iterate > 0 ? pair_interactions / seconds_iterate : 0; }
 };
 
