@@ -245,17 +245,22 @@ def test_ctrl_c_cancels_a_long_run():
 
 
 def test_gil_is_released_during_fit():
+    # The progress callback runs with the GIL between iterations; this thread must also run while
+    # an iteration computes, i.e. at some tick strictly between two callbacks.
     X, est = _long_fit()
-    est.set_params(max_iter=3)
+    calls = []
+    est.set_params(max_iter=3, progress=lambda i, a, t: calls.append(time.perf_counter()))
     t = threading.Thread(target=est.fit, args=(X,))
-    ticks = 0
+    ticks = []
     t.start()
     while t.is_alive():
-        ticks += 1
-        time.sleep(0.01)
+        ticks.append(time.perf_counter())
+        time.sleep(0.001)
     t.join()
-    assert ticks > 20  # this thread ran while the fit was computing
-    assert est.labels_.shape == (6000,)
+    assert len(calls) == 3 and est.labels_.shape == (6000,)
+    # Holding the GIL, the fit would let this thread in only at the callbacks: <= 1 tick per interval.
+    during = max(sum(calls[i] < x < calls[i + 1] for x in ticks) for i in range(2))
+    assert during >= 5, (calls, len(ticks))
 
 
 def test_pickle_and_clone_keep_predictions(blobs):
