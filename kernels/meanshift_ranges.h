@@ -107,6 +107,21 @@ MS_INLINE void ms_row_range(MS_LOCAL_INT* box, MS_CONST_GLOBAL int* gi, MS_CONST
     *e = start[cell + box[MS_MAX_GRID_DIMS + g - 1] + 1];
 }
 
+/* Points in the group's box (n for g = 0): the candidates of each of its modes, for the pair
+ * count that the backends report (Timing::pair_interactions). Call after ms_range_sums. */
+MS_INLINE long ms_box_points(MS_LOCAL_INT* box, MS_CONST_GLOBAL int* gi, MS_CONST_GLOBAL int* start, int g, int n)
+{
+    if (g == 0) return n;
+    const int rows = ms_box_rows(box, g);
+    long total = 0;
+    for (int r = 0; r < rows; ++r) {
+        int b, e;
+        ms_row_range(box, gi, start, g, r, &b, &e);
+        total += e - b;
+    }
+    return total;
+}
+
 /* Adds the pairs (y, x_i), i in [b, e) visited by PU `lane` (stride f_load), to s0, s1.
  * y, t, s0, s1: private arrays of k values (s0: 1 value for the shared model). */
 MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,

@@ -28,6 +28,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
                  __global float* modes,            /* m · K positions, updated in place */
                  __global const int* active,       /* count slots */
                  const int count,
+                 __global long* group_pairs,       /* per work-group: candidate pairs (box points x modes) */
                  MS_FINISH_PARAMS)
 {
     __local int box[2 * MS_MAX_GRID_DIMS];
@@ -56,6 +57,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
         for (int d = 0; d < NS0; ++d) s.S0[0][d] = 0.0f;
         ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU,
                       lane, F_LOAD, K, cut2, y, t, s.S0[0], s.S1[0]);
+        if (lid == 0) group_pairs[blk] = ms_box_points(box, gi, start, g, n) * min(VPPUS, count - blk * VPPUS);
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
@@ -80,7 +82,8 @@ __kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
 void range_modes_wide(__global const float* points, __global const float* precision,
                       __global const float* log_weight, const int n, __global const int* start,
                       __global const int* gi, __global const float* gf, const int g, const float cut2,
-                      __global float* modes, __global const int* active, const int count, MS_FINISH_PARAMS)
+                      __global float* modes, __global const int* active, const int count, __global long* group_pairs,
+                      MS_FINISH_PARAMS)
 {
     __local int box[2 * MS_MAX_GRID_DIMS];
     __local float wred[NACC * TAU];
@@ -100,6 +103,8 @@ void range_modes_wide(__global const float* points, __global const float* precis
     for (int d = 0; d < NS0; ++d) S0[d] = 0.0f;
     ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU, lane,
                   W_LANES, K, cut2, y, t, S0, S1);
+    if (lid == 0)
+        group_pairs[get_group_id(0)] = ms_box_points(box, gi, start, g, n) * min(W_VPPUS, count - (int)get_group_id(0) * W_VPPUS);
     for (int d = 0; d < NS0; ++d) wred[d * TAU + lid] = S0[d];
     for (int d = 0; d < K; ++d) wred[(NS0 + d) * TAU + lid] = S1[d];
     barrier(CLK_LOCAL_MEM_FENCE);

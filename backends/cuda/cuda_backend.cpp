@@ -206,6 +206,9 @@ struct Part {
     Index chunk_points = 0;  // points (records) per chunk, a multiple of the tile width for the fast family
     DeviceBuffer points, precision, log_weight, centres, radii, scratch;
     DeviceBuffer grid_start, grid_i, grid_f;  // range kernels: the cell grid (g = 0: none)
+    DeviceBuffer pairs;                       // range kernels: candidate pairs of a step (u64)
+    PinnedBuffer<unsigned long long> host_pairs;
+    double step_pairs = -1;                   // candidate pairs of the last step (< 0: not counted)
 
     Index m0 = 0, m = 0, active = 0, capacity = 0;
     bool has_metric = false;
@@ -291,11 +294,13 @@ public:
         const float t2 = static_cast<float>(tol2);
         on_devices(ctx_, [&](std::size_t i) { step_part(*parts_[i], t2, retire); });
         Index total = 0;
-        double seconds = 0;
+        double seconds = 0, pairs = 0;
         for (const auto& p : parts_) {
             total += p->reported;
             seconds = std::max(seconds, p->kernel_seconds);
+            pairs = p->step_pairs < 0 || pairs < 0 ? -1.0 : pairs + p->step_pairs;
         }
+        report.pairs = pairs;
         report.mode.resize(static_cast<std::size_t>(total));
         report.shift2.resize(static_cast<std::size_t>(total));
         report.status.resize(static_cast<std::size_t>(total));
@@ -384,6 +389,8 @@ private:
                                   " points on device " + std::to_string(s.ctx->device) +
                                   ", which has too little free memory (" + std::to_string(free_b) + " bytes)");
             upload_grid(s);
+            s.pairs.allocate(sizeof(unsigned long long));
+            s.host_pairs.allocate(1);
         }
         if (s.resident) upload_chunk(s, 0);
         MS_CUDA_CHECK(warm_up_mode_kernels(s.stream.get()));
@@ -494,6 +501,7 @@ private:
     {
         s.reported = 0;
         s.kernel_seconds = 0;
+        s.step_pairs = plan_.range ? 0.0 : -1.0;
         const Index count = s.active;
         if (count == 0) return;
         const cudaStream_t st = s.stream.get();
@@ -504,6 +512,7 @@ private:
         ModeRecord* rec = s.records.as<ModeRecord>();
         unsigned char* keep = s.keep.as<unsigned char>();
         MS_CUDA_CHECK(cudaEventRecord(s.start.get(), st));
+        if (plan_.range) MS_CUDA_CHECK(cudaMemsetAsync(s.pairs.f(), 0, sizeof(unsigned long long), st));
         for (Index q0 = 0; q0 < count; q0 += qchunk) {
             const Index qn = std::min(qchunk, count - q0);
             MS_CUDA_CHECK(launch_gather(s.pos.f(), act + q0, qn, k_, s.queries.f(), st));
@@ -533,7 +542,11 @@ private:
         }
         MS_CUDA_CHECK(cudaMemcpyAsync(s.host_records.get(), rec, static_cast<std::size_t>(count) * sizeof(ModeRecord),
                                       cudaMemcpyDeviceToHost, st));
+        if (plan_.range)
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.host_pairs.get(), s.pairs.f(), sizeof(unsigned long long),
+                                          cudaMemcpyDeviceToHost, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));
+        s.step_pairs = plan_.range ? static_cast<double>(*s.host_pairs.get()) : -1.0;
         float ms = 0;
         MS_CUDA_CHECK(cudaEventElapsedTime(&ms, s.start.get(), s.stop.get()));
         s.kernel_seconds = 1e-3 * ms;
@@ -575,6 +588,7 @@ private:
             p.queries = s.queries.f();
             p.acc = s.acc.f();
             p.count = nq;
+            p.pairs = s.pairs.as<unsigned long long>();
             // One block per block of modes (not z persistent blocks looping over them): the union
             // boxes differ in size from block to block, and the hardware's block scheduler then
             // balances them (H100, 1e6 2-D blobs: 0.34 s of iterations with z looping blocks,

@@ -68,6 +68,7 @@ struct RangeParams {
     const float* queries = nullptr;     ///< count × k
     float* acc = nullptr;               ///< count × accumulator_stride, written (not added)
     long long count = 0;
+    unsigned long long* pairs = nullptr;  ///< += candidate pairs of the launch (box points × modes)
 };
 
 /// Grid dims the range kernels' box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).

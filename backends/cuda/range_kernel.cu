@@ -35,6 +35,10 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
         s0[0] = 0.0f;
         ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, p.g, box, yg,
                       valid, lid, T, lane, p.f_load, k, p.cut2, y, t, s0, s1);
+        if (lid == 0 && p.pairs) {
+            const long long modes = min(vppus, p.count - blk * vppus);
+            atomicAdd(p.pairs, static_cast<unsigned long long>(ms_box_points(box, p.grid_i, p.start, p.g, p.n) * modes));
+        }
         // vPPU reduction: the lanes of a vPPU are consecutive threads; within a warp by shuffles.
         const int width = p.f_vppu < 32 ? p.f_vppu : 32;
         for (int off = width / 2; off > 0; off /= 2) {

@@ -432,6 +432,13 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
     const cl_int has_metric = has_metric_ ? 1 : 0;
     host_report_.resize(3 * static_cast<std::size_t>(count));
+    if (static_cast<std::size_t>(groups) > group_pairs_capacity_) {
+        group_pairs_ = cl_call("allocating the pair counts", [&] {
+            return cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY, static_cast<std::size_t>(groups) * sizeof(cl_long));
+        });
+        group_pairs_capacity_ = static_cast<std::size_t>(groups);
+    }
+    host_group_pairs_.resize(static_cast<std::size_t>(groups));
     cl::Event done;
     cl_call("running the range_modes kernel", [&] {
         int a = 0;
@@ -447,6 +454,7 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
         kernel->setArg(a++, modes_);
         kernel->setArg(a++, active_list_);
         kernel->setArg(a++, static_cast<cl_int>(count));
+        kernel->setArg(a++, group_pairs_);
         kernel->setArg(a++, metric_);
         kernel->setArg(a++, has_metric);
         kernel->setArg(a++, tol2f);
@@ -456,9 +464,13 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
         kernel->setArg(a++, counter_);
         dev_->queue.enqueueNDRangeKernel(*kernel, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
                                          cl::NDRange(c.tau), nullptr, &done);
+        dev_->queue.enqueueReadBuffer(group_pairs_, CL_FALSE, 0, host_group_pairs_.size() * sizeof(cl_long),
+                                      host_group_pairs_.data());
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, host_report_.size() * sizeof(cl_int), host_report_.data());
         return 0;
     });
+    report.pairs = 0;
+    for (cl_long p : host_group_pairs_) report.pairs += static_cast<double>(p);
     try {
         report.kernel_seconds = event_seconds(done);
     } catch (const cl::Error&) {

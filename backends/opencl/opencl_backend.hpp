@@ -71,6 +71,9 @@ private:
     // range_modes_wide (f_vppu = f_load = 32) for steps with too few modes to fill the device;
     // null when KernelConfig::range_wide is off.
     cl::Kernel wide_kernel_;
+    cl::Buffer group_pairs_;  // per work-group candidate pairs of a step (cl_long)
+    std::size_t group_pairs_capacity_ = 0;
+    std::vector<cl_long> host_group_pairs_;
     // modes on the device
     Index m_ = 0, active_ = 0;
     bool has_metric_ = false;
