@@ -28,6 +28,7 @@ def library_options(
     bin_size: float,
     min_bin_freq: int,
     bin_data: bool,
+    refine_boundaries: bool = True,
     fixed_iterations: Optional[int] = None,
 ) -> dict:
     """Checks the estimator-level parameters and returns the dict _core.cluster() reads."""
@@ -71,6 +72,7 @@ def library_options(
         raise ValueError(f"min_bin_freq must be an int >= 1, got {min_bin_freq!r}")
     o["min_bin_count"] = int(min_bin_freq)
     o["bin_data"] = bool(bin_data)
+    o["refine_boundaries"] = bool(refine_boundaries)
     return o
 
 

@@ -71,6 +71,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
         Bin side in bandwidths (scikit-learn bins at one bandwidth).
     min_bin_freq : int, default=1
         Bins with fewer samples seed nothing (their samples take the nearest seed's label).
+    refine_boundaries : bool, default=True
+        Bin seeding: bins on a basin boundary (a neighbouring bin's seed joined another cluster)
+        are re-seeded on bins of bin_size/4 (the library's Options::refine_boundaries).
     cutoff : float or None, default=3.0
         Truncated kernel: pairs farther than ``cutoff`` bandwidths get weight 0, which lets a grid
         search skip them. None: the exact kernel.
@@ -136,6 +139,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         bin_seeding=True,
         bin_size=0.5,
         min_bin_freq=1,
+        refine_boundaries=True,
         cutoff=3.0,
         exact=False,
         search="auto",
@@ -157,6 +161,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         self.bin_seeding = bin_seeding
         self.bin_size = bin_size
         self.min_bin_freq = min_bin_freq
+        self.refine_boundaries = refine_boundaries
         self.cutoff = cutoff
         self.exact = exact
         self.search = search
@@ -194,7 +199,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
             max_iter=self.max_iter, tol=self.tol, merge_eps=self.merge_eps, grouping=self.grouping,
             cutoff=self.cutoff, exact=self.exact, search=self.search,
             seeding="bins" if self.bin_seeding else "all", bin_size=self.bin_size,
-            min_bin_freq=self.min_bin_freq, bin_data=self.bin_data)
+            min_bin_freq=self.min_bin_freq, bin_data=self.bin_data,
+            refine_boundaries=self.refine_boundaries)
 
     def _bandwidth(self, X: np.ndarray):
         """The library's bandwidth argument: a float, a (k,) or an (n, k) float64 array."""

@@ -109,6 +109,7 @@ void apply(const nb::dict& d, meanshift::Options& o)
     o.bin_size = get<double>(d, "bin_size", o.bin_size);
     o.min_bin_count = get<Index>(d, "min_bin_count", o.min_bin_count);
     o.bin_data = get<bool>(d, "bin_data", o.bin_data);
+    o.refine_boundaries = get<bool>(d, "refine_boundaries", o.refine_boundaries);
 }
 
 // Runs with the GIL released; between iterations the library's progress callback takes the GIL

@@ -281,3 +281,14 @@ def test_assign_nearest_labels_by_nearest_centre(blobs):
     assert adjusted_rand_score(y, est.labels_) > 0.98
     with pytest.raises(ValueError, match="assign"):
         MeanShift(bandwidth=1.0, assign="x").fit(X)
+
+
+def test_refine_boundaries_brings_bin_seeding_closer_to_exact():
+    # Touching blobs: refinement re-seeds the boundary bins (measured: ARI vs exact 0.990 vs 0.972).
+    X, _ = make_blobs(n_samples=5000, n_features=2, centers=5, cluster_std=1.0, random_state=0)
+    exact = MeanShift(bandwidth=0.7, exact=True).fit(X)
+    refined = MeanShift(bandwidth=0.7).fit(X)
+    plain = MeanShift(bandwidth=0.7, refine_boundaries=False).fit(X)
+    assert "re-seeded" in refined.result_["seeding"] and "re-seeded" not in plain.result_["seeding"]
+    a, b = adjusted_rand_score(exact.labels_, refined.labels_), adjusted_rand_score(exact.labels_, plain.labels_)
+    assert a > 0.985 and a > b + 0.01
