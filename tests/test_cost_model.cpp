@@ -181,3 +181,21 @@ TEST_CASE("cost model: terms absent from every sample are not identified")
     }
     CHECK(f.worst_relative_residual < 1e-6);
 }
+
+TEST_CASE("cost model: candidate pairs of the truncated kernel replace m*n in the loop terms")
+{
+    Workload w = work(1000, 3, 40, topo(1, 1, 1, 1));
+    const CostTerms full = cost_terms(w);
+    w.candidates = 40.0 * 1000;  // = m·n: unchanged
+    CHECK(cost_terms(w).loop == doctest::Approx(full.loop));
+    w.candidates = 40.0 * 250;   // each mode visits a quarter of the points
+    const CostTerms cut = cost_terms(w);
+    CHECK(cut.loop == doctest::Approx(250.0 * 15));
+    CHECK(cut.finalize == full.finalize);
+    CHECK(cut.per_mode == full.per_mode);
+    CHECK(cut.utilisation == doctest::Approx(1.0));
+    w.candidates = 40.0 * 1000 + 1;
+    CHECK_THROWS_AS(cost_terms(w), meanshift::InvalidArgument);
+    w.candidates = -1;
+    CHECK_THROWS_AS(cost_terms(w), meanshift::InvalidArgument);
+}

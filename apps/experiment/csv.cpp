@@ -14,7 +14,7 @@ namespace {
 const char* const kColumns[] = {"sweep", "backend", "device", "kernel", "n", "k", "m", "z", "tau", "f_vppu",
                                 "f_load", "preload", "preload_size", "threads", "iterations", "repeats",
                                 "seconds", "seconds_min", "seconds_max", "pairs_per_second", "utilisation",
-                                "predicted", "error", "error_max", "speedup", "note"};
+                                "predicted", "error", "error_max", "speedup", "candidates", "note"};
 
 std::string quote(const std::string& s)
 {
@@ -80,7 +80,8 @@ std::string format(const Row& r)
       << ',' << num(r.seconds) << ',' << num(r.seconds_min) << ',' << num(r.seconds_max) << ','
       << num(r.pairs_per_second) << ',' << num(r.utilisation) << ',' << num(r.predicted) << ','
       << (r.error >= 0 ? num(r.error) : "") << ',' << (r.error_max >= 0 ? num(r.error_max) : "") << ','
-      << (r.speedup > 0 ? num(r.speedup) : "") << ',' << quote(r.note);
+      << (r.speedup > 0 ? num(r.speedup) : "") << ',' << (r.candidates > 0 ? num(r.candidates) : "") << ','
+      << quote(r.note);
     return o.str();
 }
 
@@ -175,6 +176,7 @@ std::vector<Row> read_csv(const std::string& path)
         r.error = d("error", -1);
         r.error_max = d("error_max", -1);
         r.speedup = d("speedup", 0);
+        r.candidates = d("candidates", 0);
         r.note = cell("note");
         rows.push_back(r);
     }

@@ -31,6 +31,8 @@ struct Row {
     double error = -1;          ///< E_CPU-GPU (eq. 7-8) vs serial; -1 = not measured
     double error_max = -1;      ///< largest per-mode |.|_pos; -1 = not measured
     double speedup = 0;         ///< vs the reference named in note; 0 = none
+    /// Truncated kernel: candidate pairs per step (Timing::pair_interactions / iterations); 0 = m·n.
+    double candidates = 0;
     std::string note;
 };
 

@@ -29,6 +29,7 @@ mm::Workload workload_of(const Row& r)
     w.topology.pus_per_ppu = r.tau;
     w.topology.f_vppu = r.f_vppu;
     w.topology.f_load = r.f_load;
+    w.candidates = r.candidates;
     return w;
 }
 

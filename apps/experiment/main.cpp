@@ -210,6 +210,10 @@ int main(int argc, char** argv)
     threads->add_option("--threads-list", c.threads_spec, "thread counts, e.g. 1,2,4")->required();
     threads->add_option("--iterations", c.cfg.iterations, "fixed iterations")->capture_default_str();
     threads->add_option("--serial-max-n", c.cfg.serial_max_n, "largest n the serial reference runs")->capture_default_str();
+    auto* cutoff = app.add_subcommand("cutoff", "(6) truncated kernel: every point a seed, fixed iterations, grid, per cutoff; rows carry the candidate pairs for `fit --sweeps cutoff`");
+    add_common(cutoff, c, false);
+    cutoff->add_option("--cutoffs", c.cfg.cutoff_list, "cutoffs in bandwidths, e.g. 2,3,4")->delimiter(',')->capture_default_str();
+    cutoff->add_option("--iterations", c.cfg.iterations, "fixed iterations")->capture_default_str();
     auto* model = app.add_subcommand("model", "grid of n x modes x (f_vppu, f_load) one-step timings for `fit`");
     add_common(model, c, true);
     model->add_option("--mode-fractions", c.fractions_spec, "m as fractions of n, e.g. 0.25,0.5,1");
@@ -281,6 +285,11 @@ int main(int argc, char** argv)
             finish(c, "1000,4000");
             experiment::CsvWriter out(c.out);
             experiment::sweep_threads(c.cfg, out);
+        } else if (cutoff->parsed()) {
+            c.cfg.backend = c.cfg.backend == "serial" ? "openmp" : c.cfg.backend;
+            finish(c, "20000,50000");
+            experiment::CsvWriter out(c.out);
+            experiment::sweep_cutoff(c.cfg, out);
         } else if (model->parsed()) {
             finish(c, "256,1024,4096");
             each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_model(cfg, out); });

@@ -321,6 +321,42 @@ void sweep_threads(const SweepConfig& c, CsvWriter& out)
     }
 }
 
+void sweep_cutoff(const SweepConfig& c, CsvWriter& out)
+{
+    for (long long n : c.n_list) {
+        const meanshift::MatrixF x = make_blobs(n, c.k, c.centres, c.std_dev, c.seed);
+        for (double cut : c.cutoff_list) {
+            meanshift::Options opt;
+            opt.backend = c.backend;
+            opt.backend_options = c.backend_options;
+            opt.topology = c.topology;
+            opt.bandwidth = meanshift::Bandwidth::isotropic(c.bandwidth);
+            opt.fixed_iterations = c.iterations;
+            opt.seeding = meanshift::Seeding::AllPoints;  // m = n modes every step: the model's workload
+            opt.cutoff = cut;
+            opt.search = std::isfinite(cut) ? meanshift::NeighbourSearch::Grid : meanshift::NeighbourSearch::BruteForce;
+            opt.grouping = meanshift::GroupingMethod::None;  // time the steps, not Alg. 6
+            meanshift::Result res;
+            Stats s;
+            try {
+                s = time_cluster(x, opt, c.repeats, is_gpu_backend(c.backend), &res);
+            } catch (const meanshift::Error& e) {
+                skipped("cutoff " + std::to_string(cut), e);
+                continue;
+            }
+            Row r = base_row("cutoff", c, res.backend, "");
+            r.n = r.m = n;
+            r.iterations = c.iterations;
+            set_topology(r, res.topology);
+            set_stats(r, s);
+            r.candidates = res.timing.pair_interactions / std::max(1, res.timing.iterations);
+            r.utilisation = utilisation(r, KernelModel::Shared);
+            r.note = "cutoff " + std::to_string(cut).substr(0, 4) + "; " + res.search;
+            out.write(r);
+        }
+    }
+}
+
 void sweep_model(const SweepConfig& c, CsvWriter& out, std::vector<Row>* rows)
 {
     StepBench bench(c.backend, c.backend_options);

@@ -30,6 +30,7 @@ struct SweepConfig {
     std::vector<int> f_vppu_list, f_load_list;  ///< fload / model sweeps (0 in f_load = f_vppu)
     std::vector<int> preload_sizes;           ///< preload: sizes tried with preloading on
     std::vector<int> threads_list;            ///< threads
+    std::vector<double> cutoff_list{2.0, 2.5, 3.0, 3.5, 4.0, 5.0};  ///< cutoff sweep (bandwidths)
     int iterations = 10;                      ///< blobs / threads: fixed iterations (papers: 10)
     int centres = 3;                          ///< blobs (papers 000/004: 3)
     double std_dev = 1.5;                     ///< blobs (paper 000: 1.5)
@@ -43,6 +44,9 @@ void sweep_preload(const SweepConfig& c, CsvWriter& out);  ///< (3) preloading o
 void sweep_error(const SweepConfig& c, CsvWriter& out);    ///< (4) E_CPU-GPU of eq. 7-8 vs the serial oracle
 void sweep_blobs(const SweepConfig& c, CsvWriter& out);    ///< (5) make_blobs table, speedup over serial
 void sweep_threads(const SweepConfig& c, CsvWriter& out);  ///< (5) OpenMP thread scaling
+/// (6) truncated kernel: cluster() with every point a seed, fixed iterations and the grid, for each
+/// cutoff in cutoff_list (inf = exact); the rows carry the candidate pairs per step for `fit`.
+void sweep_cutoff(const SweepConfig& c, CsvWriter& out);
 /// Grid of n × m × (f_vppu, f_load) one-step timings for the cost-model fit.
 void sweep_model(const SweepConfig& c, CsvWriter& out, std::vector<Row>* rows = nullptr);
 

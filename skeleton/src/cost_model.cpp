@@ -113,7 +113,12 @@ CostTerms cost_terms(const Workload& w)
 
     CostTerms c;
     c.waves = ceil_div(static_cast<double>(w.m), z * tau_prime);
-    const double chunk = ceil_div(static_cast<double>(w.n), f_load);
+    if (w.candidates < 0 || w.candidates > static_cast<double>(w.m) * static_cast<double>(w.n))
+        throw InvalidArgument("cost model: candidates must be in [0, m*n] (0 = m*n), got " +
+                              std::to_string(w.candidates));
+    // Candidate pairs in place of m·n: each mode's loop runs over C/m points.
+    const double n_loop = w.candidates > 0 ? w.candidates / static_cast<double>(w.m) : static_cast<double>(w.n);
+    const double chunk = ceil_div(n_loop, f_load);
     c.loop = chunk * (5.0 * k + lambda(w.kernel, w.k));
     c.loop_distinct = t.f_vppu > 1 ? chunk * k : 0.0;
     c.reduce_adds = 2.0 * floor_log2(f_load) * k;
@@ -121,7 +126,7 @@ CostTerms cost_terms(const Workload& w)
     c.aleph = f_load != l ? 2.0 * k : 0.0;
     c.finalize = 2.0 * k;
     c.per_mode = static_cast<double>(w.m) * k;
-    c.utilisation = static_cast<double>(w.m) * static_cast<double>(w.n) /
+    c.utilisation = static_cast<double>(w.m) * n_loop /
                     (c.waves * z * tau_prime * t.f_vppu * chunk);
     return c;
 }

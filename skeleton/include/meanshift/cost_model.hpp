@@ -46,6 +46,11 @@ struct Workload {
     Topology topology;           ///< fully resolved (every field ≥ 1)
     KernelModel kernel = KernelModel::Shared;
     int iterations = 1;          ///< steps (fixed iterations); the prediction scales linearly
+    /// Truncated kernel with a neighbour grid: candidate (mode, point) pairs one step visits
+    /// (StepReport::pairs, Timing::pair_interactions / iterations), 0 < C ≤ m·n. The n-loop terms
+    /// then run over C/m points per mode instead of n (Theorems 1-3 with the candidate count in place
+    /// of n). 0 = m·n (the exact kernel / brute force).
+    double candidates = 0;
 };
 
 /// Number of terms (columns of the design matrix) of the model.
