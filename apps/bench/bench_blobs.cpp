@@ -1,7 +1,7 @@
 // bench_blobs: meanshift::cluster() with default options (truncated kernel, grid, bin seeding) on
 // the blobs that apps/bench/peers/sklearn_blobs.py wrote, through the public API only. Prints the
 // time, the method that ran and the ARI against the truth (and against an exact run with --vs-exact).
-//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine]
+//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine] [--grid|--brute-force]
 #include <meanshift/meanshift.hpp>
 
 #include <chrono>
@@ -52,7 +52,7 @@ int main(int argc, char** argv)
 {
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_blobs PREFIX N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] "
-                             "[--bin-data] [--all-points] [--no-refine] [--backend NAME]\n");
+                             "[--bin-data] [--all-points] [--no-refine] [--grid|--brute-force] [--backend NAME]\n");
         return 2;
     }
     const std::string prefix = argv[1];
@@ -74,6 +74,7 @@ int main(int argc, char** argv)
         else if (a == "--bin-size" && i + 1 < argc) o.bin_size = std::atof(argv[++i]);
         else if (a == "--backend" && i + 1 < argc) o.backend = argv[++i];
         else if (a == "--brute-force") o.search = meanshift::NeighbourSearch::BruteForce;
+        else if (a == "--grid") o.search = meanshift::NeighbourSearch::Grid;
         else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
     }
     const auto x = read<float>(prefix + ".f32", std::size_t(n) * std::size_t(k));
@@ -82,9 +83,9 @@ int main(int argc, char** argv)
     const meanshift::Result r = meanshift::cluster(x.data(), n, k, o);
     const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("meanshift %s h=%g n=%ld k=%d: time %.3f s (prepare %.3f, iterate %.3f, group %.3f) clusters %zu "
-                "ARI vs truth %.4f | cutoff %g, search: %s | seeding: %s, iterations %d\n",
+                "ARI vs truth %.4f, %.3g candidate pairs | cutoff %g, search: %s | seeding: %s, iterations %d\n",
                 o.exact ? "exact" : "defaults", h, n, k, dt, r.timing.seconds_prepare, r.timing.seconds_iterate,
-                r.timing.seconds_group, r.cluster_sizes.size(), ari(r.labels, truth), r.cutoff, r.search.c_str(),
+                r.timing.seconds_group, r.cluster_sizes.size(), ari(r.labels, truth), r.timing.pair_interactions, r.cutoff, r.search.c_str(),
                 r.seeding.c_str(), r.timing.iterations);
     if (vs_exact) {
         meanshift::Options e = o;
