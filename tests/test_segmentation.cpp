@@ -31,6 +31,7 @@ SegmentOptions serial_options(double hs, double hr, Index min_region)
     o.spatial_bandwidth = hs;
     o.range_bandwidth = hr;
     o.min_region = min_region;
+    o.meanshift = Options{};  // converged ascents (the clustering defaults), not the filtering defaults
     o.meanshift.backend = "serial";
     o.meanshift.tolerance = 1e-3;
     return o;

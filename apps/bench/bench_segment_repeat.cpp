@@ -1,6 +1,6 @@
 // Segmentation timing with the device warm: loads a photo, converts it to CIELAB as the CLI does,
-// and runs meanshift::segment_image R times in one process with the CLI's defaults (hs 3, hr 6,
-// min-region 40, cutoff 4, tolerance 0.3, at most 5 iterations: apps/meanshift/cmd_segment.cpp).
+// and runs meanshift::segment_image R times in one process with the defaults the CLI also uses
+// (hs 3, hr 6, min-region 40, SegmentOptions::filtering_defaults: cutoff 4, tolerance 0.3, 5 iterations).
 // The first run pays the one-time costs (CUDA context and module load, OpenCL program build);
 // the later runs are what a process segmenting many photos gets. One JSON line per run.
 //   bench_segment_repeat IMAGE BACKEND [REPEATS=4]
@@ -26,11 +26,8 @@ int main(int argc, char** argv)
     std::vector<float> lab(img.count() * 3);
     for (std::size_t i = 0; i < img.count(); ++i)
         mscli::srgb_to_lab(img.pixels[3 * i], img.pixels[3 * i + 1], img.pixels[3 * i + 2], &lab[3 * i]);
-    meanshift::SegmentOptions so;
+    meanshift::SegmentOptions so;  // the library's filtering defaults = the CLI's
     so.meanshift.backend = argv[2];
-    so.meanshift.cutoff = 4.0;
-    so.meanshift.tolerance = 0.3;
-    so.meanshift.max_iterations = 5;
     for (int r = 0; r < repeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
         const meanshift::Segmentation s = meanshift::segment_image(lab.data(), img.height, img.width, 3, so);

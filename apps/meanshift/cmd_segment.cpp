@@ -34,10 +34,8 @@ struct SegmentArgs {
     double range = 6.0;
     long long min_region = 40;
     bool exact = false;   // --exact, unless the shared run options provide it
-    // --cutoff, likewise: 4 bandwidths here (labels ARI >= 0.999 vs the exact kernel on china.jpg
-    // and flower.jpg at 20,000 pixels with the default --tol/--max-iter; 3 and 3.5 miss 0.99 on one
-    // of them: docs/segmentation.md).
-    double cutoff = 4.0;
+    // --cutoff, likewise: the library's filtering default, 4 bandwidths (SegmentOptions).
+    double cutoff = meanshift::SegmentOptions::filtering_defaults().cutoff;
     bool own_cutoff = false;
     double fusion = 1.0;
     long long max_pixels = 0;
@@ -196,13 +194,14 @@ void run_segment(const SegmentArgs& a, Mode mode)
 void add_segment_command(CLI::App& app, Mode mode)
 {
     auto a = std::make_shared<SegmentArgs>();
-    // Filtering stops as OpenCV's pyrMeanShiftFiltering does (at most 5 iterations, or a shift
-    // under 1 pixel + colour unit): a shift under 0.3 bandwidths (0.9 px, 1.8 CIELAB units at the
-    // defaults) or 5 iterations. Measured (docs/segmentation.md): 1.6-1.7x faster than --tol 0.1
-    // --max-iter 10 at full size, labels ARI 1.0 vs the exact kernel at the same settings; the
-    // segments come from the region steps, which absorb the unconverged last fraction of a pixel.
-    a->conv.tolerance = 0.3;
-    a->conv.max_iterations = 5;
+    // Filtering stops as OpenCV's pyrMeanShiftFiltering does: the library's filtering defaults
+    // (SegmentOptions::filtering_defaults: shift under 0.3 bandwidths or 5 iterations). Measured
+    // (docs/segmentation.md): 1.6-1.7x faster than --tol 0.1 --max-iter 10 at full size, labels
+    // ARI 1.0 vs the exact kernel at the same settings; the segments come from the region steps,
+    // which absorb the unconverged last fraction of a pixel.
+    const meanshift::Options filtering = meanshift::SegmentOptions::filtering_defaults();
+    a->conv.tolerance = filtering.tolerance;
+    a->conv.max_iterations = filtering.max_iterations;
     CLI::App* sub = app.add_subcommand(
         "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
     sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
