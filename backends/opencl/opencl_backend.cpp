@@ -391,23 +391,32 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     } catch (const cl::Error&) {
         report.kernel_seconds = -1;  // profiling unavailable: timing only, never an error
     }
+    const Index still_active = unpack_report(count, report);
+    if (retire) {
+        std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
+        active_ = still_active;
+    }
+}
+
+Index OpenCLBinding::unpack_report(int count, StepReport& report) const
+{
     report.mode.resize(static_cast<std::size_t>(count));
     report.shift2.resize(static_cast<std::size_t>(count));
     report.status.resize(static_cast<std::size_t>(count));
     Index still_active = 0;
     for (int i = 0; i < count; ++i) {
         const cl_int* r = host_report_.data() + 3 * static_cast<std::size_t>(i);
+        if (r[0] < 0 || r[0] >= m_ || r[2] < 0 || r[2] > 2)
+            throw Error("opencl: the kernels left slot " + std::to_string(i) + " of " + std::to_string(count) +
+                        " without a report (mode " + std::to_string(r[0]) + ", status " + std::to_string(r[2]) + ")");
         float shift2;
         std::memcpy(&shift2, &r[1], sizeof shift2);
         report.mode[static_cast<std::size_t>(i)] = r[0];
         report.shift2[static_cast<std::size_t>(i)] = shift2;
         report.status[static_cast<std::size_t>(i)] = static_cast<ModeStatus>(r[2]);
-        still_active += r[2] == 0;
+        still_active += r[2] == static_cast<cl_int>(ModeStatus::Active);
     }
-    if (retire) {
-        std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
-        active_ = still_active;
-    }
+    return still_active;
 }
 
 void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
@@ -476,29 +485,12 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     } catch (const cl::Error&) {
         report.kernel_seconds = -1;
     }
-    report.mode.resize(static_cast<std::size_t>(count));
-    report.shift2.resize(static_cast<std::size_t>(count));
-    report.status.resize(static_cast<std::size_t>(count));
-    std::vector<unsigned char> stays;
-    if (retire) stays.assign(static_cast<std::size_t>(m_), 0);
-    Index still_active = 0;
-    for (int i = 0; i < count; ++i) {
-        const cl_int* r = host_report_.data() + 3 * static_cast<std::size_t>(i);
-        float shift2;
-        std::memcpy(&shift2, &r[1], sizeof shift2);
-        report.mode[static_cast<std::size_t>(i)] = r[0];
-        report.shift2[static_cast<std::size_t>(i)] = shift2;
-        report.status[static_cast<std::size_t>(i)] = static_cast<ModeStatus>(r[2]);
-        if (r[0] < 0 || r[0] >= m_ || r[2] < 0 || r[2] > 2)
-            throw Error("opencl: range_modes left slot " + std::to_string(i) + " of " + std::to_string(count) +
-                        " without a report (mode " + std::to_string(r[0]) + ", status " + std::to_string(r[2]) + ")");
-        if (retire && r[2] == static_cast<cl_int>(ModeStatus::Active)) {
-            stays[static_cast<std::size_t>(r[0])] = 1;
-            ++still_active;
-        }
-    }
+    const Index still_active = unpack_report(count, report);
     if (!retire || still_active == active_) return;
     // The survivors in mode order (= the driver's Morton order): O(m) here, no device sort.
+    std::vector<unsigned char> stays(static_cast<std::size_t>(m_), 0);
+    for (std::size_t i = 0; i < report.mode.size(); ++i)
+        if (report.status[i] == ModeStatus::Active) stays[static_cast<std::size_t>(report.mode[i])] = 1;
     std::vector<cl_int> list;
     list.reserve(static_cast<std::size_t>(still_active));
     for (Index j = 0; j < m_; ++j)

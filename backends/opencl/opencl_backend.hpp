@@ -54,6 +54,9 @@ private:
     /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
     /// active list built on the host in the driver's (Morton) order from the report.
     void step_ranges(double tol2, bool retire, StepReport& report);
+    /// The step's report (count × [mode, shift², status] in host_report_) into `report`, checked;
+    /// returns how many modes stay active.
+    Index unpack_report(int count, StepReport& report) const;
 
     std::shared_ptr<ClDeviceState> dev_;
     std::shared_ptr<const PreparedData> data_;
