@@ -1,5 +1,6 @@
 #include "cli_options.hpp"
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -99,6 +100,130 @@ CLI::Validator number_check(bool allow_zero)
 }
 
 }  // namespace
+
+namespace {
+
+bool parse_number(const std::string& t, double& v)
+{
+    char* end = nullptr;
+    v = std::strtod(t.c_str(), &end);
+    return !t.empty() && end != t.c_str() && *end == '\0' && std::isfinite(v);
+}
+
+}  // namespace
+
+std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
+{
+    out = BandwidthSpec{};
+    const std::string usage =
+        "; use a number (Gaussian sigma, data units), auto, scott, silverman, scott:per-dim, silverman:per-dim, "
+        "quantile:Q with 0 < Q <= 1, or adaptive[:K[:C]]";
+    double v = 0;
+    if (parse_number(text, v)) {
+        if (v <= 0) return "must be > 0, got " + clip(text);
+        out.value = v;
+        return {};
+    }
+    const std::size_t colon = text.find(':');
+    const std::string name = text.substr(0, colon);
+    const std::string arg = colon == std::string::npos ? "" : text.substr(colon + 1);
+    if ((name == "scott" || name == "silverman") && (arg.empty() || arg == "per-dim") &&
+        (colon == std::string::npos || !arg.empty())) {
+        out.kind = name == "scott" ? Kind::Scott : Kind::Silverman;
+        out.per_dimension = !arg.empty();
+        return {};
+    }
+    if (text == "auto") {
+        out.kind = Kind::Quantile;
+        out.value = 0.3;  // scikit-learn's default quantile
+        return {};
+    }
+    if (name == "quantile") {
+        if (!parse_number(arg, v) || !(v > 0 && v <= 1)) return "'" + clip(text) + "': Q must be in (0, 1]" + usage;
+        out.kind = Kind::Quantile;
+        out.value = v;
+        return {};
+    }
+    if (name == "adaptive") {
+        out.kind = Kind::Adaptive;
+        if (colon == std::string::npos) return {};
+        const std::size_t c2 = arg.find(':');
+        const std::string ks = arg.substr(0, c2);
+        if (!parse_number(ks, v) || v < 1 || v != std::floor(v) || v > 1e9)
+            return "'" + clip(text) + "': K must be an integer >= 1" + usage;
+        out.adaptive.k = int(v);
+        if (c2 != std::string::npos) {
+            if (!parse_number(arg.substr(c2 + 1), v) || v <= 0) return "'" + clip(text) + "': C must be > 0" + usage;
+            out.adaptive.c = v;
+        }
+        return {};
+    }
+    return "'" + clip(text) + "' is not a number or a bandwidth rule" + usage;
+}
+
+meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std::string& description) const
+{
+    char buf[200];
+    switch (kind) {
+    case Kind::Number:
+        std::snprintf(buf, sizeof buf, "%.6g (given)", value);
+        description = buf;
+        return meanshift::Bandwidth::isotropic(value);
+    case Kind::Quantile: {
+        const double r = meanshift::estimate_bandwidth(data, value);
+        if (!(r > 0))
+            throw meanshift::InvalidArgument("--bandwidth quantile:" + sci(value) +
+                                             ": the estimate is 0 (more than that share of the points are duplicates); "
+                                             "use a larger quantile or a number");
+        const double h = r * meanshift::kFlatRadiusToSigma;
+        std::snprintf(buf, sizeof buf, "%.6g (quantile %.3g: scikit-learn's estimate_bandwidth %.6g, halved)", h, value, r);
+        description = buf;
+        return meanshift::Bandwidth::isotropic(h);
+    }
+    case Kind::Scott:
+    case Kind::Silverman: {
+        const auto rule = kind == Kind::Scott ? meanshift::BandwidthRule::Scott : meanshift::BandwidthRule::Silverman;
+        const char* name = kind == Kind::Scott ? "Scott's rule" : "Silverman's rule";
+        if (!per_dimension) {
+            const double h = meanshift::rule_bandwidth(data, rule);
+            std::snprintf(buf, sizeof buf, "%.6g (%s)", h, name);
+            description = buf;
+            return meanshift::Bandwidth::isotropic(h);
+        }
+        std::vector<double> h = meanshift::rule_bandwidths(data, rule);
+        description.clear();
+        for (double x : h) {
+            std::snprintf(buf, sizeof buf, "%s%.4g", description.empty() ? "" : ",", x);
+            description += buf;
+        }
+        description += std::string(" (") + name + ", per dimension)";
+        return meanshift::Bandwidth::diagonal(std::move(h));
+    }
+    case Kind::Adaptive: {
+        meanshift::AdaptiveBandwidthOptions o = adaptive;
+        if (o.k == 0) o.k = meanshift::default_adaptive_k(data.rows());
+        meanshift::MatrixD h = meanshift::adaptive_bandwidths(data, o);
+        std::vector<double> c(static_cast<std::size_t>(h.rows()));
+        for (meanshift::Index i = 0; i < h.rows(); ++i) c[std::size_t(i)] = h(i, 0);
+        std::sort(c.begin(), c.end());
+        std::snprintf(buf, sizeof buf, "per point, sigma_i = %.3g * d_%d(x_i) / sqrt(%d): min %.4g, median %.4g, max %.4g (adaptive)",
+                      o.c, o.k, int(data.cols()), c.front(), c[c.size() / 2], c.back());
+        description = buf;
+        return meanshift::Bandwidth::per_point(std::move(h));
+    }
+    }
+    return {};
+}
+
+CLI::Validator bandwidth_spec()
+{
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            BandwidthSpec s;
+            return BandwidthSpec::parse(text, s);
+        },
+        "H|RULE");
+}
 
 CLI::Validator positive() { return number_check(false); }
 CLI::Validator non_negative() { return number_check(true); }

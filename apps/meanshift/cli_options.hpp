@@ -2,6 +2,7 @@
 /// @file cli_options.hpp
 /// Option groups shared by the subcommands of the `meanshift` tool.
 
+#include <meanshift/bandwidth_selection.hpp>
 #include <meanshift/meanshift.hpp>
 
 #include "text.hpp"
@@ -43,6 +44,25 @@ struct ConvergenceOptions {
     void add_to(CLI::App& app);
     void apply(meanshift::Options& options) const;
 };
+
+/// --bandwidth VALUE: a number (isotropic Gaussian σ, data units) or a rule computed from the data
+/// (bandwidth_selection.hpp): auto (= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth
+/// halved: its flat radius as a Gaussian σ), scott, silverman (isotropic; scott:per-dim and
+/// silverman:per-dim give one σ per dimension), adaptive[:K[:C]] (per-point σ_i = C · d_K(x_i)).
+struct BandwidthSpec {
+    enum class Kind { Number, Quantile, Scott, Silverman, Adaptive } kind = Kind::Number;
+    double value = 0;          ///< the number, or Q for Quantile
+    bool per_dimension = false;
+    meanshift::AdaptiveBandwidthOptions adaptive;
+
+    /// Parses `text`; returns an error message ("" if fine).
+    static std::string parse(const std::string& text, BandwidthSpec& out);
+    /// The bandwidth for these data and one line saying which rule ran and its value.
+    meanshift::Bandwidth resolve(const meanshift::MatrixF& data, std::string& description) const;
+};
+
+/// CLI11 validator for --bandwidth (BandwidthSpec::parse).
+CLI::Validator bandwidth_spec();
 
 /// CLI11 validators with short messages ("must be > 0, got -1"); CLI11 2.1's own print the
 /// full double range.

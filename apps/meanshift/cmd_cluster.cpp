@@ -1,4 +1,4 @@
-// meanshift cluster IN.{csv,npy} (--bandwidth H | --bandwidths h1,..,hk | --per-point-bandwidths F) -o OUT
+// meanshift cluster IN.{csv,npy} (--bandwidth H|RULE | --bandwidths h1,..,hk | --per-point-bandwidths F) -o OUT
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "io_matrix.hpp"
@@ -19,15 +19,17 @@ struct ClusterArgs {
     std::string input;
     std::string output;
     std::string modes_output;
-    double bandwidth = 0;
+    std::string bandwidth;
     std::vector<double> bandwidths;
     std::string per_point;
     RunOptions run;
     ConvergenceOptions conv;
 };
 
-meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, meanshift::Index n, int k)
+meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::MatrixF& data, std::string& description)
 {
+    const meanshift::Index n = data.rows();
+    const int k = static_cast<int>(data.cols());
     if (!a.per_point.empty()) {
         meanshift::MatrixD h = read_matrix(a.per_point);
         if (h.rows() != n || h.cols() != k)
@@ -35,15 +37,23 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, meanshift::Index n, in
                                              " x " + std::to_string(k) + " (one row of standard deviations per "
                                              "point), got " + std::to_string(h.rows()) + " x " +
                                              std::to_string(h.cols()));
+        description = "per point, from " + a.per_point;
         return meanshift::Bandwidth::per_point(std::move(h));
     }
     if (!a.bandwidths.empty()) {
         if (static_cast<int>(a.bandwidths.size()) != k)
             throw meanshift::InvalidArgument("--bandwidths has " + std::to_string(a.bandwidths.size()) +
                                              " values but the data have " + std::to_string(k) + " dimensions");
+        description = "per dimension (given)";
         return meanshift::Bandwidth::diagonal(a.bandwidths);
     }
-    return meanshift::Bandwidth::isotropic(a.bandwidth);
+    BandwidthSpec spec;
+    BandwidthSpec::parse(a.bandwidth, spec);  // the option's validator already accepted it
+    try {
+        return spec.resolve(data, description);
+    } catch (const meanshift::InvalidArgument& e) {
+        throw meanshift::InvalidArgument("--bandwidth " + a.bandwidth + ": " + e.what());
+    }
 }
 
 // Every file of the run: inputs, then outputs, checked against each other before any work.
@@ -68,8 +78,9 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     const int k = static_cast<int>(data.cols());
 
     meanshift::Options opt;
+    std::string bandwidth_description;
     try {
-        opt.bandwidth = make_bandwidth(a, n, k);
+        opt.bandwidth = make_bandwidth(a, data, bandwidth_description);
     } catch (const meanshift::InvalidArgument& e) {
         const std::string what = e.what();
         if (!a.per_point.empty() && what.compare(0, a.per_point.size(), a.per_point) != 0)
@@ -95,6 +106,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     for (bool c : r.converged) not_converged += c ? 0 : 1;
     const meanshift::Timing& t = r.timing;
     std::printf("points      %lld x %d\n", static_cast<long long>(n), k);
+    std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
     std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
@@ -122,8 +134,13 @@ void add_cluster_command(CLI::App& app, Mode mode)
                     "labels file (.csv or .npy); the centres go to the sibling OUT.centres.{csv,npy}")
         ->required();
     sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
-    auto* h = sub->add_option("--bandwidth", a->bandwidth, "isotropic bandwidth (standard deviation, data units)")
-                  ->check(positive());
+    auto* h = sub->add_option("--bandwidth", a->bandwidth,
+                              "isotropic bandwidth (Gaussian standard deviation, data units), or a rule: auto "
+                              "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "
+                              "silverman, scott:per-dim, silverman:per-dim, adaptive[:K[:C]] (per point: "
+                              "sigma_i = C * distance to the K-th neighbour / sqrt(dimensions); defaults K = sqrt(n) "
+                              "in [5, 50], C = 1.5); see docs/bandwidth-selection.md")
+                  ->check(bandwidth_spec());
     auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
                    ->delimiter(',')
                    ->check(positive());

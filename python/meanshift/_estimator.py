@@ -54,11 +54,21 @@ class MeanShift(ClusterMixin, BaseEstimator):
 
     Parameters
     ----------
-    bandwidth : float, array of shape (n_features,), array of shape (n_samples, n_features) or None
+    bandwidth : float, array of shape (n_features,), array of shape (n_samples, n_features), str or None
         Kernel standard deviation(s) in data units: one for all features, one per feature, or one
-        row per training sample (variable-bandwidth mean shift). None: scikit-learn's
-        ``estimate_bandwidth(X, quantile=0.3)`` on at most 10,000 samples (``random_state=0``),
-        divided by 2 (its flat-kernel radius as a Gaussian standard deviation); 1.0 if that is 0.
+        row per training sample (variable-bandwidth mean shift). Or a rule computed from X by the
+        library (docs/bandwidth-selection.md); ``bandwidth_`` holds the value used:
+
+        - None or ``'auto'``: ``'quantile:0.3'``.
+        - ``'quantile:Q'``: scikit-learn's ``estimate_bandwidth(X, quantile=Q)`` (mean distance to
+          the floor(Q n)-th nearest neighbour, on at most 10,000 samples), divided by 2 (its
+          flat-kernel radius as a Gaussian standard deviation); 1.0 if that is 0.
+        - ``'scott'``, ``'silverman'``: normal-reference rules, isotropic; ``'scott:per-dim'``,
+          ``'silverman:per-dim'``: one per feature.
+        - ``'adaptive'``, ``'adaptive:K'``, ``'adaptive:K:C'``: one per sample, sigma_i = C times the
+          distance from sample i to its K-th nearest neighbour divided by sqrt(n_features)
+          (defaults: K = round(sqrt(n)) clamped to [5, 50], C = 1.5). K should stay below the
+          smallest cluster's size.
     seeds : array of shape (n_seeds, n_features) or None
         Explicit starting points: the clusters are the groups of the seeds' modes, and every
         sample is then labelled by its own ascent as ``predict`` does (-1 when it reaches no
@@ -125,6 +135,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Only when X has string column names (a pandas DataFrame).
+    bandwidth_ : float or ndarray of shape (n_features,) or (n_samples, n_features)
+        The bandwidth used (standard deviations in data units), after a rule was applied.
     backend_ : str
         The backend that ran (what 'auto' resolved to).
     result_ : dict
@@ -207,15 +219,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
         n, k = X.shape
         h = self.bandwidth
         if h is None:
-            from sklearn.cluster import estimate_bandwidth
-
-            sub = X if n <= 10_000 else X[np.random.RandomState(0).choice(n, 10_000, replace=False)]
-            # Flat radius -> Gaussian standard deviation: sklearn's flat window of radius r and a
-            # Gaussian of sigma = r/2 reach the same neighbours for ~95 % of their weight.
-            est = float(estimate_bandwidth(sub.astype(np.float64), quantile=0.3)) / 2.0
-            return est if est > 0 and np.isfinite(est) else 1.0
+            h = "auto"
         if isinstance(h, str):
-            raise ValueError(f"bandwidth must be a number, an array or None, got {h!r}")
+            return self._bandwidth_rule(h, X)
         if isinstance(h, Real):
             if not np.isfinite(h) or h <= 0:
                 raise ValueError(f"bandwidth must be finite and > 0, got {h!r}")
@@ -233,6 +239,42 @@ class MeanShift(ClusterMixin, BaseEstimator):
         if not np.all(np.isfinite(out)) or np.any(out <= 0):
             raise ValueError("bandwidth values must be finite and > 0")
         return out
+
+    @staticmethod
+    def _bandwidth_rule(rule: str, X: np.ndarray):
+        """A bandwidth rule by name, computed by the library on X as float32 (what it clusters)."""
+        usage = ("bandwidth must be a number, an array, None or one of 'auto', 'quantile:Q', 'scott', "
+                 "'silverman', 'scott:per-dim', 'silverman:per-dim', 'adaptive', 'adaptive:K', "
+                 f"'adaptive:K:C'; got {rule!r}")
+        Xf = _as_float32(X, "X")
+        name, _, arg = rule.partition(":")
+        if rule == "auto" or name == "quantile":
+            try:
+                q = 0.3 if rule == "auto" else float(arg)
+            except ValueError:
+                raise ValueError(usage) from None
+            r = _core.estimate_bandwidth(Xf, q, 10_000, 0)
+            # scikit-learn's flat radius -> Gaussian standard deviation; 1.0 when the estimate is 0.
+            h = r * _core.flat_radius_to_sigma
+            return h if h > 0 and np.isfinite(h) else 1.0
+        if name in ("scott", "silverman"):
+            if arg == "":
+                return float(_core.rule_bandwidth(Xf, name))
+            if arg == "per-dim":
+                return np.ascontiguousarray(_core.rule_bandwidths(Xf, name), dtype=np.float64)
+            raise ValueError(usage)
+        if name == "adaptive":
+            parts = arg.split(":") if arg else []
+            try:
+                k = int(parts[0]) if parts else 0
+                c = float(parts[1]) if len(parts) > 1 else 1.5
+            except ValueError:
+                raise ValueError(usage) from None
+            if len(parts) > 2 or (parts and k < 1):
+                raise ValueError(usage)
+            flat = _core.adaptive_bandwidths(Xf, k, c, False, 0.1)
+            return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
+        raise ValueError(usage)
 
     @staticmethod
     def _bandwidth_scalar(h: float):
@@ -320,6 +362,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
             remap[used] = np.arange(len(used), dtype=np.int32)
             self.labels_ = remap[labels]
             self.cluster_centers_ = self.cluster_centers_[used]
+        self.bandwidth_ = bw
         self.backend_ = r["backend"]
         self.result_ = r
         return self

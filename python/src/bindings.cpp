@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <meanshift/bandwidth_selection.hpp>
 #include <meanshift/meanshift.hpp>
 #include <meanshift/segmentation.hpp>
 
@@ -358,6 +359,43 @@ std::string resolve_auto()
 
 }  // namespace
 
+// Bandwidth selection (bandwidth_selection.hpp): float32 data as the library clusters them;
+// results in float64, per-point rows flattened (the package reshapes them).
+meanshift::MatrixF as_matrix(const FloatIn2& data)
+{
+    return Eigen::Map<const meanshift::MatrixF>(data.data(), static_cast<Index>(data.shape(0)),
+                                                static_cast<Index>(data.shape(1)));
+}
+
+meanshift::BandwidthRule rule_of(const std::string& rule)
+{
+    if (rule == "scott") return meanshift::BandwidthRule::Scott;
+    if (rule == "silverman") return meanshift::BandwidthRule::Silverman;
+    throw meanshift::InvalidArgument("bandwidth rule must be 'scott' or 'silverman', got '" + rule + "'");
+}
+
+nb::ndarray<nb::numpy, double> rule_bandwidths(FloatIn2 data, const std::string& rule)
+{
+    return vector<double>(meanshift::rule_bandwidths(as_matrix(data), rule_of(rule)));
+}
+
+double rule_bandwidth(FloatIn2 data, const std::string& rule)
+{
+    return meanshift::rule_bandwidth(as_matrix(data), rule_of(rule));
+}
+
+nb::ndarray<nb::numpy, double> adaptive_bandwidths(FloatIn2 data, int k, double c, bool per_dimension,
+                                                   double floor_fraction)
+{
+    meanshift::AdaptiveBandwidthOptions o;
+    o.k = k;
+    o.c = c;
+    o.per_dimension = per_dimension;
+    o.floor_fraction = floor_fraction;
+    const meanshift::MatrixD h = meanshift::adaptive_bandwidths(as_matrix(data), o);
+    return vector<double>(std::vector<double>(h.data(), h.data() + h.size()));
+}
+
 NB_MODULE(_core, m)
 {
     m.doc() = "meanshift-skeleton's C++ library (internal: use the meanshift package)";
@@ -381,6 +419,22 @@ NB_MODULE(_core, m)
           nb::arg("hr"), nb::arg("min_region"), nb::arg("fusion"), nb::arg("options"), nb::arg("progress").none());
     m.def("segment_rgb8", &segment_rgb8, nb::arg("rgb"), nb::arg("height"), nb::arg("width"), nb::arg("hs"),
           nb::arg("hr"), nb::arg("min_region"), nb::arg("fusion"), nb::arg("options"), nb::arg("progress").none());
+    m.def("rule_bandwidths", &rule_bandwidths, nb::arg("data"), nb::arg("rule"));
+    m.def("rule_bandwidth", &rule_bandwidth, nb::arg("data"), nb::arg("rule"));
+    m.def(
+        "estimate_bandwidth",
+        [](FloatIn2 data, double quantile, Index max_samples, std::uint64_t seed) {
+            return meanshift::estimate_bandwidth(as_matrix(data), quantile, max_samples, seed);
+        },
+        nb::arg("data"), nb::arg("quantile"), nb::arg("max_samples"), nb::arg("seed"));
+    m.def(
+        "knn_distances",
+        [](FloatIn2 data, int k) { return vector<double>(meanshift::knn_distances(as_matrix(data), k)); },
+        nb::arg("data"), nb::arg("k"));
+    m.def("adaptive_bandwidths", &adaptive_bandwidths, nb::arg("data"), nb::arg("k"), nb::arg("c"),
+          nb::arg("per_dimension"), nb::arg("floor_fraction"));
+    m.def("default_adaptive_k", &meanshift::default_adaptive_k, nb::arg("n"));
+    m.attr("flat_radius_to_sigma") = meanshift::kFlatRadiusToSigma;
     m.def("backends", &backends);
     m.def("resolve_auto_backend", &resolve_auto);
     m.def("compiled_backends", [] { return meanshift::compiled_backends(); });

@@ -138,6 +138,15 @@ ms(fail "" bench --n 0)
 ms(ok "auto -> " backends)
 ms(ok "\"backends\"" backends --json)
 
+# Bandwidth rules (docs/bandwidth-selection.md): the output says which rule ran and its value.
+ms(ok "bandwidth +[0-9.]+ \\(quantile 0.3" cluster blobs.csv --bandwidth auto -o bw.csv)
+ms(ok "Scott's rule" cluster blobs.csv --bandwidth scott -o bw.csv)
+ms(ok "Silverman's rule, per dimension" cluster blobs.csv --bandwidth silverman:per-dim -o bw.csv)
+ms(ok "adaptive" cluster blobs.csv --bandwidth adaptive:5 -o bw.csv)
+ms(fail "Q must be in \\(0, 1\\]" cluster blobs.csv --bandwidth quantile:0 -o bw.csv)
+ms(fail "not a number or a bandwidth rule" cluster blobs.csv --bandwidth nope -o bw.csv)
+ms(fail "k must be in \\[1, n-1\\]" cluster blobs.csv --bandwidth adaptive:100000 -o bw.csv)
+
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} check(s) failed")
 endif()

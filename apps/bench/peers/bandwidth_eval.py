@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Bandwidth selection evaluation (docs/bandwidth-selection.md, issue 14).
+
+For data whose clusters differ in scale (synthetic multi-scale blobs) and three real sets
+(iris, wine, digits from scikit-learn, standardised per feature): the adjusted Rand index
+against the true classes of our `meanshift cluster` with
+  - the best of a grid of fixed isotropic bandwidths (an oracle: it looks at the truth),
+  - each rule: auto (= quantile:0.3), scott, silverman, adaptive (defaults),
+and of scikit-learn's MeanShift with its own estimate_bandwidth, all in the same run.
+
+Usage: /usr/bin/python3 apps/bench/peers/bandwidth_eval.py [--cli build/bin/meanshift] [--out DIR]
+Needs numpy and scikit-learn (Debian: python3-sklearn).
+"""
+import argparse
+import os
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+from sklearn import datasets
+from sklearn.cluster import MeanShift
+from sklearn.metrics import adjusted_rand_score
+from sklearn.preprocessing import StandardScaler
+
+
+def multiscale_blobs(seed=0):
+    """Five Gaussian clusters in 2-D with standard deviations 0.05 to 5 (100x): two small tight
+    clusters 0.6 apart, next to wide ones. A fixed bandwidth that separates the tight pair splits
+    the wide clusters; one that keeps the wide clusters whole merges the pair."""
+    r = np.random.RandomState(seed)
+    spec = [((0.0, 0.0), 0.05, 100), ((0.6, 0.0), 0.05, 100), ((12.0, 12.0), 2.0, 300),
+            ((-14.0, 10.0), 5.0, 400), ((15.0, -10.0), 0.5, 150)]
+    X = np.vstack([r.normal(c, s, (n, 2)) for c, s, n in spec])
+    y = np.repeat(np.arange(len(spec)), [n for _, _, n in spec])
+    return X, y
+
+
+def sets():
+    yield "blobs-multiscale", *multiscale_blobs()
+    for name, loader in (("iris", datasets.load_iris), ("wine", datasets.load_wine),
+                         ("digits", datasets.load_digits)):
+        X, y = loader(return_X_y=True)
+        yield name, StandardScaler().fit_transform(X), y
+
+
+def run_cli(cli, path, bandwidth, tmp):
+    out = os.path.join(tmp, "labels.csv")
+    t = time.perf_counter()
+    p = subprocess.run([cli, "cluster", path, "--bandwidth", str(bandwidth), "-o", out, "-q"],
+                       capture_output=True, text=True)
+    dt = time.perf_counter() - t
+    if p.returncode:
+        raise RuntimeError(p.stderr)
+    line = next((l for l in p.stdout.splitlines() if l.startswith("bandwidth")), "")
+    return np.loadtxt(out, dtype=np.int64, ndmin=1), dt, line[len("bandwidth"):].strip()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cli", default="build/bin/meanshift")
+    ap.add_argument("--grid", type=int, default=16, help="fixed bandwidths tried (geometric grid)")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, X, y in sets():
+            path = os.path.join(tmp, name + ".csv")
+            np.savetxt(path, X, delimiter=",")
+            # Fixed bandwidths: a geometric grid over 1/50 .. 2 of the data's overall spread.
+            spread = float(np.sqrt(X.var(axis=0).mean()))
+            best = (-1.0, None, 0)
+            for h in spread * np.geomspace(0.02, 2.0, args.grid):
+                labels, _, _ = run_cli(args.cli, path, f"{h:.6g}", tmp)
+                a = adjusted_rand_score(y, labels)
+                if a > best[0]:
+                    best = (a, h, len(np.unique(labels)))
+            rows.append((name, f"best fixed (of {args.grid})", best[0], best[2], f"{best[1]:.4g}", float("nan")))
+            for rule in ("auto", "scott", "silverman", "adaptive"):
+                labels, dt, line = run_cli(args.cli, path, rule, tmp)
+                rows.append((name, rule, adjusted_rand_score(y, labels), len(np.unique(labels)), line, dt))
+            t = time.perf_counter()
+            sk = MeanShift().fit(X)  # estimate_bandwidth(X, quantile=0.3) inside, flat kernel
+            dt = time.perf_counter() - t
+            rows.append((name, "scikit-learn MeanShift()", adjusted_rand_score(y, sk.labels_),
+                         len(np.unique(sk.labels_)), f"{sk.bandwidth:.4g} (flat radius)" if sk.bandwidth else
+                         "estimate_bandwidth", dt))
+            for r in rows[-6:]:
+                print(f"{r[0]:17s} {r[1]:26s} ARI {r[2]:6.3f}  clusters {r[3]:4d}  {r[5]:7.3f} s  {r[4]}", flush=True)
+    print()
+    print("| data | bandwidth | ARI | clusters | seconds | value |")
+    print("|---|---|---:|---:|---:|---|")
+    for r in rows:
+        sec = "" if np.isnan(r[5]) else f"{r[5]:.3f}"
+        print(f"| {r[0]} | {r[1]} | {r[2]:.3f} | {r[3]} | {sec} | {r[4]} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+#pragma once
+/// @file bandwidth_selection.hpp
+/// Bandwidths chosen from the data (issue 14): fixed rules (Scott, Silverman, scikit-learn's
+/// quantile estimate) and adaptive per-point bandwidths from the k-th nearest-neighbour distance
+/// (the sample-point estimator of variable-bandwidth mean shift, Comaniciu, Ramesh & Meer 2001).
+///
+/// Units: every value returned is a Gaussian kernel standard deviation σ in data units, the
+/// library's meaning of a bandwidth (bandwidth.hpp), except estimate_bandwidth(), which returns
+/// scikit-learn's flat-kernel radius (see there and kFlatRadiusToSigma).
+///
+/// Errors: InvalidArgument for empty data, NaN/Inf values, k or quantile out of range, and data
+/// whose spread is 0 where the rule needs it (a constant column for a per-dimension rule).
+/// All functions run on the host; the k-nearest-neighbour search uses a kd-tree (nanoflann) in
+/// up to 16 dimensions and brute force above. They are deterministic (a fixed seed for sampling).
+
+#include <meanshift/bandwidth.hpp>
+#include <meanshift/export.hpp>
+#include <meanshift/types.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace meanshift {
+
+/// Normal-reference rules for a Gaussian kernel density estimate (as scipy.stats.gaussian_kde):
+/// the bandwidth that minimises the asymptotic mean integrated squared error if the data were
+/// one normal distribution. With n points in k dimensions and s_d the sample standard deviation
+/// (ddof = 1) of dimension d:
+///   Scott:      h_d = n^(-1/(k+4)) · s_d
+///   Silverman:  h_d = (n (k+2) / 4)^(-1/(k+4)) · s_d      (1-D: 1.06 s n^(-1/5))
+/// The result is the Gaussian σ itself. For clustering these are usually too *large* on
+/// multi-modal data (the spread s_d includes the distances between clusters).
+enum class BandwidthRule { Scott, Silverman };
+
+/// Per-dimension rule: one σ_d per column (for Bandwidth::diagonal). Needs n >= 2 and s_d > 0 in
+/// every dimension (else InvalidArgument naming the dimension).
+MEANSHIFT_API std::vector<double> rule_bandwidths(const MatrixF& data, BandwidthRule rule);
+
+/// Isotropic rule: the same factor times s̄ = sqrt(mean_d s_d²) (the root mean square of the
+/// per-dimension spreads, so one constant column does not make it 0). Needs n >= 2, s̄ > 0.
+MEANSHIFT_API double rule_bandwidth(const MatrixF& data, BandwidthRule rule);
+
+/// Gaussian σ per flat-kernel radius: a flat window of radius r and a Gaussian with σ = r/2 hold
+/// most of their weight on the same neighbours (~95 % of a 1-D Gaussian lies within 2σ).
+inline constexpr double kFlatRadiusToSigma = 0.5;
+
+/// Default sample size of estimate_bandwidth() (what the Python estimator always used).
+inline constexpr Index kDefaultBandwidthSample = 10000;
+
+/// scikit-learn's sklearn.cluster.estimate_bandwidth(X, quantile): the mean over the (sampled)
+/// points of the distance to their m-th nearest neighbour, m = max(1, floor(quantile · n_s)),
+/// the point itself counting as its first neighbour (distance 0), n_s = min(n, max_samples).
+/// With n <= max_samples it equals scikit-learn's value with n_samples=None (up to float
+/// rounding: the data are float32 here). Above, max_samples points drawn without replacement
+/// with a fixed seed stand for the data (scikit-learn's n_samples, with another generator).
+/// Exact k-NN by brute force with a selection per row: O(n_s² k) time, O(n_s) memory per row.
+/// Returns a flat-kernel *radius* in data units; multiply by kFlatRadiusToSigma for the Gaussian
+/// σ (the CLI's --bandwidth auto and quantile:Q and the Python estimator do). Throws
+/// InvalidArgument for quantile outside (0, 1] or NaN, max_samples < 1, empty or non-finite data.
+/// May return 0 (e.g. more than quantile · n duplicates of every point); callers decide.
+MEANSHIFT_API double estimate_bandwidth(const MatrixF& data, double quantile = 0.3,
+                                        Index max_samples = kDefaultBandwidthSample, std::uint64_t seed = 0);
+
+/// Distance from every point to its k-th nearest *other* point (the point itself excluded;
+/// duplicates count as other points at distance 0), Euclidean, in data units, after dividing
+/// dimension d by scale[d] when scale is non-empty (scale.size() == k, values > 0). Exact:
+/// kd-tree (nanoflann) for up to 16 dimensions, brute force above. Throws InvalidArgument for
+/// k < 1, k >= n, empty or non-finite data, a bad scale.
+MEANSHIFT_API std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale = {});
+
+/// Adaptive (sample-point) bandwidths: σ_i = c · d_k(x_i) / sqrt(dim), d_k(x_i) the k-th
+/// nearest-neighbour distance of point i in `dim` dimensions, so dense regions get narrow kernels and sparse ones wide kernels: the
+/// sample-point estimator (the bandwidth belongs to the data point x_i, not to the query) of
+/// Comaniciu, Ramesh & Meer 2001, with the local density estimated by k-NN (f ∝ d_k^-dim).
+struct AdaptiveBandwidthOptions {
+    /// Neighbour rank k (>= 1, < n). 0 = default: round(sqrt(n)) clamped to [5, 50] and to n-1.
+    /// k should stay below the size of the smallest cluster that must stay separate: above it,
+    /// d_k of that cluster's points reaches into the next cluster.
+    int k = 0;
+    /// Factor c (> 0): σ_i = c · d_k(x_i) / sqrt(dim). σ is a per-dimension standard deviation
+    /// while d_k is a distance over all dimensions (for a Gaussian cloud, distances grow like
+    /// σ sqrt(dim)); dividing by sqrt(dim) keeps one c across dimensions. Default 1.5, chosen on
+    /// the evaluation sets of docs/bandwidth-selection.md (2-D blobs, iris, wine, digits).
+    double c = 1.5;
+    /// true: distances in standardised units (dimension d divided by its standard deviation
+    /// s_d) and σ_id = c · d_k · s_d, for data whose dimensions have different units or scales;
+    /// false: isotropic σ_i in data units. σ_id = c · d_k · s_d / sqrt(dim) with it. Constant columns (s_d = 0) are an InvalidArgument
+    /// with per_dimension.
+    bool per_dimension = false;
+    /// Floor for duplicates: d_k(x_i) is raised to at least floor_fraction · (median of the
+    /// positive d_k) so that k or more duplicates of a point (d_k = 0) still get a kernel of
+    /// non-zero width. In [0, 1]; 0 = no floor: then a d_k of 0 is an InvalidArgument.
+    double floor_fraction = 0.1;
+};
+
+/// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0).
+MEANSHIFT_API int default_adaptive_k(Index n);
+
+/// Per-point σ_i (n × k, one row per point) for Bandwidth::per_point. InvalidArgument for bad
+/// options, k >= n, non-finite data, or every d_k = 0 (fewer than k+1 distinct points).
+MEANSHIFT_API MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& options = {});
+
+}  // namespace meanshift

@@ -1,0 +1,275 @@
+// Bandwidths from the data: normal-reference rules, scikit-learn's quantile estimate, and k-NN
+// per-point bandwidths (include/meanshift/bandwidth_selection.hpp).
+#include <meanshift/bandwidth_selection.hpp>
+#include <meanshift/errors.hpp>
+
+#include <nanoflann.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace meanshift {
+namespace {
+
+void require_data(const MatrixF& data, const char* who)
+{
+    if (data.rows() == 0 || data.cols() == 0)
+        throw InvalidArgument(std::string(who) + ": the data are empty (need n >= 1 points, k >= 1 dimensions)");
+    for (Index i = 0; i < data.rows(); ++i)
+        for (Index d = 0; d < data.cols(); ++d)
+            if (!std::isfinite(data(i, d))) {
+                std::ostringstream m;
+                m << who << ": data (" << i << ", " << d << ") is " << data(i, d) << " (must be finite)";
+                throw InvalidArgument(m.str());
+            }
+}
+
+// Sample standard deviation (ddof = 1) per dimension, in double.
+std::vector<double> spreads(const MatrixF& data)
+{
+    const Index n = data.rows();
+    std::vector<double> s(std::size_t(data.cols()));
+    for (Index d = 0; d < data.cols(); ++d) {
+        double mean = 0;
+        for (Index i = 0; i < n; ++i) mean += data(i, d);
+        mean /= double(n);
+        double ss = 0;
+        for (Index i = 0; i < n; ++i) ss += (data(i, d) - mean) * (data(i, d) - mean);
+        s[std::size_t(d)] = std::sqrt(ss / double(n - 1));
+    }
+    return s;
+}
+
+double rule_factor(Index n, int k, BandwidthRule rule)
+{
+    const double e = -1.0 / (k + 4.0);
+    return rule == BandwidthRule::Scott ? std::pow(double(n), e) : std::pow(double(n) * (k + 2.0) / 4.0, e);
+}
+
+const char* rule_name(BandwidthRule rule) { return rule == BandwidthRule::Scott ? "Scott's rule" : "Silverman's rule"; }
+
+void require_two(const MatrixF& data, BandwidthRule rule)
+{
+    require_data(data, rule_name(rule));
+    if (data.rows() < 2)
+        throw InvalidArgument(std::string(rule_name(rule)) + ": needs n >= 2 points for a standard deviation");
+}
+
+// Row-major float data seen by nanoflann, optionally divided by a scale per dimension.
+struct Cloud {
+    const MatrixF& data;
+    const std::vector<double>& inv_scale;  // empty = 1
+    std::size_t kdtree_get_point_count() const { return std::size_t(data.rows()); }
+    double kdtree_get_pt(std::size_t i, std::size_t d) const
+    {
+        const double v = data(Index(i), Index(d));
+        return inv_scale.empty() ? v : v * inv_scale[d];
+    }
+    template <class Box>
+    bool kdtree_get_bbox(Box&) const { return false; }
+};
+
+// Squared distance between rows i and j in scaled units.
+double dist2(const MatrixF& data, const std::vector<double>& inv, Index i, Index j)
+{
+    double s = 0;
+    for (Index d = 0; d < data.cols(); ++d) {
+        double t = double(data(i, d)) - double(data(j, d));
+        if (!inv.empty()) t *= inv[std::size_t(d)];
+        s += t * t;
+    }
+    return s;
+}
+
+// Distance to the rank-th nearest row among `rows` (rank 0 = the nearest, which is the row
+// itself when i is in rows), brute force with a linear-time selection.
+std::vector<double> brute_rank_distances(const MatrixF& data, const std::vector<Index>& rows, std::size_t rank,
+                                         const std::vector<double>& inv)
+{
+    std::vector<double> out(rows.size()), row(rows.size());
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+        for (std::size_t b = 0; b < rows.size(); ++b) row[b] = dist2(data, inv, rows[a], rows[b]);
+        std::nth_element(row.begin(), row.begin() + std::ptrdiff_t(rank), row.end());
+        out[a] = std::sqrt(row[rank]);
+    }
+    return out;
+}
+
+// Above this many dimensions a kd-tree visits most leaves anyway; brute force is simpler and as fast.
+constexpr Index kTreeMaxDims = 16;
+
+std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv)
+{
+    const Index n = data.rows();
+    if (data.cols() > kTreeMaxDims) {
+        std::vector<Index> all(static_cast<std::size_t>(n));
+        std::iota(all.begin(), all.end(), Index(0));
+        // rank k counts the point itself as rank 0.
+        return brute_rank_distances(data, all, std::size_t(k), inv);
+    }
+    using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
+    Cloud cloud{data, inv};
+    Tree tree(int(data.cols()), cloud, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+    tree.buildIndex();
+    std::vector<double> out(static_cast<std::size_t>(n));
+    std::vector<std::size_t> idx(std::size_t(k) + 1);
+    std::vector<double> d2(std::size_t(k) + 1);
+    std::vector<double> q(std::size_t(data.cols()));
+    for (Index i = 0; i < n; ++i) {
+        for (Index d = 0; d < data.cols(); ++d) q[std::size_t(d)] = cloud.kdtree_get_pt(std::size_t(i), std::size_t(d));
+        // k+1 neighbours: the point itself (or a duplicate of it, also at distance 0) is one of them.
+        const std::size_t got = tree.knnSearch(q.data(), std::size_t(k) + 1, idx.data(), d2.data());
+        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2[got - 1]));
+    }
+    return out;
+}
+
+std::vector<double> inverse_scale(const std::vector<double>& scale, Index k)
+{
+    std::vector<double> inv;
+    if (scale.empty()) return inv;
+    if (Index(scale.size()) != k)
+        throw InvalidArgument("knn_distances: scale has " + std::to_string(scale.size()) + " values but the data have " +
+                              std::to_string(k) + " dimensions");
+    for (std::size_t d = 0; d < scale.size(); ++d) {
+        if (!std::isfinite(scale[d]) || scale[d] <= 0) {
+            std::ostringstream m;
+            m << "knn_distances: scale[" << d << "] must be finite and > 0, got " << scale[d];
+            throw InvalidArgument(m.str());
+        }
+        inv.push_back(1.0 / scale[d]);
+    }
+    return inv;
+}
+
+}  // namespace
+
+std::vector<double> rule_bandwidths(const MatrixF& data, BandwidthRule rule)
+{
+    require_two(data, rule);
+    std::vector<double> h = spreads(data);
+    const double f = rule_factor(data.rows(), int(data.cols()), rule);
+    for (std::size_t d = 0; d < h.size(); ++d) {
+        if (!(h[d] > 0))
+            throw InvalidArgument(std::string(rule_name(rule)) + ": dimension " + std::to_string(d) +
+                                  " is constant (standard deviation 0): no per-dimension bandwidth; use the "
+                                  "isotropic rule or drop the column");
+        h[d] *= f;
+    }
+    return h;
+}
+
+double rule_bandwidth(const MatrixF& data, BandwidthRule rule)
+{
+    require_two(data, rule);
+    const std::vector<double> s = spreads(data);
+    double v = 0;
+    for (double x : s) v += x * x;
+    const double rms = std::sqrt(v / double(s.size()));
+    if (!(rms > 0))
+        throw InvalidArgument(std::string(rule_name(rule)) + ": every point is the same (standard deviation 0)");
+    return rule_factor(data.rows(), int(data.cols()), rule) * rms;
+}
+
+double estimate_bandwidth(const MatrixF& data, double quantile, Index max_samples, std::uint64_t seed)
+{
+    if (!(quantile > 0 && quantile <= 1)) {
+        std::ostringstream m;
+        m << "estimate_bandwidth: quantile must be in (0, 1], got " << quantile;
+        throw InvalidArgument(m.str());
+    }
+    if (max_samples < 1)
+        throw InvalidArgument("estimate_bandwidth: max_samples must be >= 1, got " + std::to_string(max_samples));
+    require_data(data, "estimate_bandwidth");
+    const Index n = data.rows();
+    std::vector<Index> rows(static_cast<std::size_t>(n));
+    std::iota(rows.begin(), rows.end(), Index(0));
+    if (n > max_samples) {  // partial Fisher-Yates: a uniform sample without replacement
+        std::mt19937_64 rng(seed);
+        for (Index i = 0; i < max_samples; ++i) {
+            std::uniform_int_distribution<Index> pick(i, n - 1);
+            std::swap(rows[std::size_t(i)], rows[std::size_t(pick(rng))]);
+        }
+        rows.resize(std::size_t(max_samples));
+    }
+    const Index ns = Index(rows.size());
+    // scikit-learn: n_neighbors = int(n * quantile), at least 1, the query point included.
+    const Index m = std::max<Index>(1, Index(double(ns) * quantile));
+    const std::vector<double> d = brute_rank_distances(data, rows, std::size_t(m - 1), {});
+    double sum = 0;
+    for (double x : d) sum += x;
+    return sum / double(ns);
+}
+
+std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale)
+{
+    require_data(data, "knn_distances");
+    if (k < 1 || Index(k) >= data.rows())
+        throw InvalidArgument("knn_distances: k must be in [1, n-1] = [1, " + std::to_string(data.rows() - 1) +
+                              "], got " + std::to_string(k) + " (the k-th nearest other point must exist)");
+    return knn_scaled(data, k, inverse_scale(scale, data.cols()));
+}
+
+int default_adaptive_k(Index n)
+{
+    const int k = int(std::lround(std::sqrt(double(std::max<Index>(n, 0)))));
+    return int(std::min<Index>(std::clamp(k, 5, 50), std::max<Index>(n - 1, 1)));
+}
+
+MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& o)
+{
+    require_data(data, "adaptive_bandwidths");
+    const Index n = data.rows();
+    const Index dims = data.cols();
+    if (n < 2) throw InvalidArgument("adaptive_bandwidths: needs n >= 2 points (a nearest neighbour)");
+    const int k = o.k == 0 ? default_adaptive_k(n) : o.k;
+    if (k < 1 || Index(k) >= n)
+        throw InvalidArgument("adaptive_bandwidths: k must be in [1, n-1] = [1, " + std::to_string(n - 1) + "], got " +
+                              std::to_string(k));
+    if (!std::isfinite(o.c) || o.c <= 0) {
+        std::ostringstream m;
+        m << "adaptive_bandwidths: c must be finite and > 0, got " << o.c;
+        throw InvalidArgument(m.str());
+    }
+    if (!(o.floor_fraction >= 0 && o.floor_fraction <= 1)) {
+        std::ostringstream m;
+        m << "adaptive_bandwidths: floor_fraction must be in [0, 1], got " << o.floor_fraction;
+        throw InvalidArgument(m.str());
+    }
+    std::vector<double> scale;
+    if (o.per_dimension) {
+        scale = spreads(data);
+        for (std::size_t d = 0; d < scale.size(); ++d)
+            if (!(scale[d] > 0))
+                throw InvalidArgument("adaptive_bandwidths: per_dimension: dimension " + std::to_string(d) +
+                                      " is constant (standard deviation 0)");
+    }
+    std::vector<double> dk = knn_scaled(data, k, inverse_scale(scale, dims));
+
+    std::vector<double> pos;
+    for (double x : dk)
+        if (x > 0) pos.push_back(x);
+    if (pos.empty())
+        throw InvalidArgument("adaptive_bandwidths: every point has k = " + std::to_string(k) +
+                              " or more duplicates (every k-th neighbour distance is 0); use a larger k or a fixed "
+                              "bandwidth");
+    std::nth_element(pos.begin(), pos.begin() + std::ptrdiff_t(pos.size() / 2), pos.end());
+    const double floor = o.floor_fraction * pos[pos.size() / 2];
+    const double factor = o.c / std::sqrt(double(dims));
+    MatrixD h(n, dims);
+    for (Index i = 0; i < n; ++i) {
+        double d = dk[std::size_t(i)];
+        if (d < floor) d = floor;
+        if (!(d > 0))
+            throw InvalidArgument("adaptive_bandwidths: point " + std::to_string(i) + " has " + std::to_string(k) +
+                                  " or more duplicates (k-th neighbour distance 0) and floor_fraction is 0");
+        for (Index c = 0; c < dims; ++c) h(i, c) = factor * d * (scale.empty() ? 1.0 : scale[std::size_t(c)]);
+    }
+    return h;
+}
+
+}  // namespace meanshift

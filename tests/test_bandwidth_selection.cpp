@@ -1,0 +1,219 @@
+// Bandwidth selection (bandwidth_selection.hpp): normal-reference rules against their closed
+// forms, the quantile estimate against scikit-learn's definition and a brute-force reference,
+// k-NN distances against brute force, adaptive bandwidths, and bad input.
+#include "test_support.hpp"
+
+#include <meanshift/bandwidth_selection.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace meanshift;
+
+namespace {
+
+MatrixF normal_sample(Index n, const std::vector<double>& sigma, const std::string& tag)
+{
+    auto rng = mstest::make_rng(tag);
+    std::normal_distribution<double> z(0.0, 1.0);
+    MatrixF x(n, Index(sigma.size()));
+    for (Index i = 0; i < n; ++i)
+        for (Index d = 0; d < x.cols(); ++d) x(i, d) = float(3.0 + sigma[std::size_t(d)] * z(rng));
+    return x;
+}
+
+// Distance to the rank-th nearest other point, from every pairwise distance sorted.
+std::vector<double> brute_knn(const MatrixF& x, int rank)
+{
+    std::vector<double> out;
+    for (Index i = 0; i < x.rows(); ++i) {
+        std::vector<double> d;
+        for (Index j = 0; j < x.rows(); ++j)
+            if (j != i) d.push_back((x.row(i).cast<double>() - x.row(j).cast<double>()).norm());
+        std::sort(d.begin(), d.end());
+        out.push_back(d[std::size_t(rank - 1)]);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("bandwidth selection: Scott and Silverman against the closed forms")
+{
+    SUBCASE("formula with the sample standard deviation, per dimension and isotropic")
+    {
+        const MatrixF x = normal_sample(500, {1.0, 4.0, 0.25}, "bwsel-formula");
+        const double n = 500, k = 3;
+        std::vector<double> s;
+        for (Index d = 0; d < 3; ++d) {
+            const Eigen::VectorXd c = x.col(d).cast<double>();
+            const double m = c.mean();
+            s.push_back(std::sqrt((c.array() - m).square().sum() / (n - 1)));
+        }
+        const auto scott = rule_bandwidths(x, BandwidthRule::Scott);
+        const auto silver = rule_bandwidths(x, BandwidthRule::Silverman);
+        for (std::size_t d = 0; d < 3; ++d) {
+            CHECK(scott[d] == doctest::Approx(std::pow(n, -1 / (k + 4)) * s[d]).epsilon(1e-9));
+            CHECK(silver[d] == doctest::Approx(std::pow(n * (k + 2) / 4, -1 / (k + 4)) * s[d]).epsilon(1e-9));
+        }
+        const double rms = std::sqrt((s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) / 3);
+        CHECK(rule_bandwidth(x, BandwidthRule::Scott) == doctest::Approx(std::pow(n, -1 / (k + 4)) * rms).epsilon(1e-9));
+    }
+    SUBCASE("1-D normal: Silverman is 1.06 sigma n^-1/5 (the textbook rule), Scott sigma n^-1/5")
+    {
+        const double sigma = 2.5;
+        const MatrixF x = normal_sample(20000, {sigma}, "bwsel-1d");
+        const double base = sigma * std::pow(20000.0, -0.2);
+        CHECK(rule_bandwidth(x, BandwidthRule::Silverman) == doctest::Approx(1.0592 * base).epsilon(0.03));
+        CHECK(rule_bandwidth(x, BandwidthRule::Scott) == doctest::Approx(base).epsilon(0.03));
+    }
+    SUBCASE("bad input")
+    {
+        MatrixF one(1, 2);
+        one << 1, 2;
+        CHECK_THROWS_AS(rule_bandwidth(one, BandwidthRule::Scott), InvalidArgument);
+        MatrixF constant_col(3, 2);
+        constant_col << 1, 5, 2, 5, 3, 5;
+        CHECK_THROWS_WITH_AS(rule_bandwidths(constant_col, BandwidthRule::Silverman),
+                             doctest::Contains("dimension 1 is constant"), InvalidArgument);
+        CHECK(rule_bandwidth(constant_col, BandwidthRule::Silverman) > 0);  // the rms spread is not 0
+        MatrixF nan = constant_col;
+        nan(1, 0) = std::numeric_limits<float>::quiet_NaN();
+        CHECK_THROWS_AS(rule_bandwidths(nan, BandwidthRule::Scott), InvalidArgument);
+        CHECK_THROWS_AS(rule_bandwidth(MatrixF(0, 2), BandwidthRule::Scott), InvalidArgument);
+    }
+}
+
+TEST_CASE("bandwidth selection: estimate_bandwidth is scikit-learn's quantile estimate")
+{
+    // scikit-learn 1.x: estimate_bandwidth(np.array([[0],[1],[3],[7],[15]]), quantile=q)
+    // gives 3.2 for q = 0.4 (2 neighbours, the point itself first) and 12.8 for q = 1.
+    MatrixF x(5, 1);
+    x << 0, 1, 3, 7, 15;
+    CHECK(estimate_bandwidth(x, 0.4) == doctest::Approx(3.2));
+    CHECK(estimate_bandwidth(x, 1.0) == doctest::Approx(12.8));
+    CHECK(estimate_bandwidth(x, 0.1) == 0.0);  // 1 neighbour: the point itself
+
+    SUBCASE("against a brute-force reference, 3-D")
+    {
+        const MatrixF y = normal_sample(300, {1.0, 2.0, 0.5}, "bwsel-quantile");
+        const int m = int(300 * 0.3);  // 90 neighbours including the point: the 89th other one
+        const auto ref = brute_knn(y, m - 1);
+        double mean = 0;
+        for (double v : ref) mean += v;
+        mean /= 300;
+        CHECK(estimate_bandwidth(y, 0.3) == doctest::Approx(mean).epsilon(1e-9));
+    }
+    SUBCASE("a sample stands for large data: close to the full value, deterministic")
+    {
+        const MatrixF y = normal_sample(3000, {1.0, 1.0}, "bwsel-sample");
+        const double full = estimate_bandwidth(y, 0.2);
+        const double sampled = estimate_bandwidth(y, 0.2, 1000, 7);
+        CHECK(sampled == doctest::Approx(full).epsilon(0.05));
+        CHECK(sampled == estimate_bandwidth(y, 0.2, 1000, 7));
+    }
+    SUBCASE("bad input")
+    {
+        for (double q : {0.0, -0.1, 1.5, std::numeric_limits<double>::quiet_NaN()})
+            CHECK_THROWS_WITH_AS(estimate_bandwidth(x, q), doctest::Contains("quantile"), InvalidArgument);
+        CHECK_THROWS_AS(estimate_bandwidth(x, 0.3, 0), InvalidArgument);
+        CHECK_THROWS_AS(estimate_bandwidth(MatrixF(0, 1), 0.3), InvalidArgument);
+    }
+}
+
+TEST_CASE("bandwidth selection: k-NN distances against brute force (kd-tree and brute-force paths)")
+{
+    for (int dims : {1, 2, 5, 20}) {  // 20 > 16: the brute-force path
+        CAPTURE(dims);
+        const MatrixF x = normal_sample(400, std::vector<double>(std::size_t(dims), 1.0), "bwsel-knn" + std::to_string(dims));
+        for (int k : {1, 7, 50}) {
+            CAPTURE(k);
+            const auto got = knn_distances(x, k);
+            const auto ref = brute_knn(x, k);
+            for (std::size_t i = 0; i < ref.size(); ++i) REQUIRE(got[i] == doctest::Approx(ref[i]).epsilon(1e-6));
+        }
+    }
+    SUBCASE("scale: distances in standardised units")
+    {
+        const MatrixF x = normal_sample(200, {1.0, 100.0}, "bwsel-scale");
+        MatrixF scaled = x;
+        scaled.col(1) /= 100.0f;
+        const auto got = knn_distances(x, 5, {1.0, 100.0});
+        const auto ref = brute_knn(scaled, 5);
+        for (std::size_t i = 0; i < ref.size(); ++i) CHECK(got[i] == doctest::Approx(ref[i]).epsilon(1e-5));
+        CHECK_THROWS_AS(knn_distances(x, 5, {1.0}), InvalidArgument);
+        CHECK_THROWS_AS(knn_distances(x, 5, {1.0, 0.0}), InvalidArgument);
+    }
+    SUBCASE("duplicates are neighbours at distance 0; k >= n is an error")
+    {
+        MatrixF d(4, 2);
+        d << 1, 1, 1, 1, 1, 1, 4, 5;
+        const auto got = knn_distances(d, 2);
+        CHECK(got[0] == 0.0);
+        CHECK(got[3] == doctest::Approx(5.0));
+        CHECK_THROWS_WITH_AS(knn_distances(d, 4), doctest::Contains("k must be in [1, n-1]"), InvalidArgument);
+        CHECK_THROWS_AS(knn_distances(d, 0), InvalidArgument);
+    }
+}
+
+TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
+{
+    SUBCASE("sigma_i = c d_k(x_i) / sqrt(dim), isotropic and per dimension")
+    {
+        const MatrixF x = normal_sample(300, {1.0, 10.0}, "bwsel-adaptive");
+        AdaptiveBandwidthOptions o;
+        o.k = 8;
+        o.c = 0.7;
+        const MatrixD h = adaptive_bandwidths(x, o);
+        const auto dk = knn_distances(x, 8);
+        REQUIRE(h.rows() == 300);
+        REQUIRE(h.cols() == 2);
+        for (Index i = 0; i < 300; ++i) {
+            CHECK(h(i, 0) == doctest::Approx(0.7 * dk[std::size_t(i)] / std::sqrt(2.0)));
+            CHECK(h(i, 1) == h(i, 0));
+        }
+        o.per_dimension = true;
+        const MatrixD hp = adaptive_bandwidths(x, o);
+        for (Index i = 0; i < 300; ++i) CHECK(hp(i, 1) / hp(i, 0) == doctest::Approx(10.0).epsilon(0.15));
+        CHECK_NOTHROW(Bandwidth::per_point(hp));
+    }
+    SUBCASE("defaults: k = round(sqrt(n)) in [5, 50]")
+    {
+        CHECK(default_adaptive_k(10) == 5);
+        CHECK(default_adaptive_k(4) == 3);
+        CHECK(default_adaptive_k(400) == 20);
+        CHECK(default_adaptive_k(1000000) == 50);
+    }
+    SUBCASE("duplicates: the documented floor, or an error without it")
+    {
+        MatrixF d(6, 1);
+        d << 0, 0, 0, 1, 3, 6;
+        AdaptiveBandwidthOptions o;
+        o.k = 2;
+        o.c = 1.0;
+        // d_2 = 0, 0, 0, 1, 3, 5: the median of the positive ones is 3, the floor 0.3.
+        const MatrixD h = adaptive_bandwidths(d, o);
+        CHECK(h(0, 0) == doctest::Approx(0.3));
+        CHECK(h(3, 0) == doctest::Approx(1.0));
+        o.floor_fraction = 0;
+        CHECK_THROWS_WITH_AS(adaptive_bandwidths(d, o), doctest::Contains("duplicates"), InvalidArgument);
+        MatrixF same = MatrixF::Constant(5, 2, 1.0f);
+        CHECK_THROWS_WITH_AS(adaptive_bandwidths(same, {}), doctest::Contains("duplicates"), InvalidArgument);
+    }
+    SUBCASE("bad options")
+    {
+        const MatrixF x = normal_sample(20, {1.0}, "bwsel-bad");
+        AdaptiveBandwidthOptions o;
+        o.k = 20;
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+        o.k = 3;
+        o.c = 0;
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+        o.c = std::numeric_limits<double>::quiet_NaN();
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+        o.c = 1;
+        o.floor_fraction = 2;
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+    }
+}
