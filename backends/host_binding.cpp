@@ -36,6 +36,7 @@ void HostBinding::set_modes(const double* positions, Index m, const double* metr
     active_.resize(static_cast<std::size_t>(m));
     for (Index i = 0; i < m; ++i) active_[static_cast<std::size_t>(i)] = i;
     if (data_->grid) order_by_cell();
+    if (data_->tree) order_by_leaf();
 }
 
 void HostBinding::step(double tol2, bool retire, StepReport& report)
@@ -107,9 +108,46 @@ void HostBinding::order_by_cell()
     active_.assign(order.begin(), order.end());
 }
 
+void HostBinding::order_by_leaf()
+{
+    // As order_by_cell: a block's candidates are the leaves its bounding box reaches, so the modes
+    // of a block should be close; the leaves' row order is a spatial order.
+    const KdTree& T = *data_->tree;
+    const Index m = modes_.rows();
+    const int k = data_->k();
+    std::vector<std::pair<Index, Index>> keyed(static_cast<std::size_t>(m));
+    for (Index q = 0; q < m; ++q) keyed[std::size_t(q)] = {T.leaf_start(modes_.data() + q * k), q};
+    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (Index q = 0; q < m; ++q) active_[std::size_t(q)] = keyed[std::size_t(q)].second;
+}
+
 Index HostBinding::block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const
 {
     const PreparedData& D = *data_;
+    if (D.tree) {
+        // The block's bounding box; the tree's reach boxes already hold the search radius.
+        // Local storage: the openmp backend calls this from several threads at once.
+        const int k = D.k();
+        double lo_a[64], hi_a[64];
+        std::vector<double> lo_v, hi_v;
+        double* lo = lo_a;
+        double* hi = hi_a;
+        if (k > 64) {
+            lo_v.resize(std::size_t(k));
+            hi_v.resize(std::size_t(k));
+            lo = lo_v.data();
+            hi = hi_v.data();
+        }
+        std::copy_n(modes, k, lo);
+        std::copy_n(modes, k, hi);
+        for (Index q = 1; q < count; ++q)
+            for (int d = 0; d < k; ++d) {
+                const double v = modes[q * k + d];
+                lo[d] = std::min(lo[d], v);
+                hi[d] = std::max(hi[d], v);
+            }
+        return D.tree->box_ranges(lo, hi, ranges);
+    }
     if (!D.grid) {
         ranges.push_back(0);
         ranges.push_back(D.n());

@@ -35,8 +35,11 @@ protected:
     /// The [begin, end) ranges of prepared rows (appended to `ranges` as begin, end, …) that
     /// `count` modes at `modes` (count × k, prepared units) must visit: with a grid, the rows of
     /// the box of cells that is the union of the modes' ±1 neighbourhoods (one range per row of
-    /// the box along the last grid dim); without one, [0, n). Returns the number of rows.
+    /// the box along the last grid dim); with a kd-tree, the rows of the leaves whose reach box meets
+    /// the modes' bounding box; without either, [0, n). Returns the number of rows. Thread-safe.
     Index block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const;
+    /// Whether block_ranges() can give fewer rows than [0, n) (a grid or a kd-tree).
+    bool sparse_search() const noexcept { return data_->grid.has_value() || data_->tree.has_value(); }
 
     std::shared_ptr<const PreparedData> data_;
     Topology topology_;
@@ -44,6 +47,8 @@ protected:
 private:
     /// Sorts active_ (all modes, after set_modes) along the Morton curve of the modes' grid cells.
     void order_by_cell();
+    /// Sorts active_ (all modes, after set_modes) by the kd-tree leaf each mode descends to.
+    void order_by_leaf();
 
     MatrixD modes_, metric_, in_, out_;
     std::vector<Index> active_;

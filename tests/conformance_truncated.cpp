@@ -45,7 +45,7 @@ Options truncated(const Bandwidth& bw, double cutoff, NeighbourSearch s, const s
 
 }  // namespace
 
-TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid and brute force, cutoff 2.5 and 3 vs the oracle")
+TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid, kd-tree and brute force, cutoff 2.5 and 3 vs the oracle")
 {
     const bool trunc = backend_truncates();
     auto rng = make_rng("conf-truncated-blobs");
@@ -53,7 +53,7 @@ TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid and brute force
     for (int k : {1, 2, 3, 5, 16}) {
         const Blobs b = make_blobs(rng, k, {120, 90, 60}, {0.6, 0.5, 0.4}, 9.0);
         for (double c : {2.5, 3.0})
-            for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::BruteForce}) {
+            for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::Tree, NeighbourSearch::BruteForce}) {
                 INFO("k = " << k << ", cutoff " << c << ", search " << int(s));
                 const Options o = truncated(Bandwidth::isotropic(1.0), c, s);
                 const Result got = cluster(b.data, o);
@@ -65,6 +65,7 @@ TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid and brute force
                     CHECK(got.cutoff == c);
                     if (s == NeighbourSearch::Grid && k <= 3) CHECK(got.search.find("grid") != std::string::npos);
                     if (s == NeighbourSearch::BruteForce) CHECK(got.search.find("brute force") != std::string::npos);
+                    if (s == NeighbourSearch::Tree) CHECK(got.search.find("kd-tree") == 0);
                 } else {
                     CHECK(got.search == "exact (backend has no truncated kernel yet)");
                 }
@@ -102,7 +103,7 @@ TEST_CASE("conformance truncated: every topology, ragged n, modes crossing cells
     }
 }
 
-TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, grid vs the oracle")
+TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, grid and kd-tree vs the oracle")
 {
     const bool trunc = backend_truncates();
     if (!trunc) {
@@ -119,7 +120,7 @@ TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, gri
     MatrixD h(b.data.rows(), 2);
     std::uniform_real_distribution<double> U(0.0, 1.0);
     for (Index i = 0; i < h.rows(); ++i) h.row(i) << std::pow(100.0, U(rng)) * 0.05, std::pow(100.0, U(rng)) * 0.05;
-    for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::BruteForce}) {
+    for (NeighbourSearch s : {NeighbourSearch::Grid, NeighbourSearch::Tree, NeighbourSearch::BruteForce}) {
         Options o = truncated(Bandwidth::per_point(h), 3.0, s);
         o.max_iterations = 100;
         const Result got = cluster(b.data, o);

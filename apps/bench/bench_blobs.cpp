@@ -1,7 +1,7 @@
 // bench_blobs: meanshift::cluster() with default options (truncated kernel, grid, bin seeding) on
 // the blobs that apps/bench/peers/sklearn_blobs.py wrote, through the public API only. Prints the
 // time, the method that ran and the ARI against the truth (and against an exact run with --vs-exact).
-//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine] [--grid|--brute-force]
+//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force]
 #include <meanshift/meanshift.hpp>
 
 #include <chrono>
@@ -52,7 +52,7 @@ int main(int argc, char** argv)
 {
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_blobs PREFIX N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] "
-                             "[--bin-data] [--all-points] [--no-refine] [--grid|--brute-force] [--backend NAME]\n");
+                             "[--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force] [--backend NAME]\n");
         return 2;
     }
     const std::string prefix = argv[1];
@@ -75,6 +75,7 @@ int main(int argc, char** argv)
         else if (a == "--backend" && i + 1 < argc) o.backend = argv[++i];
         else if (a == "--brute-force") o.search = meanshift::NeighbourSearch::BruteForce;
         else if (a == "--grid") o.search = meanshift::NeighbourSearch::Grid;
+        else if (a == "--tree") o.search = meanshift::NeighbourSearch::Tree;
         else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
     }
     const auto x = read<float>(prefix + ".f32", std::size_t(n) * std::size_t(k));

@@ -111,7 +111,7 @@ private:
         scratch_.resize(scratch_bytes * static_cast<std::size_t>(z));  // before the parallel region: may throw
 
         const int k = kd.k;
-        const bool sparse = data_->grid.has_value();
+        const bool sparse = sparse_search();
         double pairs = 0;
 #pragma omp parallel num_threads(z) reduction(+ : pairs)
         {
@@ -122,7 +122,7 @@ private:
             for (Index b = 0; b < blocks; ++b) {
                 const Index first = b * per_block;
                 const int m = static_cast<int>(std::min(per_block, count - first));
-                if (sparse) {  // the block's modes visit the box of their ±1 cell neighbourhoods only
+                if (sparse) {  // the block's modes visit their cell boxes or kd-tree leaves only
                     ranges.clear();
                     pairs += static_cast<double>(m) * static_cast<double>(block_ranges(in + first * k, m, ranges));
                     kb.ranges = ranges.data();

@@ -50,10 +50,13 @@ struct MEANSHIFT_API PreparedData {
     /// precision, Σ_d w_id (y_d − x_id)²) exceeds cutoff2 gets weight 0. inf = the exact kernel.
     /// Backends that do not report Backend::supports_cutoff() are always given inf.
     double cutoff2 = std::numeric_limits<double>::infinity();
-    /// Prepared row -> the caller's row (prepare() sorts the points by grid cell); empty = identity.
+    /// Prepared row -> the caller's row (the search sorts the points by grid cell or tree leaf); empty = identity.
     std::vector<Index> original;
     /// The neighbour-search grid (rows sorted by its cells), or none (brute force).
     std::optional<CellGrid> grid;
+    /// The kd-tree search (rows sorted by its leaves), or none. Never set together with `grid`;
+    /// the host backends visit its ranges, the GPU backends (grid only) run brute force.
+    std::optional<KdTree> tree;
 
     Index n() const noexcept { return points.rows(); }
     int k() const noexcept { return static_cast<int>(points.cols()); }

@@ -6,7 +6,9 @@
 /// within c·σ_id of it in every dimension. The uniform cell grid below finds them: prepare() sorts
 /// the points by cell, so the points of a row of cells along the last grid dimension are one
 /// contiguous range of prepared rows, and a block of nearby modes runs over a few ranges instead
-/// of [0, n) (block-sparse ranges, as KeOps does).
+/// of [0, n) (block-sparse ranges, as KeOps does). For higher k, where a grid over a few dims no
+/// longer prunes, a kd-tree (KdTree, built with nanoflann) sorts the rows by leaf instead, so each
+/// leaf is a contiguous range of rows and a block of modes visits the leaves it can reach.
 
 #include <meanshift/export.hpp>
 #include <meanshift/types.hpp>
@@ -19,7 +21,8 @@ namespace meanshift {
 /// How the backends find the points a mode can reach (Options::search).
 enum class NeighbourSearch {
     /// Grid when the cutoff is finite and the grid prunes enough (estimated candidate fraction
-    /// below kGridMaxCandidateFraction, docs/truncated-kernel.md has the crossover), else BruteForce.
+    /// below kGridMaxCandidateFraction, docs/truncated-kernel.md has the crossover), else Tree when
+    /// it prunes (see Tree), else BruteForce.
     Auto,
     /// Every mode visits every point; pairs beyond the cutoff are still masked (weight 0).
     BruteForce,
@@ -32,6 +35,12 @@ enum class NeighbourSearch {
     /// Auto takes it whenever Options::lattice is set. InvalidArgument without Options::lattice or
     /// when the data are not that lattice.
     Lattice,
+    /// A kd-tree over all k prepared dims (KdTree): rows sorted by leaf, a block of modes visits the
+    /// leaves whose reach box it touches. Auto takes it when the grid does not pay, estimates more
+    /// pairs (above kGridTryTreeFraction) or spans many dims (kGridTryTreeDims), and the tree's
+    /// estimated candidate fraction is at most kTreeMaxCandidateFraction. With an infinite cutoff: brute force. GPU backends get no
+    /// grid with it and run brute force (masked by the cutoff) over the permuted rows.
+    Tree,
 };
 
 /// The data are the pixels of an image (Options::lattice): row y·width + x is pixel (x, y), and
@@ -49,6 +58,20 @@ struct PixelLattice {
 /// neighbourhood / n) is at most this. Measured on 2 cores (docs/truncated-kernel.md): the grid's time
 /// follows the pairs it visits, and it was faster than brute force up to an estimate of 0.80.
 inline constexpr double kGridMaxCandidateFraction = 0.85;
+
+/// Auto takes the kd-tree, where the grid does not pay or estimates more pairs than the tree, when
+/// the tree's estimated fraction of candidate pairs is at most this (measured on 2 cores,
+/// docs/truncated-kernel.md, "kd-tree neighbour search").
+inline constexpr double kTreeMaxCandidateFraction = 0.5;
+
+/// Auto builds the kd-tree as well when the grid's estimated candidate fraction is above this, and
+/// takes the tree when it estimates fewer pairs. Below it the grid already visits few pairs and the tree's
+/// build (O(n log n · k)) would not pay back.
+inline constexpr double kGridTryTreeFraction = 0.4;
+
+/// Auto also builds the kd-tree when the grid spans more dims than this (a block then walks
+/// 3^(g−1) rows of cells), and takes it unless the grid estimates at least 10 % fewer pairs.
+inline constexpr int kGridTryTreeDims = 4;
 
 /// A uniform cell grid over g of the k prepared dimensions. Cells are numbered row-major over
 /// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
@@ -82,6 +105,38 @@ struct MEANSHIFT_API CellGrid {
     /// grid dim, adjacent ranges merged. Returns the number of rows covered.
     Index box_ranges(const Index* lo, const Index* hi, std::vector<Index>& ranges) const;
     /// Text for Result::search, e.g. "grid over dims {0,1}, 40 x 38 cells".
+    std::string describe() const;
+};
+
+/// A kd-tree over the prepared rows, sorted so that every node's points are the contiguous rows
+/// [begin, end) (preorder: node 0 is the root, a node's children follow it). Each node keeps its
+/// *reach box*: per dim d the hull of [x_id − r_id, x_id + r_id] over its points, r_id = c (shared H,
+/// whitened) or c·σ_id (per-point H_i, σ_id = 1/√precision_id), c = √cutoff2. A mode y can only give
+/// point i a non-zero weight if y lies in [x_i − r_i, x_i + r_i] in every dim, so the points a block
+/// of modes can reach lie in the leaves whose reach box meets the block's bounding box. The boxes are
+/// stored as float32 rounded outwards (conservative), node_count × k each.
+struct MEANSHIFT_API KdTree {
+    int k = 0;                      ///< dims of the prepared points
+    Index leaf_size = 0;            ///< most points per leaf (nanoflann's leaf_max_size; grows with k, kdtree.cpp)
+    Index leaves = 0;               ///< number of leaves
+    std::vector<float> reach_lo;    ///< node_count × k, lower edges of the reach boxes (prepared units)
+    std::vector<float> reach_hi;    ///< node_count × k, upper edges
+    std::vector<float> common_lo;   ///< node_count × k, max over the node's leaves of reach_lo
+    std::vector<float> common_hi;   ///< node_count × k, min over the node's leaves of reach_hi
+    std::vector<Index> begin, end;  ///< per node: its rows [begin, end) of the prepared rows
+    std::vector<Index> child;       ///< 2 per node: children's node indices, −1 −1 for a leaf
+    std::vector<int> split_dim;     ///< per inner node: the dim it splits (leaves: −1)
+    std::vector<double> split;      ///< per inner node: points below go to child 0 (leaf_start())
+
+    Index node_count() const noexcept { return static_cast<Index>(begin.size()); }
+    /// Appends to `ranges` (begin, end, …, ascending, adjacent ranges merged) the rows of the
+    /// leaves whose reach box meets the box [lo, hi] (k coordinates each, prepared units; the
+    /// bounding box of a block of modes). Returns the number of rows.
+    Index box_ranges(const double* lo, const double* hi, std::vector<Index>& ranges) const;
+    /// First row of the leaf a position y (k coordinates) descends to: sorting modes by it puts
+    /// modes of one leaf next to each other, in the leaves' spatial order.
+    Index leaf_start(const double* y) const noexcept;
+    /// Text for Result::search, e.g. "kd-tree, 3125 leaves of <= 32 points".
     std::string describe() const;
 };
 
