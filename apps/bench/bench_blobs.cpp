@@ -1,7 +1,7 @@
 // bench_blobs: meanshift::cluster() with default options (truncated kernel, grid, bin seeding) on
 // the blobs that apps/bench/peers/sklearn_blobs.py wrote, through the public API only. Prints the
 // time, the method that ran and the ARI against the truth (and against an exact run with --vs-exact).
-//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force]
+//   bench_blobs /tmp/blobs N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] [--data-bin-size S] [--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force]
 #include <meanshift/meanshift.hpp>
 
 #include <chrono>
@@ -52,7 +52,7 @@ int main(int argc, char** argv)
 {
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_blobs PREFIX N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] "
-                             "[--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force] [--backend NAME]\n");
+                             "[--data-bin-size S] [--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force] [--backend NAME]\n");
         return 2;
     }
     const std::string prefix = argv[1];
@@ -72,6 +72,7 @@ int main(int argc, char** argv)
         else if (a == "--all-points") o.seeding = meanshift::Seeding::AllPoints;
         else if (a == "--cutoff" && i + 1 < argc) o.cutoff = std::atof(argv[++i]);
         else if (a == "--bin-size" && i + 1 < argc) o.bin_size = std::atof(argv[++i]);
+        else if (a == "--data-bin-size" && i + 1 < argc) o.data_bin_size = std::atof(argv[++i]);
         else if (a == "--backend" && i + 1 < argc) o.backend = argv[++i];
         else if (a == "--brute-force") o.search = meanshift::NeighbourSearch::BruteForce;
         else if (a == "--grid") o.search = meanshift::NeighbourSearch::Grid;

@@ -40,6 +40,8 @@ void validate_options(const Options& o)
                               std::to_string(o.cutoff));
     if (!(o.bin_size > 0) || !std::isfinite(o.bin_size))
         throw InvalidArgument("bin_size must be finite and > 0, got " + std::to_string(o.bin_size));
+    if (std::isnan(o.data_bin_size))
+        throw InvalidArgument("data_bin_size must be 0 (automatic), > 0 (bandwidths) or < 0 / inf (never), got NaN");
     if (o.min_bin_count < 1)
         throw InvalidArgument("min_bin_count must be >= 1, got " + std::to_string(o.min_bin_count));
 }
@@ -56,6 +58,9 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth, weights);
     // Seeds (all points, bins, binned data or explicit) and, per caller row, the seed labelling it.
     detail::SeedPlan plan = detail::plan_seeds(prep, n, k, options, weights, seeds, m);
+    // Options::data_bin_size: the ascents run on the binned data; the caller's points (prepared
+    // units, caller order) are kept for the boundary refinement's fine bins.
+    const MatrixD caller_points = detail::bin_data_for_ascent(prep, plan, options, weights);
     const MatrixD& Y0 = plan.seeds;
     const bool own_metric = plan.own_metric;
     r.seeding = plan.description;
@@ -165,7 +170,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         r.no_support = std::move(seed_none);
     } else {
         detail::SeedAscents a{Y, std::move(seed_iterations), std::move(seed_converged), std::move(seed_none)};
-        const Grouping gr = detail::refine_boundaries(plan, *D, *binding, g, a, options, r.timing, r.seeding);
+        const Grouping gr = detail::refine_boundaries(plan, *D, caller_points.rows() ? &caller_points : nullptr,
+                                                                 *binding, g, a, options, r.timing, r.seeding);
         detail::label_points_by_seed(r, prep, gr, a, plan.point_seed);
     }
     for (bool none : r.no_support) if (none) ++r.modes_without_support;

@@ -18,6 +18,17 @@ std::string number(double v)
     return s.str();
 }
 
+/// 1000000 -> "1,000,000"
+std::string grouped(Index v)
+{
+    std::string d = std::to_string(v), out;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) out += ',';
+        out += d[i];
+    }
+    return out;
+}
+
 }  // namespace
 
 Bins make_bins(const MatrixD& P, double side, const float* weights)
@@ -157,7 +168,41 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
     return p;
 }
 
-Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& binding, const Grouping& g,
+MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& options, const float* weights)
+{
+    const double s = options.data_bin_size;
+    const bool automatic = s == 0;
+    if (options.exact || options.bin_data || plan.bins.count.empty() || !options.bandwidth.shared() ||
+        options.lattice || s < 0 || !std::isfinite(s))
+        return MatrixD();
+    const double side = automatic ? options.bin_size / 4 : s;
+    const Index n = prep.data.n();
+    const int k = prep.data.k();
+    Bins b = make_bins(prep.data.points, side, weights);
+    const Index B = b.mean.rows();
+    // Automatic: only when it cuts the ascents' work (∝ points) at least 4-fold.
+    if (automatic && 4 * B > n) return MatrixD();
+    MatrixD caller = std::move(prep.data.points);
+    // Same prepared frame (centre, scale): the seeds and from_prepared() stay valid. The counts
+    // (× sample weights) ride on the per-point model's log-weight with unit precisions, as in prepare().
+    PreparedData D;
+    D.model = KernelModel::PerPoint;
+    D.precision = MatrixD::Ones(B, k);
+    D.points = std::move(b.mean);
+    D.finalize();
+    for (Index j = 0; j < B; ++j)
+        D.log_weight[j] += b.weight[j] > 0 ? std::max(-1e4, std::log(b.weight[j])) : -1e4;
+    D.log_weight.array() -= D.log_weight.maxCoeff();
+    D.log_weight = D.log_weight.cwiseMax(-1e4);
+    D.log_weight_f = D.log_weight.cast<float>();
+    prep.data = std::move(D);
+    plan.description += ", data binned at " + number(side) + " bandwidths: " + grouped(n) + " -> " + grouped(B) +
+                        " weighted points";
+    return caller;
+}
+
+Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD* points, Binding& binding,
+                           const Grouping& g,
                            SeedAscents& a, const Options& options, Timing& timing, std::string& description)
 {
     Grouping out = g;
@@ -209,14 +254,14 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& bindi
     if (n_boundary == 0) return out;
 
     // The points of boundary bins (caller rows), binned on the fine cells.
-    const Index n = D.n();
+    const Index n = D.n();  // rows the ascents run on
+    const MatrixD& X = points ? *points : D.points;
+    auto caller_row = [&](Index q) { return points || D.original.empty() ? q : D.original[std::size_t(q)]; };
     std::vector<Index> rows;
-    for (Index q = 0; q < n; ++q) {
-        const Index i = D.original.empty() ? q : D.original[std::size_t(q)];
-        if (boundary[std::size_t(b.of[std::size_t(i)])]) rows.push_back(q);
-    }
+    for (Index q = 0; q < X.rows(); ++q)
+        if (boundary[std::size_t(b.of[std::size_t(caller_row(q))])]) rows.push_back(q);
     MatrixD P(static_cast<Index>(rows.size()), k);
-    for (std::size_t r = 0; r < rows.size(); ++r) P.row(static_cast<Index>(r)) = D.points.row(rows[r]);
+    for (std::size_t r = 0; r < rows.size(); ++r) P.row(static_cast<Index>(r)) = X.row(rows[r]);
     const Bins fine = make_bins(P, b.side / 4, nullptr);
     const Index F = fine.mean.rows();
 
@@ -303,8 +348,7 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& bindi
         out.labels[t] = fl[std::size_t(f)];
     }
     for (std::size_t r = 0; r < rows.size(); ++r) {
-        const Index i = D.original.empty() ? rows[r] : D.original[std::size_t(rows[r])];
-        plan.point_seed[std::size_t(i)] = S + fine.of[r];
+        plan.point_seed[std::size_t(caller_row(rows[r]))] = S + fine.of[r];
     }
     description += ", " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(b.side / 4) +
                    " (" + std::to_string(F) + " seeds, " + std::to_string(early) + " resolved by their trajectory)";

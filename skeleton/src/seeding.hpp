@@ -52,6 +52,13 @@ struct SeedPlan {
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
                     const float* seeds, Index m);
 
+/// Options::data_bin_size: when it applies (Seeding::Bins plan, shared bandwidth, not exact/bin_data,
+/// no lattice) and, in automatic mode, leaves at most n/4 cells, replaces prep.data by the weighted
+/// cell means (same prepared frame: the seeds stay valid) and appends what it did to
+/// plan.description. Returns the caller's prepared points (caller order) when it replaced them,
+/// else an empty matrix.
+MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& options, const float* weights);
+
 /// Per seed, in the caller's seed order: what its ascent gave.
 struct SeedAscents {
     MatrixD modes;                  ///< m × k, prepared units
@@ -69,7 +76,10 @@ struct SeedAscents {
 /// its trajectory is the same as from there), one that converges elsewhere takes the group of the
 /// nearest centre of `g`. Appends the fine seeds to `a` and points plan.point_seed at them; returns
 /// `g` with their labels appended. Adds its steps to `timing`, and a note to `description`.
-Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, Binding& binding, const Grouping& g,
+/// `points` (caller order, prepared units): the caller's points when D holds binned data
+/// (bin_data_for_ascent), nullptr when D's points are the caller's (in D.original's order).
+Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD* points, Binding& binding,
+                           const Grouping& g,
                            SeedAscents& a, const Options& options, Timing& timing, std::string& description);
 
 /// Fills r.labels, modes, iterations, converged, no_support (n rows), cluster_sizes and centres
