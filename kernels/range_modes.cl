@@ -120,3 +120,117 @@ void range_modes_wide(__global const float* points, __global const float* precis
     }
 }
 #endif /* MS_RANGE_WIDE */
+
+#if defined(MS_CPU_VW)
+/* ---- CPU-class devices (issue 12): range_modes_cpu -------------------------------------------
+ * The truncated kernel without local memory or barriers: one work-item per group walks
+ * MS_CPU_RANGE_MODES consecutive slots, each mode with its own box (so fewer candidates than the
+ * group's union box), and visits the candidates MS_CPU_VW at a time in float vectors. The host
+ * stores the points (and precisions) transposed, dim d of point i at d · MS_CPU_ROW(n) + i, rows
+ * padded by at least MS_CPU_VW so that the last vector of a range stays inside the buffer; lanes
+ * past the range's end and pairs beyond the cutoff get weight 0 (select). Same pairs, same
+ * direct-form exponent as ms_range_pairs; the end of the step is ms_finish_mode. Needs TAU = 1
+ * and the CPU vector helpers of approx_mode_common.clh (msv, ms_cpu_exp2, ms_cpu_hsum). */
+#if TAU != 1 || !defined(MS_CPU_RANGE_MODES)
+#error "range_modes_cpu: TAU = 1 and MS_CPU_RANGE_MODES"
+#endif
+#define MS_RV(x) MS_VLOAD(0, (x))
+#if MS_CPU_VW == 16
+#define MS_RLANES (int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+#elif MS_CPU_VW == 8
+#define MS_RLANES (int8)(0, 1, 2, 3, 4, 5, 6, 7)
+#else
+#define MS_RLANES (int4)(0, 1, 2, 3)
+#endif
+#define MS_CPU_ROW(n) ((((n) + MS_CPU_VW - 1) / MS_CPU_VW + 1) * MS_CPU_VW)
+
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void range_modes_cpu(__global const float* points, __global const float* precision, __global const float* log_weight,
+                     const int n, __global const int* start, __global const int* gi, __global const float* gf,
+                     const int g, const float cut2, __global float* modes, __global const int* active,
+                     const int count, __global long* group_pairs, MS_FINISH_PARAMS)
+{
+    const int nrow = MS_CPU_ROW(n);
+    const int grp = (int)get_group_id(0);
+    const int s_end = min(count, (grp + 1) * MS_CPU_RANGE_MODES);
+    long pairs = 0;
+    for (int slot = grp * MS_CPU_RANGE_MODES; slot < s_end; ++slot) {
+        const int j = active[slot];
+        __global float* yg = modes + j * K;
+        float y[K];
+        MS_UNROLL_K
+        for (int d = 0; d < K; ++d) y[d] = yg[d];
+        /* this mode's box of cells (as ms_group_box for one mode) */
+        int lo[MS_MAX_GRID_DIMS], hi[MS_MAX_GRID_DIMS];
+        int rows = 1;
+        for (int q = 0; q < g; ++q) {
+            const float v = y[gi[q]], r = gf[2 * g + q];
+            lo[q] = ms_grid_coord(v - r, gf[q], gf[g + q], gi[g + q]);
+            hi[q] = ms_grid_coord(v + r, gf[q], gf[g + q], gi[g + q]);
+            if (q < g - 1) rows *= hi[q] - lo[q] + 1;
+        }
+        msv S0[NS0], S1[K];
+        MS_UNROLL_K
+        for (int d = 0; d < NS0; ++d) S0[d] = (msv)(0.0f);
+        MS_UNROLL_K
+        for (int d = 0; d < K; ++d) S1[d] = (msv)(0.0f);
+        for (int row = 0; row < rows; ++row) {
+            int b = 0, e = n;
+            if (g > 0) { /* as ms_row_range: mixed radix over the first g - 1 dims, last fastest */
+                long cell = 0, mul = 1;
+                int rest = row;
+                for (int q = g - 2; q >= 0; --q) {
+                    const int ext = hi[q] - lo[q] + 1;
+                    const int c = lo[q] + rest % ext;
+                    rest /= ext;
+                    mul *= gi[g + q + 1];
+                    cell += (long)c * mul;
+                }
+                b = start[cell + lo[g - 1]];
+                e = start[cell + hi[g - 1] + 1];
+            }
+            pairs += e - b;
+            for (int i0 = b; i0 < e; i0 += MS_CPU_VW) {
+                const msvi inside = ((msvi)(i0) + MS_RLANES) < (msvi)(e);
+                msv d2 = (msv)(0.0f);
+                MS_UNROLL_K
+                for (int d = 0; d < K; ++d) {
+                    const msv t = MS_RV(points + d * nrow + i0) - y[d];
+#if MODEL_PER_POINT
+                    d2 = MS_VFMA(MS_RV(precision + d * nrow + i0) * t, t, d2);
+#else
+                    d2 = MS_VFMA(t, t, d2);
+#endif
+                }
+#if MODEL_PER_POINT
+                msv ew = ms_cpu_exp2(MS_VFMA(d2, (msv)(MS_NEG_HALF_LOG2E), MS_LOG2E * MS_RV(log_weight + i0)));
+#else
+                msv ew = ms_cpu_exp2(d2 * MS_NEG_HALF_LOG2E);
+#endif
+                ew = select((msv)(0.0f), ew, inside & (d2 <= (msv)(cut2)));
+                MS_UNROLL_K
+                for (int d = 0; d < K; ++d) {
+                    const msv t = MS_RV(points + d * nrow + i0) - y[d];
+#if MODEL_PER_POINT
+                    const msv ewd = ew * MS_RV(precision + d * nrow + i0);
+                    S0[d] += ewd;
+                    S1[d] = MS_VFMA(ewd, t, S1[d]);
+#else
+                    S1[d] = MS_VFMA(ew, t, S1[d]);
+#endif
+                }
+#if !MODEL_PER_POINT
+                S0[0] += ew;
+#endif
+            }
+        }
+        float s0[NS0], s1[K];
+        MS_UNROLL_K
+        for (int d = 0; d < NS0; ++d) s0[d] = ms_cpu_hsum(S0[d]);
+        MS_UNROLL_K
+        for (int d = 0; d < K; ++d) s1[d] = ms_cpu_hsum(S1[d]);
+        ms_finish_mode(modes, j, slot, s0, s1, MS_FINISH_ARGS);
+    }
+    group_pairs[grp] = pairs;
+}
+#endif /* MS_CPU_VW */

@@ -4,6 +4,8 @@
 //   otherwise: the topology kernels (topology_kernels.cu), Alg. 3 exactly, any power-of-two f_vppu.
 //   truncated kernel (finite Options::cutoff): the range kernels (range_kernel.cu), the candidate
 //   loop over the cell grid's block-sparse ranges, f_vppu ≤ 32.
+//   BackendOptions::pair_form = gemm: the GEMM kernels (gemm_kernel.cu), exponents and sums through
+//   tensor-core matrix products, exact or truncated (Auto: not yet, see kGemmAutoProven).
 // The modes live on the device for the whole run (mode_kernels.hpp): a step gathers the active
 // modes, accumulates, finishes them in place and compacts the active list there; only
 // (index, shift², status) of each advanced mode crosses to the host. Several GPUs: every device
@@ -50,6 +52,13 @@ constexpr Index kNoPointLimit = Index(1) << 62;
 /// τ = 32 / 64 / 128 with f_vppu = 1 (docs/truncated-kernel-gpu.md).
 constexpr int kDefaultRangeThreads = 64;
 constexpr int kDefaultRangeVppu = 4;
+/// Smallest k at which PairForm::Auto would take the GEMM kernels (the tensor cores' reach; to be
+/// moved to the crossover measured against the fast/topology/range kernels).
+constexpr int kGemmCrossover = 16;
+/// Auto takes the GEMM kernels only once they are proven on a GPU: their accuracy fix (split
+/// weights) and their speed have not run on one yet (docs/high-dimensional.md), so a default user
+/// keeps the kernels the conformance suite has passed on the H100/H200; pair_form=gemm asks for them.
+constexpr bool kGemmAutoProven = false;
 
 /// Preload::Auto = the faster variant measured on the H200 (docs/tuning.md, CUDA): preloading on
 /// for the fast kernels (+17 % isotropic, +47 % per-point) and for the topology kernels up to
@@ -95,6 +104,8 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 /// Which kernel runs a bound configuration, and with what.
 struct Plan {
     bool fast = false;
+    bool gemm = false;   // GEMM form (issue 11)
+    GemmKernel gemm_kernel;
     bool range = false;  // truncated kernel over the grid's ranges
     bool preload = true;
     int tile = 0;
@@ -103,9 +114,36 @@ struct Plan {
     const void* kernel = nullptr;
 };
 
+/// Whether the GEMM kernels run: PairForm::Gemm, or Auto from kGemmCrossover on when the topology
+/// is the backend's choice (or already theirs: a resolved GEMM topology binds to them again); an
+/// explicit other topology keeps Alg. 3's kernels.
+bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp)
+{
+    const GemmKernel gk = gemm_kernel(k, pp);
+    if (!gk.fn || o.pair_form == PairForm::Direct) return false;
+    if (o.pair_form == PairForm::Gemm) return true;
+    const bool own_shape = (t.pus_per_ppu == 0 || t.pus_per_ppu == gk.threads) && (t.f_vppu == 0 || t.f_vppu == 4) &&
+                           (t.f_load == 0 || t.f_load == 4);
+    return kGemmAutoProven && k >= kGemmCrossover && own_shape;
+}
+
 Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
     Plan p;
+    const GemmKernel gk = gemm_kernel(k, pp);
+    const bool gemm = gemm_chosen(o, t, k, pp);
+    if (gemm && gk.fn) {
+        p.gemm = true;
+        p.preload = true;  // the point tiles are staged in shared memory (Alg. 7)
+        p.gemm_kernel = gk;
+        p.kernel = gk.fn;
+        p.smem = gk.smem;
+        p.tile = gk.points;
+        return p;
+    }
+    if (o.pair_form == PairForm::Gemm)
+        throw InvalidArgument("cuda backend: pair_form=gemm takes k <= " + std::string(pp ? "128" : "256") +
+                              " dimensions, got " + std::to_string(k));
     if (truncated) {
         p.range = true;
         p.preload = false;
@@ -350,7 +388,7 @@ private:
         const Index n = total_points();
         std::size_t free_b = 0, total_b = 0;
         MS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        const std::size_t scratch_b = plan_.fast || plan_.range || k_ <= 8
+        const std::size_t scratch_b = plan_.fast || plan_.range || plan_.gemm || k_ <= 8
             ? 0 : static_cast<std::size_t>(topo_.ppus) * topo_.pus_per_ppu * 3 * k_ * sizeof(float);
         // Room for the modes, assuming as many as points (the usual run: every point a seed).
         const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
@@ -563,7 +601,29 @@ private:
     void launch(Part& s, Index npoints, Index nq) const
     {
         const int T = topo_.pus_per_ppu;
-        if (plan_.range) {
+        if (plan_.gemm) {
+            const GemmKernel& gk = plan_.gemm_kernel;
+            GemmParams p;
+            p.points = s.points.f();
+            p.precision = pp_ ? s.precision.f() : nullptr;
+            p.log_weight = pp_ ? s.log_weight.f() : nullptr;
+            p.n = npoints;
+            p.k = k_;
+            p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
+                                                       : -INFINITY;
+            p.queries = s.queries.f();
+            p.acc = s.acc.f();
+            p.count = nq;
+            // Point slices (blockIdx.y) until the blocks fill every SM twice: few modes (bin seeds,
+            // the last active ones) still spread over the GPU.
+            const Index bx = (nq + gk.modes - 1) / gk.modes;
+            const Index want = 2 * static_cast<Index>(s.ctx->prop.multiProcessorCount);
+            const Index tiles = (npoints + gk.points - 1) / gk.points;
+            const Index slices = std::max<Index>(1, std::min<Index>({(want + bx - 1) / bx, tiles, 65535}));
+            void* args[] = {&p};
+            MS_CUDA_CHECK(cudaLaunchKernel(gk.fn, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(slices)),
+                                           dim3(gk.threads), args, gk.smem, s.stream.get()));
+        } else if (plan_.range) {
             RangeParams p;
             p.points = s.points.f();
             p.precision = pp_ ? s.precision.f() : nullptr;
@@ -727,6 +787,12 @@ public:
         const bool pp = data.model == KernelModel::PerPoint;
         const bool truncated = std::isfinite(data.cutoff2);
         Topology t = req;
+        if (gemm_chosen(options_, req, k, pp)) {
+            // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
+            // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
+            t.pus_per_ppu = gemm_kernel(k, pp).threads;
+            t.f_vppu = t.f_load = 4;
+        }
         if (t.pus_per_ppu == 0) t.pus_per_ppu = truncated ? kDefaultRangeThreads : kDefaultThreads;
         if (t.f_vppu == 0) t.f_vppu = truncated ? std::min(kDefaultRangeVppu, t.pus_per_ppu) : 1;
         if (t.f_load == 0) t.f_load = t.f_vppu;

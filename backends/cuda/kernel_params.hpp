@@ -76,6 +76,33 @@ constexpr int kMaxRangeGridDims = 16;
 /// Largest k of the range kernels (registers for k ≤ 16, thread-local arrays up to this).
 constexpr int kMaxRangeK = 4096;
 
+/// "GEMM" family (issue 11): exponents through tensor-core matrix products for high k, exact or
+/// truncated (cut_log2), points in the prepared row-major layout (gemm_kernel.cu).
+struct GemmParams {
+    const float* points = nullptr;      ///< n × k
+    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* log_weight = nullptr;  ///< n (per-point model), natural log
+    long long n = 0;
+    int k = 0;
+    float cut_log2 = 0;                 ///< −½ log2(e) c² (a pair below it has weight 0); −inf = exact kernel
+    const float* queries = nullptr;     ///< count × k
+    float* acc = nullptr;               ///< count × accumulator_stride, added to (atomics)
+    long long count = 0;
+};
+
+/// One instantiation of the GEMM kernel: launch with `threads` threads and `smem` bytes of dynamic
+/// shared memory, ceil(count / modes) blocks in x and any number of point slices in y.
+struct GemmKernel {
+    const void* fn = nullptr;
+    int threads = 0;
+    int modes = 0;        ///< modes per block (BM)
+    int points = 0;       ///< points per staged tile
+    unsigned long smem = 0;
+};
+
+/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H).
+GemmKernel gemm_kernel(int k, bool per_point);
+
 /// Kernel entry points (nullptr when that combination is not instantiated).
 /// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block. `variant`
 /// of the point loop: 1 = run-time tile width, unrolled 2×; 2 / 3 = tile width fixed at compile

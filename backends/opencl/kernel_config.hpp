@@ -34,13 +34,28 @@ struct KernelConfig {
     int f_vppu = 1;
     int f_load = 1;
     int modes_per_pu = 1;          ///< r: modes each PU carries (f_vppu == 1 only)
+    /// The GEMM kernel (gemm_modes.cl, PairForm::Gemm): BM modes × BN = tile points per work-group,
+    /// TM × TN register block per PU (BM/TM · BN/TN = tau), dims staged BK at a time. Exact
+    /// kernel or, with gemm_cut, the cutoff as a mask over every point (no grid ranges).
+    bool gemm = false;
+    bool gemm_cut = false;
+    int gemm_bm = 0, gemm_tm = 0, gemm_tn = 0, gemm_bk = 0;
     bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
+    /// CPU-class devices (issue 12): > 0 builds approx_mode_cpu (approx_mode.cl), each PU's r
+    /// modes against cpu_vw points at once in explicit float vectors, over records stored
+    /// point-transposed in blocks of cpu_vw points; 0 = the GPU shape.
+    int cpu_vw = 0;
+    /// CPU shape, r = 1 and more tile sums than registers: exponents of a tile first, then the
+    /// sums cpu_dc dims at a time (0 = all dims at once).
+    int cpu_dc = 0;
+    bool cpu_fma = false;
+    int cpu_range_modes = 0;       ///< range_modes_cpu (ranges with cpu_vw > 0): slots one work-item walks          ///< CPU shape: fma() (CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG), else mad()
     std::string extra_build_options;  ///< appended to build_options()
 
     /// Floats per point record (gpu::record_stride: the one definition).
     int stride() const noexcept;
     /// Modes one work-group handles per block: (tau / f_vppu) · r.
-    int modes_per_block() const noexcept { return tau / f_vppu * modes_per_pu; }
+    int modes_per_block() const noexcept { return gemm ? gemm_bm : tau / f_vppu * modes_per_pu; }
     /// Accumulators per mode: S0 (1 or k) + S1 (k).
     int accumulators() const noexcept { return (per_point ? k : 1) + k; }
     /// Floats of the vPPU reduction buffer: tau PUs x accumulators.
@@ -55,11 +70,32 @@ struct KernelConfig {
     /// Kernel function name.
     const char* kernel_name() const noexcept
     {
-        return ranges ? "range_modes" : preload ? "approx_modes_preload" : "approx_mode";
+        return gemm     ? "gemm_modes"
+               : ranges ? (cpu_vw ? "range_modes_cpu" : "range_modes")
+               : cpu_vw ? "approx_mode_cpu"
+               : preload ? "approx_modes_preload"
+                         : "approx_mode";
     }
     /// "-D K=3 -D STRIDE=4 ... -cl-fast-relaxed-math ..."
     std::string build_options() const;
 };
+
+/// Smallest k at which PairForm::Auto takes the GEMM kernel (OpenCLTuning::gemm_min_k overrides;
+/// docs/backend-opencl.md, "High-dimensional kernel (issue 11)"). Measured one step, kernel pairs/s,
+/// GEMM vs direct with preloading: H100 (NVIDIA OpenCL) shared H k = 64 6.3e10 vs 9.1e10, k = 128
+/// 2.8e10 vs 0.08e10; per-point k = 32 7.7e10 vs 9.1e10, k = 64 3.3e10 vs 0.12e10 (the direct
+/// kernels unroll K only up to 64 and spill beyond). PoCL (2 cores): GEMM faster than the GPU
+/// shape from k = 16 on, but slower than the CPU shape at every k (issue 12): on CPU devices Auto
+/// takes GEMM only where the CPU shape does not apply (cutoff, direct form, preloading asked for).
+constexpr int kGemmMinKGpuShared = 65;
+constexpr int kGemmMinKGpuPerPoint = 33;
+constexpr int kGemmMinKCpu = 16;
+
+/// Fills the GEMM geometry of `cfg` (gemm_bm, tile = BN, gemm_tm/tn/bk) for work-group size
+/// cfg.tau from the tuning (0 = defaults: GPU 64 × 64, 32 × 64 for per-point k > 128; CPU 32 × 32;
+/// BK 16), shrinking BK and then BN until the local memory fits `local_mem_size`. Returns an
+/// empty string, or why no geometry exists for this tau (tau must divide BM·BN, tau ≥ BM).
+std::string gemm_geometry(KernelConfig& cfg, const OpenCLTuning& t, bool gpu, std::size_t local_mem_size);
 
 /// Checks the OpenCL tuning fields (BackendOptions::opencl): modes_per_pu 0..16, segments
 /// 0..2^20. Throws InvalidArgument naming the field.
@@ -68,6 +104,13 @@ void validate_tuning(const OpenCLTuning& t);
 /// Default r for f_vppu == 1, from the registers one mode's state needs (measured on the H200:
 /// k = 3 gives r = 4 for a shared H, and for per-point H r = 2 with preloading, 4 without).
 int default_modes_per_pu(int k, bool per_point, bool preload);
+
+/// CPU shape (issue 12): float vector width from CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT (4, 8
+/// or 16 lanes; 0 below 4) and the default r: the tile sums of the r modes, r · (NS0 + k)
+/// vectors, within half the vector registers (16 of AVX-512's 32 at 16 lanes, 8 of AVX2's 16).
+int cpu_vector_width(unsigned preferred_float_width);
+int default_cpu_modes_per_pu(int k, bool per_point, int vw);
+int cpu_dims_per_chunk(int k, bool per_point, int vw, int modes_per_pu);
 
 /// Local memory a default batch leaves for what the OpenCL compiler adds to the declared arrays.
 constexpr std::size_t kImplicitLocalBytes = 256;

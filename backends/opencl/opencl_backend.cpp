@@ -21,12 +21,22 @@ namespace {
 
 std::vector<std::string> program_sources(const KernelConfig& c)
 {
+    if (c.gemm)
+        return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
+                opencl_sources::gemm_modes()};
     if (c.ranges)
         return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
                 opencl_sources::ranges_header(), "\n", opencl_sources::range_modes()};
     return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
             c.preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
 }
+
+/// CPU shape defaults (issue 12, docs/backend-opencl.md "CPU devices"): work-items per group and
+/// work-groups per compute unit.
+constexpr std::size_t kCpuShapeTau = 8;
+constexpr int kCpuShapeGroupsPerCu = 16;
+/// range_modes_cpu: modes (slots) one work-item walks; one work-group each.
+constexpr int kCpuRangeModes = 16;
 
 /// Grid dims the range kernel's box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
 constexpr int kMaxRangeGridDims = 16;
@@ -57,6 +67,8 @@ OpenCLBackend::OpenCLBackend(const BackendOptions& options) : options_(options)
     });
     dev->max_work_group_size = dev->device.handle.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
     dev->max_alloc = static_cast<std::size_t>(dev->device.handle.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>());
+    dev->preferred_float_width = dev->device.handle.getInfo<CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT>();
+    dev->hardware_fma = (dev->device.handle.getInfo<CL_DEVICE_SINGLE_FP_CONFIG>() & CL_FP_FMA) != 0;
     dev_ = std::move(dev);
 }
 
@@ -80,13 +92,28 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.k = data.k();
     c.per_point = data.model == KernelModel::PerPoint;
     c.form = tune.exponent;
-    c.preload = preload();
+    if (gemm_for(t, data)) {
+        // The GEMM kernel (issue 11): every point against a block of modes, the cutoff as a mask.
+        c.gemm = true;
+        c.gemm_cut = std::isfinite(data.cutoff2);
+        c.form = ExponentForm::Expanded;  // its records: [p', -L/2|p'|²] / [A, B, C]
+        c.tau = t.pus_per_ppu;
+        c.f_vppu = c.f_load = c.modes_per_pu = 1;
+        c.extra_build_options = tune.extra_build_options;
+        c.nv_ex2 = tune.nv_ex2 && dev_->device.platform_name.find("NVIDIA") != std::string::npos;
+        gemm_geometry(c, tune, dev_->is_gpu(), dev_->device.info.local_memory);  // resolve_topology reports failures
+        return c;
+    }
+    c.cpu_vw = cpu_shape_width(t, data);
+    c.cpu_fma = c.cpu_vw > 0 && dev_->hardware_fma;
+    c.preload = c.cpu_vw == 0 && preload();
     c.ranges = std::isfinite(data.cutoff2);
     if (c.ranges) {
         c.preload = false;  // the candidate ranges are short: read from global memory (cached)
+        c.cpu_range_modes = c.cpu_vw > 0 ? kCpuRangeModes : 0;
         // The 32-PU variant needs τ a multiple of 32 (and ≥ 64) and its reduction buffer in local memory.
         const std::size_t wide_bytes = static_cast<std::size_t>(t.pus_per_ppu) * c.accumulators() * sizeof(float) + 128;
-        c.range_wide = t.pus_per_ppu >= 64 && t.pus_per_ppu % 32 == 0 && t.f_vppu < 32 &&
+        c.range_wide = c.cpu_vw == 0 && t.pus_per_ppu >= 64 && t.pus_per_ppu % 32 == 0 && t.f_vppu < 32 &&
                        wide_bytes + kImplicitLocalBytes <= dev_->device.info.local_memory;
     }
     c.tau = t.pus_per_ppu;
@@ -96,7 +123,10 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.extra_build_options = tune.extra_build_options;
     c.nv_ex2 = tune.nv_ex2 && dev_->device.platform_name.find("NVIDIA") != std::string::npos;
     if (c.f_vppu == 1 && !c.ranges)
-        c.modes_per_pu = tune.modes_per_pu > 0 ? tune.modes_per_pu : default_modes_per_pu(c.k, c.per_point, c.preload);
+        c.modes_per_pu = tune.modes_per_pu > 0 ? tune.modes_per_pu
+                         : c.cpu_vw > 0        ? default_cpu_modes_per_pu(c.k, c.per_point, c.cpu_vw)
+                                               : default_modes_per_pu(c.k, c.per_point, c.preload);
+    if (c.cpu_vw > 0 && !c.ranges) c.cpu_dc = cpu_dims_per_chunk(c.k, c.per_point, c.cpu_vw, c.modes_per_pu);
     if (options_.preload_size > 0) {
         c.tile = options_.preload_size;  // explicit: checked against the device, never changed
     } else if (c.preload) {
@@ -110,18 +140,101 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     return c;
 }
 
+bool OpenCLBackend::cpu_shape_possible(const Topology& t, const PreparedData& data) const
+{
+    // GPUs keep their shape (and defaults) unchanged: the CPU shape is gated on the device type.
+    if (dev_->is_gpu() || t.f_vppu > 1 || t.f_load > 1) return false;
+    if (std::isfinite(data.cutoff2)) {
+        if (t.pus_per_ppu > 1) return false;  // range_modes_cpu: one work-item per group
+    } else if (options_.preload == Preload::On || options_.opencl.exponent != ExponentForm::Expanded) {
+        return false;
+    }
+    KernelConfig c;
+    c.k = data.k();
+    c.per_point = data.model == KernelModel::PerPoint;
+    c.cpu_vw = cpu_vector_width(dev_->preferred_float_width);
+    c.modes_per_pu = options_.opencl.modes_per_pu > 0 ? options_.opencl.modes_per_pu
+                                                      : default_cpu_modes_per_pu(c.k, c.per_point, c.cpu_vw);
+    const int tile = options_.preload_size > 0 ? options_.preload_size : 128;
+    // Its vectors of tile sums live in private memory: very large k keeps the GPU shape's limits.
+    return c.cpu_vw > 0 && tile % c.cpu_vw == 0 && c.private_bytes() <= kMaxPrivateBytes;
+}
+
+int OpenCLBackend::cpu_shape_width(const Topology& t, const PreparedData& data) const
+{
+    return cpu_shape_possible(t, data) && !gemm_for(t, data) ? cpu_vector_width(dev_->preferred_float_width) : 0;
+}
+
+bool OpenCLBackend::gemm_for(const Topology& t, const PreparedData& data) const
+{
+    switch (options_.pair_form) {
+    case PairForm::Direct: return false;
+    case PairForm::Gemm: return true;
+    case PairForm::Auto: break;
+    }
+    // From the crossover k on, unless the caller asks for vPPUs (the direct kernels' mapping) or
+    // a work-group size the tiles cannot use.
+    const int min_k = options_.opencl.gemm_min_k > 0 ? options_.opencl.gemm_min_k
+                      : !dev_->is_gpu()                   ? kGemmMinKCpu
+                      : data.model == KernelModel::PerPoint ? kGemmMinKGpuPerPoint
+                                                            : kGemmMinKGpuShared;
+    if (data.k() < min_k || t.f_vppu > 1 || t.f_load > 1) return false;
+    // CPU devices: the CPU shape beats the GEMM kernel at every k measured (16..256 on PoCL,
+    // docs/backend-opencl.md "CPU devices"), so Auto takes it whenever it applies.
+    if (!dev_->is_gpu() && options_.opencl.gemm_min_k == 0 && cpu_shape_possible(t, data)) return false;
+    if (t.pus_per_ppu == 0) return true;
+    KernelConfig c;
+    c.k = data.k();
+    c.per_point = data.model == KernelModel::PerPoint;
+    c.gemm = true;
+    c.tau = t.pus_per_ppu;
+    return gemm_geometry(c, options_.opencl, dev_->is_gpu(), dev_->device.info.local_memory).empty();
+}
+
+Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const PreparedData& data) const
+{
+    if (requested.f_vppu > 1 || requested.f_load > 1)
+        throw InvalidArgument("opencl: pair_form=gemm runs with f_vppu = f_load = 1 (its work-group tiles modes x points; "
+                              "requested f_vppu = " + std::to_string(requested.f_vppu) + ", f_load = " +
+                              std::to_string(requested.f_load) + ")");
+    const bool gpu = dev_->is_gpu();
+    Topology t = requested;
+    t.f_vppu = t.f_load = 1;
+    // 256 PUs on a GPU (a 64 x 64 tile in 4 x 4 blocks), 64 on a CPU device.
+    if (t.pus_per_ppu == 0)
+        t.pus_per_ppu = static_cast<int>(std::min<std::size_t>(gpu ? 256 : 64, dev_->max_work_group_size));
+    if (t.ppus == 0) {
+        // Resident work-groups: a GPU compute unit holds a few of these (local memory ~30 KB each).
+        const int per_cu = gpu ? std::max(1, 1024 / t.pus_per_ppu) : 4;
+        t.ppus = std::max(1, dev_->device.info.compute_units) * per_cu;
+    }
+    validate_topology(t, name());
+    KernelConfig c = make_config(t, data);
+    const std::string why = gemm_geometry(c, options_.opencl, gpu, dev_->device.info.local_memory);
+    if (!why.empty()) throw InvalidArgument("opencl: " + why);
+    check_against_device(c, dev_->max_work_group_size, dev_->device.info.local_memory, dev_->device.info.name);
+    return t;
+}
+
 Topology OpenCLBackend::resolve_topology(const Topology& requested, const PreparedData& data) const
 {
     if (data.k() > kMaxDimensions)
         throw InvalidArgument("opencl: k = " + std::to_string(data.k()) + " dimensions exceeds the largest k the OpenCL kernels support, " +
                               std::to_string(kMaxDimensions) +
                               " (each PU keeps its modes' state in private memory; docs/backend-opencl.md)");
+    if (gemm_for(requested, data)) return resolve_gemm_topology(requested, data);
     const ClDeviceEntry& device = dev_->device;
     const bool gpu = dev_->is_gpu();
     Topology t = requested;
     // Truncated kernel: vPPUs of 4 PUs share a mode's candidates (H100, china.jpg: 18 ms for 5
     // iterations against 26 ms with f_vppu = 1 at τ = 32; docs/truncated-kernel-gpu.md).
-    if (t.f_vppu == 0) t.f_vppu = std::isfinite(data.cutoff2) ? 4 : 1;
+    // CPU devices (issue 12): the CPU shapes, f_vppu = 1, tau = 8 (range_modes_cpu: 1).
+    const bool cpu_shape = cpu_shape_width(t, data) > 0;
+    if (t.f_vppu == 0) t.f_vppu = std::isfinite(data.cutoff2) && !cpu_shape ? 4 : 1;
+    if (cpu_shape && t.pus_per_ppu == 0)
+        t.pus_per_ppu = std::isfinite(data.cutoff2)
+                            ? 1
+                            : static_cast<int>(std::min<std::size_t>(kCpuShapeTau, dev_->max_work_group_size));
     if (t.pus_per_ppu == 0) {
         // A multiple of f_vppu near 256 work-items (GPU, preloading, shared H: larger batches per
         // barrier), 128 (GPU otherwise: per-point with preloading measured 1.81e12 pairs/s at
@@ -143,7 +256,7 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     if (t.ppus == 0) {
         // Work-groups launched per step: enough to fill every compute unit several times over
         // (GPU: 2048 resident work-items per compute unit), each looping over blocks of modes.
-        const int per_cu = gpu ? std::max(1, 2048 / t.pus_per_ppu) : 4;
+        const int per_cu = gpu ? std::max(1, 2048 / t.pus_per_ppu) : cpu_shape ? kCpuShapeGroupsPerCu : 4;
         t.ppus = std::max(1, device.info.compute_units) * per_cu;
     }
     validate_topology(t, name());
@@ -183,6 +296,19 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     gpu::TileLayout layout;
     if (!c.ranges) {
         layout = gpu::build_tile_layout(*data_, c.tile, c.form);
+        if (c.gemm) {
+            // GEMM with a cutoff, per-point H: L c_i per record slot (the mask needs D² apart from c_i).
+            std::vector<float> lcw(c.gemm_cut && c.per_point ? layout.tiles * c.tile : 1, 0.0f);
+            if (c.gemm_cut && c.per_point)
+                for (std::size_t s = 0; s < lcw.size(); ++s)
+                    lcw[s] = s < layout.original.size()
+                                 ? static_cast<float>(1.4426950408889634 * data_->log_weight[layout.original[s]])
+                                 : -1.0e30f;
+            lcw_ = cl_call("allocating the log-weights", [&] {
+                return cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, lcw.size() * sizeof(float),
+                                  lcw.data());
+            });
+        }
         if (layout.records.size() / 4 > static_cast<std::size_t>(INT_MAX))
             throw InvalidArgument("opencl: too many points for 32-bit indexing in the kernel (n · record size > 2^33)");
         ntiles_ = static_cast<int>(layout.tiles);
@@ -215,6 +341,16 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         });
     };
     if (!c.ranges) {
+        if (c.cpu_vw > 0) {
+            // CPU shape: point-transposed blocks of cpu_vw records (field f of slot s at
+            // ((s / vw) · stride + f) · vw + s % vw), so a field of vw points is one vector load.
+            const std::size_t vw = static_cast<std::size_t>(c.cpu_vw), st = static_cast<std::size_t>(c.stride());
+            std::vector<float> soa(layout.records.size());
+            for (std::size_t slot = 0; slot < soa.size() / st; ++slot)
+                for (std::size_t f = 0; f < st; ++f)
+                    soa[((slot / vw) * st + f) * vw + slot % vw] = layout.records[slot * st + f];
+            layout.records.swap(soa);
+        }
         records_ = upload(layout.records, "the point records");
         centres_ = upload(layout.centres, "the tile centres");
         radii_ = upload(layout.radii, "the tile radii");
@@ -229,10 +365,30 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         return upload(v, what);
     };
     const std::size_t nk = static_cast<std::size_t>(D.n()) * static_cast<std::size_t>(k_);
-    points_ = upload_or_dummy(D.points_f.data(), nk, "the points");
     const bool pp = c.per_point;
-    precision_ = upload_or_dummy(pp ? D.precision_f.data() : nullptr, nk, "the precisions");
-    log_weight_ = upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()), "the log-weights");
+    if (c.cpu_vw > 0) {
+        // range_modes_cpu: dim d of point i at d · row + i, rows padded (MS_CPU_ROW of
+        // range_modes.cl) so that a vector load at a range's end stays inside the buffer.
+        const std::size_t n = static_cast<std::size_t>(D.n()), vw = static_cast<std::size_t>(c.cpu_vw);
+        const std::size_t row = ((n + vw - 1) / vw + 1) * vw, kk = static_cast<std::size_t>(k_);
+        auto transpose = [&](const float* src) {
+            std::vector<float> v(kk * row, 0.0f);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t d = 0; d < kk; ++d) v[d * row + i] = src[i * kk + d];
+            return v;
+        };
+        points_ = upload(transpose(D.points_f.data()), "the points");
+        std::vector<float> one(1, 0.0f);
+        precision_ = upload(pp ? transpose(D.precision_f.data()) : one, "the precisions");
+        std::vector<float> lw(pp ? row : 1, 0.0f);
+        if (pp) std::copy(D.log_weight_f.data(), D.log_weight_f.data() + n, lw.begin());
+        log_weight_ = upload(lw, "the log-weights");
+    } else {
+        points_ = upload_or_dummy(D.points_f.data(), nk, "the points");
+        precision_ = upload_or_dummy(pp ? D.precision_f.data() : nullptr, nk, "the precisions");
+        log_weight_ = upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()),
+                                      "the log-weights");
+    }
     g_ = D.grid && D.grid->g() <= kMaxRangeGridDims ? D.grid->g() : 0;
     std::vector<cl_int> gi(std::max(1, 2 * g_)), start(1, 0);
     std::vector<float> gf(std::max(1, 3 * g_));
@@ -327,10 +483,13 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     const int count = static_cast<int>(active_);
     const int nblocks = (count + c.modes_per_block() - 1) / c.modes_per_block();
     const int segments = choose_segments(nblocks, active_);
+    // The GEMM kernel always leaves its sums in `partial` (its PUs hold parts of a mode's dims);
+    // combine_segments finishes the modes.
+    const bool combine = segments > 1 || c.gemm;
     const std::size_t partial_bytes =
-        segments > 1 ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
-                           static_cast<std::size_t>(c.accumulators()) * sizeof(float)
-                     : sizeof(float);
+        combine ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
+                      static_cast<std::size_t>(c.accumulators()) * sizeof(float)
+                : sizeof(float);
     if (partial_bytes > partial_capacity_) {
         partial_ = cl_call("allocating the partial sums",
                            [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, partial_bytes); });
@@ -366,9 +525,15 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
             kern.setArg(i++, counter_);
         };
         finish_args(kernel_, a);
+        if (c.gemm) {
+            kernel_.setArg(a + 7, lcw_);
+            // L/2 · cutoff2: weight 0 where the log2-exponent (less L c_i) falls below -cutl
+            const double cutl = 0.5 * 1.4426950408889634 * data_->cutoff2;
+            kernel_.setArg(a + 8, static_cast<cl_float>(std::isfinite(cutl) ? std::min(cutl, 1e30) : 1e30));
+        }
         q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
                                cl::NDRange(c.tau), nullptr, &done);
-        if (segments > 1) {
+        if (combine) {
             int b = 0;
             combine_.setArg(b++, partial_);
             combine_.setArg(b++, static_cast<cl_int>(segments));
@@ -387,7 +552,7 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     });
     last_segments_ = segments;
     try {
-        report.kernel_seconds = event_seconds(done) + (segments > 1 ? event_seconds(combined) : 0.0);
+        report.kernel_seconds = event_seconds(done) + (combine ? event_seconds(combined) : 0.0);
     } catch (const cl::Error&) {
         report.kernel_seconds = -1;  // profiling unavailable: timing only, never an error
     }
@@ -437,7 +602,8 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     const int vppus = c.tau / c.f_vppu;
     // One work-group per block of modes (range_modes.cl has no loop around its barriers); the
     // device keeps as many resident as its compute units hold (z of the topology).
-    const int groups = (count + vppus - 1) / vppus;
+    const int per_group = c.cpu_range_modes > 0 ? c.cpu_range_modes : vppus;  // range_modes_cpu: one PU, many modes
+    const int groups = (count + per_group - 1) / per_group;
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
     const cl_int has_metric = has_metric_ ? 1 : 0;
     host_report_.resize(3 * static_cast<std::size_t>(count));

@@ -20,6 +20,8 @@ struct ClDeviceState {
     cl::CommandQueue queue;
     std::size_t max_work_group_size = 0;
     std::size_t max_alloc = 0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
+    unsigned preferred_float_width = 0;  ///< CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
+    bool hardware_fma = false;           ///< CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG
     bool is_gpu() const noexcept { return device.info.kind == "gpu"; }
 };
 
@@ -68,6 +70,7 @@ private:
     cl::Program program_;
     cl::Kernel kernel_, combine_;
     cl::Buffer records_, centres_, radii_;
+    cl::Buffer lcw_;  // GEMM kernel: L c_i per record slot (per-point H with a cutoff), else 1 float
     // truncated kernel: points in the prepared (cell-sorted) order and the grid (g = 0: none)
     cl::Buffer points_, precision_, log_weight_, grid_start_, grid_i_, grid_f_;
     int g_ = 0;
@@ -106,8 +109,20 @@ public:
     bool preload() const noexcept;
     /// The kernel configuration bind() would use for this resolved topology.
     KernelConfig make_config(const Topology& t, const PreparedData& data) const;
+    /// Whether topology `t` (requested or resolved) runs the GEMM kernel (gemm_modes.cl):
+    /// PairForm::Gemm, or Auto with k >= the crossover, f_vppu = f_load = 1 and a usable tau.
+    bool gemm_for(const Topology& t, const PreparedData& data) const;
+
+    /// Vector width of the CPU shape (approx_mode_cpu, issue 12) for topology `t` (requested or
+    /// resolved), 0 for the GPU shape: CPU and accelerator devices with a preferred float width
+    /// >= 4, the exact kernel, the expanded exponent, f_vppu = f_load = 1, no preloading asked
+    /// for, not the GEMM kernel.
+    int cpu_shape_width(const Topology& t, const PreparedData& data) const;
 
 private:
+    /// The CPU shape's conditions except the GEMM choice (gemm_for asks this one).
+    bool cpu_shape_possible(const Topology& t, const PreparedData& data) const;
+    Topology resolve_gemm_topology(const Topology& requested, const PreparedData& data) const;
     BackendOptions options_;
     std::shared_ptr<ClDeviceState> dev_;
 };

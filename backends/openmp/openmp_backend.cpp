@@ -7,6 +7,7 @@
 #include "backends/host_binding.hpp"
 #include "backends/factory.hpp"
 #include "backends/openmp/cpu_features.hpp"
+#include "backends/openmp/gemm_step.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -31,6 +32,19 @@ using openmp_detail::KernelTable;
 constexpr double kLog2e = 1.44269504088896340736;
 /// Widest k the SIMD kernels take; wider data use a plain per-mode loop with O(k) memory.
 constexpr int kMaxSimdK = 4096;
+/// PairForm::Auto takes the GEMM form (gemm_step.hpp) from this k on. Measured on the 2-core AMD EPYC
+/// (Zen 3, AVX2) development machine, 2026-11-23, one exact step of n = 16384 bench blobs, 1 thread,
+/// CPU time (docs/backend-openmp.md "GEMM form (issue 11)"): GEMM / direct pairs per second =
+/// 0.51, 1.02, 0.72, 0.91, 0.97, 0.97, 1.25, 1.98 (shared) and 0.71, 1.03, 0.98, 0.90, 0.91, 1.05,
+/// 1.66, 2.90 (per point) at k = 4, 8, 12, 16, 24, 32, 64, 128: even at 32, ahead from 64 on.
+constexpr int kGemmMinKShared = 32;
+constexpr int kGemmMinKPerPoint = 32;
+/// GEMM form: modes per block and points per product tile (multiple of 16, the widest SIMD width);
+/// 128 × 256 keeps the tile's products and weights in L2 and was within noise of 128-256 × 256-1024.
+constexpr int kGemmModesPerBlock = 128;
+constexpr int kGemmRowsPerTile = 256;
+/// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
+constexpr int kGemmPivots = 16;
 
 std::string isa_label(const KernelTable& t)
 {
@@ -59,7 +73,8 @@ DeviceInfo host_device(int threads)
 /// scratch; the modes themselves are kept by HostBinding in float64.
 class OpenMPBinding final : public detail::HostBinding {
 public:
-    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t) : HostBinding(std::move(data), t)
+    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t, PairForm form)
+        : HostBinding(std::move(data), t)
     {
         const PreparedData& D = *data_;
         const Index n = D.n();
@@ -78,7 +93,28 @@ public:
                                            : -std::numeric_limits<float>::infinity();
         // Very wide data (k > kMaxSimdK) take the plain per-mode loop: the SIMD kernels keep k
         // sums per lane, which would need gigabytes of scratch for k = 10^6.
-        if (k <= kMaxSimdK) build_layout(D);
+        // The GEMM form: asked for, or Auto at k ≥ the measured crossover with the default one-mode-per-
+        // lane topology (an explicit f_vppu > 1 asks for the direct kernels' lane sharing); Auto then
+        // also keeps the direct layout for steps with too few active modes to fill a block per thread.
+        const int gemm_min_k = per_point ? kGemmMinKPerPoint : kGemmMinKShared;
+        const bool gemm = k <= kMaxSimdK && (form == PairForm::Gemm ||
+                                             (form == PairForm::Auto && k >= gemm_min_k && t.f_vppu == 1));
+        if (gemm) {
+            gemm_always_ = form == PairForm::Gemm;
+            gemm_ = t.pus_per_ppu == 16 ? openmp_detail::gemm_table_avx512()
+                    : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
+                                         : openmp_detail::gemm_table_generic();
+            gd_.per_point = per_point;
+            gd_.n = n;
+            gd_.k = k;
+            gd_.x = D.points_f.data();
+            gd_.w = per_point ? D.precision_f.data() : nullptr;
+            gd_.c = per_point ? D.log_weight_f.data() : nullptr;
+            gd_.cutoff2 = D.cutoff2;
+            gd_.modes_per_block = kGemmModesPerBlock;
+            gd_.rows_per_tile = kGemmRowsPerTile;
+        }
+        if (k <= kMaxSimdK && !gemm_always_) build_layout(D);
         if (D.grid) {
             fine_cells_ = true;
             for (int j = 0; j < D.grid->g(); ++j)
@@ -89,6 +125,12 @@ public:
 private:
     void advance(const double* in, double* out, unsigned char* supported, Index count) override
     {
+        // Auto: the GEMM form only when every thread gets a full block of modes (measured, 2 threads,
+        // n = 2048, k = 64: GEMM/direct = 0.28, 0.43, 0.98, 1.17 at 16, 64, 256, 1024 active modes).
+        if (gemm_ && (gemm_always_ || count >= static_cast<Index>(kGemmModesPerBlock) * topology_.ppus)) {
+            advance_gemm(in, out, supported, count);
+            return;
+        }
         if (kd_.k > kMaxSimdK) {
             advance_wide(in, out, supported, count);
             return;
@@ -132,6 +174,129 @@ private:
             }
         }
         if (sparse) pairs_ = pairs;
+    }
+
+    /// The GEMM form (gemm_step.hpp): threads take blocks of up to kGemmModesPerBlock modes, fewer
+    /// when that would leave threads idle (few active modes near convergence). The blocks are formed
+    /// from nearby modes (group_modes), since a block's float32 error grows with its modes' spread
+    /// around their mean (and a grid's or kd-tree's ranges with their bounding box); within a group
+    /// the modes keep the active set's cell/leaf order.
+    void advance_gemm(const double* in, double* out, unsigned char* supported, Index count)
+    {
+        const int z = topology_.ppus;
+        const int k = gd_.k;
+        const Index per_block = std::max<Index>(1, std::min<Index>(gd_.modes_per_block, (count + z - 1) / z));
+        const std::size_t scratch_bytes = gemm_->scratch_bytes(gd_);
+        // Zero-filled once (the step relies on finite pad values), before the parallel region: may throw.
+        if (scratch_.size() < scratch_bytes * static_cast<std::size_t>(z))
+            scratch_.assign(scratch_bytes * static_cast<std::size_t>(z), 0);
+        const bool sparse = sparse_search();
+        const bool grouped = count > per_block;
+        const double* yin = in;
+        double* yout = out;
+        unsigned char* sup = supported;
+        if (grouped) {
+            group_modes(in, count, z);
+            const std::size_t ck = static_cast<std::size_t>(count) * static_cast<std::size_t>(k);
+            g_in_.resize(ck);
+            g_out_.resize(ck);
+            g_sup_.resize(static_cast<std::size_t>(count));
+#pragma omp parallel for num_threads(z)
+            for (Index t = 0; t < count; ++t)
+                std::copy(in + order_[std::size_t(t)] * k, in + (order_[std::size_t(t)] + 1) * k, g_in_.data() + t * k);
+            yin = g_in_.data();
+            yout = g_out_.data();
+            sup = g_sup_.data();
+        }
+        // Blocks of at most per_block modes that never straddle two groups (a block spanning two
+        // clusters would centre between them).
+        block_first_.clear();
+        const std::vector<Index> whole = {0, count};
+        const std::vector<Index>& bounds = grouped ? group_start_ : whole;
+        for (std::size_t g = 0; g + 1 < bounds.size(); ++g)
+            for (Index f = bounds[g]; f < bounds[g + 1]; f += per_block) block_first_.push_back(f);
+        block_first_.push_back(count);
+        std::vector<Index> block_end(block_first_.size() - 1);
+        for (std::size_t b = 0; b + 1 < block_first_.size(); ++b)
+            block_end[b] = std::min(block_first_[b] + per_block, block_first_[b + 1]);
+        const Index blocks = static_cast<Index>(block_end.size());
+        const openmp_detail::GemmBlockFn run = gemm_->run;
+        double pairs = 0;
+#pragma omp parallel num_threads(z) reduction(+ : pairs)
+        {
+            unsigned char* scratch = scratch_.data() + scratch_bytes * static_cast<std::size_t>(omp_get_thread_num());
+            std::vector<std::int64_t> ranges;
+#pragma omp for schedule(dynamic, 1)
+            for (Index b = 0; b < blocks; ++b) {
+                const Index first = block_first_[std::size_t(b)];
+                const int m = static_cast<int>(block_end[std::size_t(b)] - first);
+                int nranges = -1;  // all rows
+                if (sparse) {
+                    ranges.clear();
+                    pairs += static_cast<double>(m) * static_cast<double>(block_ranges(yin + first * k, m, ranges));
+                    nranges = static_cast<int>(ranges.size() / 2);
+                }
+                run(gd_, yin + first * k, m, ranges.data(), nranges, yout + first * k, sup + first, scratch);
+            }
+        }
+        if (sparse) pairs_ = pairs;
+        if (grouped) {
+#pragma omp parallel for num_threads(z)
+            for (Index t = 0; t < count; ++t) {
+                const Index q = order_[std::size_t(t)];
+                std::copy(yout + t * k, yout + (t + 1) * k, out + q * k);
+                supported[q] = sup[t];
+            }
+        }
+    }
+
+    /// order_ = the count modes grouped by their nearest of up to kGemmPivots pivots (farthest-point
+    /// sampling from mode 0), i.e. by a coarse Voronoi partition: consecutive blocks of the order hold
+    /// nearby modes. O(count · pivots · k), a few per cent of a step's count · n · k.
+    void group_modes(const double* in, Index count, int z)
+    {
+        const int k = gd_.k;
+        const int pivots = static_cast<int>(std::min<Index>(kGemmPivots, count));
+        near_d2_.assign(static_cast<std::size_t>(count), std::numeric_limits<double>::infinity());
+        near_p_.assign(static_cast<std::size_t>(count), 0);
+        Index pivot = 0;
+        for (int p = 0; p < pivots; ++p) {
+            const double* c = in + pivot * k;
+            double far_d2 = -1;
+            Index far_q = 0;
+#pragma omp parallel num_threads(z)
+            {
+                double my_d2 = -1;
+                Index my_q = 0;
+#pragma omp for
+                for (Index q = 0; q < count; ++q) {
+                    const double* y = in + q * k;
+                    double d2 = 0;
+                    for (int d = 0; d < k; ++d) d2 += (y[d] - c[d]) * (y[d] - c[d]);
+                    if (d2 < near_d2_[std::size_t(q)]) {
+                        near_d2_[std::size_t(q)] = d2;
+                        near_p_[std::size_t(q)] = p;
+                    }
+                    if (near_d2_[std::size_t(q)] > my_d2) {
+                        my_d2 = near_d2_[std::size_t(q)];
+                        my_q = q;
+                    }
+                }
+#pragma omp critical
+                if (my_d2 > far_d2 || (my_d2 == far_d2 && my_q < far_q)) {
+                    far_d2 = my_d2;
+                    far_q = my_q;
+                }
+            }
+            pivot = far_q;
+        }
+        // Counting sort by pivot, stable; group_start_ = where each pivot's group begins (+ count).
+        std::vector<Index> start(static_cast<std::size_t>(pivots) + 1, 0);
+        for (Index q = 0; q < count; ++q) ++start[std::size_t(near_p_[std::size_t(q)]) + 1];
+        for (int p = 0; p < pivots; ++p) start[std::size_t(p) + 1] += start[std::size_t(p)];
+        group_start_ = start;
+        order_.resize(static_cast<std::size_t>(count));
+        for (Index q = 0; q < count; ++q) order_[std::size_t(start[std::size_t(near_p_[std::size_t(q)])]++)] = q;
     }
 
     /// k > kMaxSimdK: one mode per thread at a time, float32 data, float64 sums (O(k) memory).
@@ -255,6 +420,14 @@ private:
 
     const KernelTable* table_ = nullptr;
     KernelData kd_;
+    const openmp_detail::GemmTable* gemm_ = nullptr;  // set: the GEMM form may run the steps
+    bool gemm_always_ = false;                        // PairForm::Gemm: every step, whatever the count
+    openmp_detail::GemmData gd_;
+    std::vector<Index> order_;                   // GEMM form: modes grouped into blocks (group_modes)
+    std::vector<Index> group_start_, block_first_;  // group boundaries in order_; first mode of each block
+    std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; grouped positions in and out
+    std::vector<int> near_p_;
+    std::vector<unsigned char> g_sup_;
     bool fine_cells_ = false;  // grid cells smaller than the search radius in every grid dim
     std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
@@ -308,7 +481,7 @@ public:
         if (!data) throw InvalidArgument("openmp backend: bind() without data");
         // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
         const Topology t = resolve_topology(topology, *data);
-        return std::make_unique<OpenMPBinding>(std::move(data), t);
+        return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form);
     }
 
 private:

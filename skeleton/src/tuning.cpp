@@ -46,8 +46,9 @@ constexpr long long kIndexMax = std::numeric_limits<long long>::max();
 std::vector<std::string> BackendOptions::keys()
 {
     return {"preload",           "preload_size",         "threads",         "devices",           "device",
-            "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points",
-            "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options"};
+            "pair_form",         "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points",
+            "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options",
+            "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k"};
 }
 
 void BackendOptions::set(const std::string& key, const std::string& v)
@@ -57,6 +58,9 @@ void BackendOptions::set(const std::string& key, const std::string& v)
                                                  {"1", Preload::On}, {"0", Preload::Off}});
     else if (key == "preload_size")
         preload_size = static_cast<int>(parse_int(key, v, 0, 1 << 20));
+    else if (key == "pair_form")
+        pair_form = parse_choice<PairForm>(key, v, {{"auto", PairForm::Auto}, {"direct", PairForm::Direct},
+                                                    {"gemm", PairForm::Gemm}});
     else if (key == "threads")
         threads = static_cast<int>(parse_int(key, v, 0, 1 << 16));
     else if (key == "devices") {
@@ -93,6 +97,14 @@ void BackendOptions::set(const std::string& key, const std::string& v)
         opencl.nv_ex2 = parse_bool(key, v);
     else if (key == "opencl.build_options")
         opencl.extra_build_options = v;
+    else if (key == "opencl.gemm_modes")
+        opencl.gemm_modes = static_cast<int>(parse_int(key, v, 0, 256));
+    else if (key == "opencl.gemm_points")
+        opencl.gemm_points = static_cast<int>(parse_int(key, v, 0, 256));
+    else if (key == "opencl.gemm_dim_chunk")
+        opencl.gemm_dim_chunk = static_cast<int>(parse_int(key, v, 0, 64));
+    else if (key == "opencl.gemm_min_k")
+        opencl.gemm_min_k = static_cast<int>(parse_int(key, v, 0, 1 << 20));
     else {
         std::string known;
         for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;

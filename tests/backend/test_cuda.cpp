@@ -253,6 +253,45 @@ TEST_CASE("cuda: dimensions k in {1,2,3,5,8,17,64} and modes per PU, both models
         }
 }
 
+TEST_CASE("cuda: GEMM form (tensor cores, 3xTF32) matches the float64 oracle within 1e-4 bandwidths")
+{
+    // Issue 11: k = 16..256 (shared H), 16..128 (per-point H), exact and truncated, ragged n and
+    // mode counts (partial blocks and tiles), data centred away from the block's median mode.
+    if (!cuda_usable()) return;
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("cuda-gemm");
+    BackendOptions o;
+    o.pair_form = PairForm::Gemm;
+    double worst = 0;
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 24, 64, 128, 256}) {
+            if (model == KernelModel::PerPoint && k > 128) continue;
+            for (double cutoff : {std::numeric_limits<double>::infinity(), 3.0}) {
+                PreparedData D = mstest::random_prepared(rng, 1000 + k, k, model);
+                D.cutoff2 = cutoff * cutoff;
+                const MatrixD Q = mstest::random_queries(rng, D, 301);
+                Topology used;
+                const double dev = deviation(D, Q, Topology{}, o, &used);
+                CAPTURE(int(model));
+                CAPTURE(k);
+                CAPTURE(cutoff);
+                CHECK(dev < 1e-4);
+                CHECK(used.f_vppu == 4);
+                worst = std::max(worst, dev);
+            }
+        }
+    MESSAGE("GEMM form: largest deviation from the float64 oracle " << worst << " bandwidths");
+    // Gemm resolves the kernels' own topology (quads as vPPUs); Auto does not take them yet
+    // (kGemmAutoProven) and an explicit topology keeps Alg. 3.
+    const PreparedData D = mstest::random_prepared(rng, 500, 32, KernelModel::Shared);
+    CHECK(make_backend("cuda", o)->resolve_topology(Topology{}, D).f_vppu == 4);
+    CHECK(make_backend("cuda")->resolve_topology(topo(0, 128, 8, 8), D).f_vppu == 8);
+    BackendOptions bad;
+    bad.pair_form = PairForm::Gemm;
+    const PreparedData wide = mstest::random_prepared(rng, 50, 300, KernelModel::Shared);
+    CHECK_THROWS_AS(make_backend("cuda", bad)->resolve_topology(Topology{}, wide), InvalidArgument);
+}
+
 TEST_CASE("cuda: chunked queries and streamed point chunks add up")
 {
     if (!cuda_usable()) return;

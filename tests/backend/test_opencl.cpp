@@ -205,6 +205,72 @@ TEST_CASE("opencl: n-loop segments combined by combine_segments")
     }
 }
 
+TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_cpu) and they match the oracle")
+{
+    if (!opencl_usable()) return;
+    // The first CPU-class device (PoCL in CI); GPUs must keep their shape.
+    std::string cpu_spec;
+    for (const auto& e : detail::enumerate_cl_devices()) {
+        const std::string spec = std::to_string(e.platform) + ":" + std::to_string(e.device);
+        BackendOptions o;
+        o.device_spec = spec;
+        auto rng = make_rng("opencl-cpu-shape-gate");
+        const PreparedData D = mstest::random_prepared(rng, 100, 3, KernelModel::Shared);
+        detail::KernelConfig c;
+        opencl_step(o, D, Topology{}, mstest::random_queries(rng, D, 5), &c);
+        if (e.info.kind == "gpu") {
+            CHECK(c.cpu_vw == 0);  // the GPU path is unchanged
+        } else {
+            CHECK((c.cpu_vw == 0 || c.cpu_vw == 4 || c.cpu_vw == 8 || c.cpu_vw == 16));
+            if (e.info.kind == "cpu" && cpu_spec.empty() && c.cpu_vw > 0) cpu_spec = spec;
+        }
+    }
+    if (cpu_spec.empty()) {
+        MESSAGE("no OpenCL CPU device with a float vector width >= 4: CPU shape not tested");
+        return;
+    }
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("opencl-cpu-shape");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {1, 3, 5, 16, 40}) {  // r > 1, and r = 1 with dims in chunks (remainders)
+            const PreparedData D = mstest::random_prepared(rng, 517, k, model);  // ragged n
+            const MatrixD Q = mstest::random_queries(rng, D, 75);                // ragged count
+            CAPTURE(int(model));
+            CAPTURE(k);
+            BackendOptions o;
+            o.device_spec = cpu_spec;
+            detail::KernelConfig c;
+            const MatrixD got = opencl_step(o, D, Topology{}, Q, &c);
+            CHECK(std::string(c.kernel_name()) == "approx_mode_cpu");
+            CHECK(!c.gemm);
+            CHECK(!c.preload);
+            CHECK(c.cpu_vw > 0);
+            CHECK(((c.cpu_dc > 0) == (c.modes_per_pu == 1 && (model == KernelModel::PerPoint ? 2 * k : k + 1) >
+                                                                  (c.cpu_vw >= 16 ? 16 : 8))));
+            CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
+            if (k != 3 && k != 16) continue;  // PoCL builds every variant: the time of this test
+            // several segments, explicit r, a work-group per block
+            BackendOptions seg = o;
+            seg.opencl.segments = 3;
+            seg.opencl.modes_per_pu = k <= 3 ? 3 : 1;
+            CHECK(mstest::max_abs_diff(opencl_step(seg, D, topo(0, 1, 1, 1), Q, &c), oracle_step(D, Q)) < kTol);
+            CHECK(c.cpu_vw > 0);
+            // truncated kernel (no grid: one range): range_modes_cpu, vector tails masked; a cutoff
+            // beyond every pair keeps the oracle's answer independent of rounding at the boundary
+            PreparedData T = D;
+            T.cutoff2 = 1e6;
+            CHECK(mstest::max_abs_diff(opencl_step(o, T, Topology{}, Q, &c), oracle_step(T, Q)) < kTol);
+            CHECK(std::string(c.kernel_name()) == "range_modes_cpu");
+            if (k != 3) continue;
+            // the direct exponent keeps the GPU shape on a CPU device
+            BackendOptions direct = o;
+            direct.opencl.exponent = ExponentForm::Direct;
+            direct.pair_form = PairForm::Direct;
+            CHECK(mstest::max_abs_diff(opencl_step(direct, D, Topology{}, Q, &c), oracle_step(D, Q)) < kTol);
+            CHECK(c.cpu_vw == 0);
+        }
+}
+
 TEST_CASE("opencl: a few work-groups loop over many blocks (z smaller than the blocks)")
 {
     if (!opencl_usable()) return;
@@ -412,6 +478,7 @@ TEST_CASE("opencl: default preload batch fits local memory at large k; an explic
         const PreparedData D = mstest::random_prepared(rng, 40, k, KernelModel::PerPoint);
         BackendOptions o;
         o.preload = Preload::On;
+        o.pair_form = PairForm::Direct;  // the preload batch is the direct kernels' (Auto takes GEMM here)
         detail::OpenCLBackend b(o);
         const Topology t = b.resolve_topology(Topology{}, D);
         const detail::KernelConfig c = b.make_config(t, D);

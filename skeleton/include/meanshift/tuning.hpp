@@ -18,6 +18,15 @@ namespace meanshift {
 /// backend for its device class (GPUs: on; CPU-class OpenCL devices: off).
 enum class Preload { Auto, On, Off };
 
+/// How a backend evaluates the pair exponents −½ D² (issue 11, docs/high-dimensional.md).
+/// Direct: each PU loops over the k dimensions of each pair (Alg. 3 as written; fastest at low k).
+/// Gemm: the exponents of a block of modes against a block of points come from matrix products,
+/// −½|q − p|² = q·p − ½|q|² − ½|p|² (per-point H_i: two products against w∘x and w), fused with the
+/// exponential and the weighted sums (the m × n weight matrix is never stored in full).
+/// Auto: Gemm from the backend's measured crossover k on (docs/tuning.md), Direct below it; the CUDA
+/// backend's Auto keeps Direct until its GEMM kernels are measured on a GPU.
+enum class PairForm { Auto, Direct, Gemm };
+
 /// OpenMP backend (backends/openmp).
 struct OpenMPTuning {
     /// Widest instruction set the SIMD kernels may use: "auto" (the widest this CPU runs),
@@ -44,6 +53,11 @@ struct OpenCLTuning {
     int segments = 0;                              ///< n-loop segments per mode block; 0 = automatic
     bool nv_ex2 = true;                            ///< NVIDIA: exp2 as one ex2.approx instruction
     std::string extra_build_options;               ///< appended to the program build options
+    // The GEMM kernel (PairForm::Gemm, kernels/gemm_modes.cl); 0 = the default of the device class.
+    int gemm_modes = 0;      ///< BM, modes per work-group tile (1..256)
+    int gemm_points = 0;     ///< BN, points per tile (1..256)
+    int gemm_dim_chunk = 0;  ///< BK, dims staged in local memory per step of the exponent product (1..64)
+    int gemm_min_k = 0;      ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
 };
 
 /// Per-backend options chosen by the user at run time.
@@ -53,16 +67,19 @@ struct MEANSHIFT_API BackendOptions {
     Preload preload = Preload::Auto;  ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
     int preload_size = 0;       ///< points staged per batch / tile width W; 0 = backend default
     int threads = 0;            ///< OpenMP threads (z); 0 = all
+    PairForm pair_form = PairForm::Auto;  ///< direct loop or matrix products for the exponents
     OpenMPTuning openmp;
     CudaTuning cuda;
     OpenCLTuning opencl;
 
     /// Sets one option from text, the single parser of tuning overrides:
     ///   preload=auto|on|off, preload_size=N, threads=N, devices=0,1, device=P:D,
+    ///   pair_form=auto|direct|gemm,
     ///   openmp.isa=auto|avx512|avx2|generic,
     ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N,
     ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
-    ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT.
+    ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT,
+    ///   opencl.gemm_modes=N, opencl.gemm_points=N, opencl.gemm_dim_chunk=N, opencl.gemm_min_k=N.
     /// Throws InvalidArgument naming the key and the rule for an unknown key or a bad value.
     void set(const std::string& key, const std::string& value);
     /// "key=value" form of set().

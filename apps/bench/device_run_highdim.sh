@@ -1,0 +1,34 @@
+#!/bin/bash
+# Issue 11 (and the open GPU checks of issue 10) on the GPU machine (device tool). Binaries built
+# here into build/ and copied to gpu-carry/ (bin, lib, data), as device_run_truncated.sh does.
+#   tests : conformance + unit tests on cuda/opencl, compute-sanitizer on a GEMM-form step
+#   highdim: `meanshift bench` (the CLI, default options) at k = 16..256, n = 262,144, one
+#            iteration, every point a seed, exact kernel: cuda and opencl by default and with
+#            pair_form=direct, beside the PyTorch peer (apps/bench/peers/torch_step.py) in the same call
+#   photos / blobs: device_run_truncated.sh's segmentation and 1e6-blob runs
+source gpu-carry/tools/device-opencl-env.sh >/dev/null; export LD_LIBRARY_PATH=$PWD/gpu-carry/lib; B=gpu-carry/bin
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
+mode="${1:-all}"
+N="${N:-262144}"
+DIMS="${DIMS:-16 32 64 128 256}"
+if [[ $mode == all || $mode == tests ]]; then
+  for b in cuda opencl; do echo "conformance $b: $(timeout 240 $B/meanshift_conformance --backend=$b 2>&1 | grep -E 'test cases|ERROR' | tail -3 | tr '\n' ' ')"; done
+  echo "unit cuda*/opencl*: $(timeout 200 $B/meanshift_tests -tc='cuda*,opencl*' 2>&1 | grep -E 'test cases|ERROR' | tail -5 | tr '\n' ' ')"
+  timeout 120 compute-sanitizer --tool memcheck $B/meanshift bench --n 3000 --dims 64 --iterations 2 -b cuda -q 2>&1 | grep -E "ERROR SUMMARY|error" | head -3
+  timeout 120 compute-sanitizer --tool racecheck $B/meanshift bench --n 3000 --dims 64 --iterations 1 -b cuda -q 2>&1 | grep -E "RACECHECK SUMMARY|hazard" | head -3
+fi
+if [[ $mode == all || $mode == highdim ]]; then
+  # Exact kernel, every point a seed (the pair rate a user gets for an exact step); the direct
+  # kernels on n = 65,536 (NDIRECT) to keep them under a minute.
+  X="--exact -q --iterations 1"
+  for k in $DIMS; do
+    for kern in isotropic diagonal; do
+      [[ $kern == diagonal && $k -gt 128 ]] && continue
+      for b in ${BACKENDS:-cuda opencl}; do
+        echo "bench k=$k $kern $b default: $(timeout 120 $B/meanshift bench --n $N --dims $k --kernel $kern -b $b $X 2>&1 | tail -1)"
+        echo "bench k=$k $kern $b pair_form=direct n=${NDIRECT:-65536}: $(timeout 120 $B/meanshift bench --n ${NDIRECT:-65536} --dims $k --kernel $kern -b $b --tune pair_form=direct $X 2>&1 | tail -1)"
+      done
+    done
+  done
+  python3 apps/bench/peers/torch_step.py --n $N --dims $DIMS --reps 2
+fi

@@ -1,0 +1,307 @@
+// The GEMM form of the step (issue 11, docs/high-dimensional.md): for k above the crossover the
+// exponents of a block of modes against a tile of points come from tensor-core matrix products
+//   shared H:    −½|q − p|² = q·p − ½|q|² − ½|p|²
+//   per-point H: −½ Σ_d w_d (q_d − x_d)² = [q, −½q∘q]·[w∘x, w] − ½ Σ_d w_d x_d²
+// fused with the exponential and the weighted sums E·P (as fused attention kernels do: the weight
+// tile lives in registers, never in memory). Skeleton mapping: PPU = block (BM modes); PU = thread;
+// each mode's row of the weight tile is held by the 4 threads of a quad (a vPPU of f_vppu = 4,
+// f_load = 4: they share the point loop, 2 of every 8 points each) and their row sums are reduced
+// by shuffles at the end (Alg. 3 lines 17-18). Points are sliced over blockIdx.y when the mode
+// blocks are too few to fill the GPU; slices add their sums atomically.
+//
+// Accuracy: mma.sync m16n8k8 in TF32 (10-bit mantissa) with the 3xTF32 split x = hi + lo
+// (hi·hi + hi·lo + lo·hi) for the exponents and for the sums E·P (weights split too), so the
+// products keep about float32 accuracy; coordinates are taken relative to the block's median mode
+// (the block centre c), which keeps the cancellation in q·p − ½|q|² − ½|p|² to the block's extent.
+#include "backends/cuda/kernel_params.hpp"
+
+#include <cstdint>
+
+namespace meanshift::cuda {
+namespace {
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ std::uint32_t tf32(float x)
+{
+    std::uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/// d += a · b for one m16n8k8 TF32 tile (a: 16 × 8 row-major fragment, b: 8 × 8 column fragment).
+__device__ __forceinline__ void mma(float (&d)[4], std::uint32_t a0, std::uint32_t a1, std::uint32_t a2,
+                                    std::uint32_t a3, std::uint32_t b0, std::uint32_t b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/// Compile-time shape of one instantiation: KF feature columns (shared: k padded to KF; per-point:
+/// 2k padded, [w∘x | w]), WARPS warps of 16 modes, NT points per tile. Rows of the shared-memory
+/// matrices are KF + 4 words apart, which makes every fragment load below free of bank conflicts.
+template <int KF, bool PP>
+struct GemmShape {
+    static constexpr int warps = KF >= 256 ? 4 : 8;
+    static constexpr int bm = 16 * warps;
+    static constexpr int nt = KF >= 256 ? 32 : 64;
+    static constexpr int ld = KF + 4;
+    static constexpr int kp = PP ? KF / 2 : KF;  // coordinate columns
+};
+
+template <int KF, bool PP>
+constexpr unsigned long smem_bytes()
+{
+    using S = GemmShape<KF, PP>;
+    // Q hi/lo (bm × ld), P hi/lo (nt × ld), point terms (2 nt), centre (kp), mode terms (bm).
+    return sizeof(float) * (2ul * S::bm * S::ld + 2ul * S::nt * S::ld + 2ul * S::nt + S::kp + S::bm);
+}
+
+template <int KF, bool PP>
+__global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(const GemmParams p)
+{
+    using S = GemmShape<KF, PP>;
+    constexpr int LD = S::ld, BM = S::bm, NT = S::nt, KP = S::kp, T = S::warps * 32;
+    extern __shared__ float smem[];
+    std::uint32_t* qh = reinterpret_cast<std::uint32_t*>(smem);
+    std::uint32_t* ql = qh + BM * LD;
+    std::uint32_t* ph = ql + BM * LD;
+    std::uint32_t* pl = ph + NT * LD;
+    float* pn = reinterpret_cast<float*>(pl + NT * LD);  // L·½Σ w x'² (+inf: padding point)
+    float* pc = pn + NT;                                  // L·c_i (per-point), 0
+    float* centre = pc + NT;
+    float* qn = centre + KP;                              // L·½|q'|² (shared model), 0
+
+    const int k = p.k;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int g = lane / 4, t = lane % 4;
+    const long long m0 = static_cast<long long>(blockIdx.x) * BM;
+    const int bm = static_cast<int>(min(static_cast<long long>(BM), p.count - m0));
+
+    // The block centre: the per-dimension median of its modes (robust: a far mode, e.g. a seed
+    // without support, does not drag the centre away from the others, as a mean would). The raw
+    // modes are staged in ql first.
+    float* raw = reinterpret_cast<float*>(ql);
+    for (int j = warp; j < BM; j += S::warps)
+        for (int d = lane; d < KP; d += 32) raw[j * LD + d] = (j < bm && d < k) ? p.queries[(m0 + j) * k + d] : 0.0f;
+    __syncthreads();
+    for (int d = tid; d < KP; d += T) {
+        float med = 0.0f;
+        const int half = (bm - 1) / 2;  // the lower median: #{v < med} <= half < #{v <= med}
+        for (int i = 0; i < bm; ++i) {
+            const float v = raw[i * LD + d];
+            int less = 0, leq = 0;
+            for (int j = 0; j < bm; ++j) {
+                const float u = raw[j * LD + d];
+                less += u < v;
+                leq += u <= v;
+            }
+            if (less <= half && leq > half) {
+                med = v;
+                break;
+            }
+        }
+        centre[d] = med;
+    }
+    __syncthreads();
+    // Modes, one warp a mode: q' = y − c split into TF32 hi + lo; per-point features [q', −½q'²].
+    for (int j = warp; j < BM; j += S::warps) {
+        float nrm = 0.0f;
+        for (int d = lane; d < KP; d += 32) {
+            const float v = (j < bm && d < k) ? raw[j * LD + d] - centre[d] : 0.0f;
+            nrm += v * v;
+            const std::uint32_t h = tf32(v);
+            qh[j * LD + d] = h;
+            ql[j * LD + d] = tf32(v - __uint_as_float(h));
+            if (PP) {
+                const float u = -0.5f * v * v;
+                const std::uint32_t hu = tf32(u);
+                qh[j * LD + KP + d] = hu;
+                ql[j * LD + KP + d] = tf32(u - __uint_as_float(hu));
+            }
+        }
+        for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
+        if (lane == 0) qn[j] = PP ? 0.0f : 0.5f * kLog2e * nrm;
+    }
+
+    // Points of this slice.
+    const long long per_slice = (p.n + gridDim.y - 1) / gridDim.y;
+    const long long p_begin = blockIdx.y * per_slice;
+    const long long p_end = min(p.n, p_begin + per_slice);
+
+    float acc[KF / 8][4];
+#pragma unroll
+    for (int i = 0; i < KF / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    float rs0 = 0.0f, rs1 = 0.0f;  // row sums Σ e (shared model's S0) of rows g and g + 8
+    const int r0 = warp * 16 + g;  // this thread's mode rows in the block: r0, r0 + 8
+    const float cut = p.cut_log2;
+
+    for (long long t0 = p_begin; t0 < p_end; t0 += NT) {
+        __syncthreads();  // the previous tile is consumed (and the modes are staged)
+        for (int j = warp; j < NT; j += S::warps) {
+            const long long i = t0 + j;
+            const bool ok = i < p_end;
+            float nrm = 0.0f;
+            for (int d = lane; d < KP; d += 32) {
+                float v = 0.0f, w = 1.0f;
+                if (ok && d < k) {
+                    v = p.points[i * k + d] - centre[d];
+                    if (PP) w = p.precision[i * k + d];
+                }
+                if (!PP || d < k) nrm += w * v * v;
+                const float a = PP ? w * v : v;
+                const std::uint32_t h = tf32(a);
+                ph[j * LD + d] = h;
+                pl[j * LD + d] = tf32(a - __uint_as_float(h));
+                if (PP) {
+                    const float b = (ok && d < k) ? w : 0.0f;
+                    const std::uint32_t hb = tf32(b);
+                    ph[j * LD + KP + d] = hb;
+                    pl[j * LD + KP + d] = tf32(b - __uint_as_float(hb));
+                }
+            }
+            for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
+            if (lane == 0) {
+                pn[j] = ok ? 0.5f * kLog2e * nrm : __int_as_float(0x7f800000);
+                pc[j] = (PP && ok) ? kLog2e * p.log_weight[i] : 0.0f;
+            }
+        }
+        __syncthreads();
+
+        // This warp: 16 modes × NT points, in groups of 32 points (4 mma columns of 8).
+#pragma unroll 1
+        for (int j0 = 0; j0 < NT; j0 += 32) {
+            float s[4][4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) s[c][0] = s[c][1] = s[c][2] = s[c][3] = 0.0f;
+#pragma unroll 4
+            for (int kk = 0; kk < KF; kk += 8) {
+                const std::uint32_t* qa = qh + (warp * 16 + g) * LD + kk + t;
+                const std::uint32_t* qb = ql + (warp * 16 + g) * LD + kk + t;
+                const std::uint32_t ah0 = qa[0], ah1 = qa[8 * LD], ah2 = qa[4], ah3 = qa[8 * LD + 4];
+                const std::uint32_t al0 = qb[0], al1 = qb[8 * LD], al2 = qb[4], al3 = qb[8 * LD + 4];
+#pragma unroll
+                for (int c = 0; c < 4; ++c) {
+                    const int row = (j0 + 8 * c + g) * LD + kk + t;
+                    const std::uint32_t bh0 = ph[row], bh1 = ph[row + 4], bl0 = pl[row], bl1 = pl[row + 4];
+                    mma(s[c], al0, al1, al2, al3, bh0, bh1);
+                    mma(s[c], ah0, ah1, ah2, ah3, bl0, bl1);
+                    mma(s[c], ah0, ah1, ah2, ah3, bh0, bh1);
+                }
+            }
+            // Weights. s[c][0..3]: rows (g, g, g+8, g+8), points j0 + 8c + (2t, 2t+1, 2t, 2t+1).
+            std::uint32_t w[4][4], wl[4][4];
+            const float qa = qn[r0], qb = qn[r0 + 8];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int pt = j0 + 8 * c + 2 * t + (e & 1);
+                    // log2 of exp(−½ D²) (≤ 0; cancellation may leave it slightly positive).
+                    float x = kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt];
+                    x = x <= 0.0f ? x : (x > 0.0f ? 0.0f : -INFINITY);  // NaN (inf − inf) -> no weight
+                    const float v = x < cut ? 0.0f : ex2(x + pc[pt]);
+                    // Split too: rounding the weights alone to TF32 (±2^-12 each) moved modes by
+                    // ~1e-4 bandwidths (H100, k = 16: 1.6e-4 against the float64 oracle).
+                    w[c][e] = tf32(v);
+                    wl[c][e] = tf32(v - __uint_as_float(w[c][e]));
+                    if (e < 2) rs0 += v;
+                    else rs1 += v;
+                }
+            }
+            // Sums: acc (16 × KF) += W (16 × 32) · P (32 × KF). The weight fragment is the C layout of
+            // s read as an A fragment, with points ordered 2t, 2t + 1 ↦ columns t, t + 4 in each group
+            // of 8 (the order of a sum is free): so no shuffle is needed.
+#pragma unroll
+            for (int c = 0; c < 4; ++c) {
+                const int prow0 = (j0 + 8 * c + 2 * t) * LD, prow1 = prow0 + LD;
+#pragma unroll
+                for (int nn = 0; nn < KF / 8; ++nn) {
+                    const int col = nn * 8 + g;
+                    const std::uint32_t bh0 = ph[prow0 + col], bh1 = ph[prow1 + col];
+                    mma(acc[nn], wl[c][0], wl[c][2], wl[c][1], wl[c][3], bh0, bh1);
+                    mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], pl[prow0 + col], pl[prow1 + col]);
+                    mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], bh0, bh1);
+                }
+            }
+        }
+    }
+
+    // Row sums over the quad (the vPPU reduction), then S0 and S1 relative to the mode.
+    for (int off = 1; off < 4; off *= 2) {
+        rs0 += __shfl_xor_sync(0xffffffffu, rs0, off);
+        rs1 += __shfl_xor_sync(0xffffffffu, rs1, off);
+    }
+    const int stride = PP ? 2 * k : k + 1;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        const int row = r0 + 8 * half;
+        if (row >= bm) continue;
+        const long long q = m0 + row;
+        float* out = p.acc + q * stride;
+        const float rs = half ? rs1 : rs0;
+        if (!PP && t == 0) atomicAdd(out, rs);
+#pragma unroll
+        for (int nn = 0; nn < KF / 8; ++nn) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int col = nn * 8 + 2 * t + e;
+                const float v = acc[nn][2 * half + e];
+                if (PP) {
+                    // Columns [0, KP): Σ e w x' (into S1); [KP, 2KP): Σ e w, the per-dimension S0,
+                    // which also gives S1_d = Σ e w x'_d − y'_d Σ e w_d.
+                    if (col < KP) {
+                        if (col < k) atomicAdd(out + k + col, v);
+                    } else if (col - KP < k) {
+                        const int d = col - KP;
+                        const float yd = p.queries[q * k + d] - centre[d];
+                        atomicAdd(out + d, v);
+                        atomicAdd(out + k + d, -yd * v);
+                    }
+                } else if (col < k) {
+                    const float yd = p.queries[q * k + col] - centre[col];
+                    atomicAdd(out + 1 + col, v - yd * rs);
+                }
+            }
+        }
+    }
+}
+
+template <int KF, bool PP>
+GemmKernel entry()
+{
+    return {reinterpret_cast<const void*>(&gemm_kernel_t<KF, PP>), GemmShape<KF, PP>::warps * 32,
+            GemmShape<KF, PP>::bm, GemmShape<KF, PP>::nt, smem_bytes<KF, PP>()};
+}
+
+}  // namespace
+
+GemmKernel gemm_kernel(int k, bool per_point)
+{
+    const int f = per_point ? 2 * k : k;
+    if (per_point) {
+        if (f <= 16) return entry<16, true>();
+        if (f <= 32) return entry<32, true>();
+        if (f <= 64) return entry<64, true>();
+        if (f <= 128) return entry<128, true>();
+        if (f <= 256) return entry<256, true>();
+    } else {
+        if (f <= 16) return entry<16, false>();
+        if (f <= 32) return entry<32, false>();
+        if (f <= 64) return entry<64, false>();
+        if (f <= 128) return entry<128, false>();
+        if (f <= 256) return entry<256, false>();
+    }
+    return {};
+}
+
+}  // namespace meanshift::cuda

@@ -1,0 +1,48 @@
+#pragma once
+// Internal interface of the OpenMP backend's GEMM form of the step (issue 11): the exponents of a
+// block of modes against tiles of points come from matrix products, fused with exp and the
+// weighted sums, which beats the direct SIMD loop at high k (docs/backend-openmp.md, "GEMM form").
+// Like the SIMD kernels, gemm_step_impl.hpp is compiled once per instruction set (gemm_step.cpp,
+// gemm_step_avx2.cpp, gemm_step_avx512.cpp) and each unit exports only its table; its Eigen is
+// renamed per unit, so no Eigen function compiled for AVX-512 can be picked by the linker for code
+// that runs elsewhere. Nothing here includes the public headers (they include the library's Eigen).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace meanshift::openmp_detail {
+
+/// The bound data in prepared units (PreparedData's float32 copies, not the SIMD kernel units).
+struct GemmData {
+    bool per_point = false;
+    std::int64_t n = 0;
+    int k = 0;
+    const float* x = nullptr;  ///< n × k row-major, PreparedData::points_f
+    const float* w = nullptr;  ///< n × k row-major, PreparedData::precision_f (PerPoint only)
+    const float* c = nullptr;  ///< n, PreparedData::log_weight_f (PerPoint only)
+    /// Truncated kernel: pairs with (Mahalanobis) D² > cutoff2 get weight 0; inf = exact kernel.
+    double cutoff2 = __builtin_huge_val();
+    int modes_per_block = 128;  ///< largest m a block may have (sizes the scratch)
+    int rows_per_tile = 256;    ///< points per product tile (float32 sums over at most this many terms)
+};
+
+/// Advances modes [0, m) (m ≤ modes_per_block): positions and out are m × k row-major, prepared
+/// units (float64). The block visits the rows [ranges[2r], ranges[2r+1]) for r < nranges
+/// (nranges < 0: all n rows; 0: none), gathered into tiles. supported[j] = 0 when every weight of
+/// mode j underflowed (out_j = positions_j then). scratch: scratch_bytes(data) bytes, any alignment.
+using GemmBlockFn = void (*)(const GemmData& data, const double* positions, int m, const std::int64_t* ranges,
+                             int nranges, double* out, unsigned char* supported, void* scratch);
+
+struct GemmTable {
+    const char* isa = "";  ///< "AVX-512", "AVX2", "SSE2", "generic"
+    std::size_t (*scratch_bytes)(const GemmData& data) = nullptr;
+    GemmBlockFn run = nullptr;
+};
+
+/// Tables of the instruction sets compiled into this build (nullptr when not compiled); the caller
+/// picks the one of the SIMD kernel it runs, which cpu_features.cpp has checked.
+const GemmTable* gemm_table_avx512();
+const GemmTable* gemm_table_avx2();
+const GemmTable* gemm_table_generic();
+
+}  // namespace meanshift::openmp_detail

@@ -1,0 +1,192 @@
+// Conformance at high k (issue 11): k = 16, 64, 128, shared and per-point H, the exact kernel and
+// a finite cutoff, with the backend's default pair form (Auto: the matrix-product kernels from
+// their crossover on) and with BackendOptions::pair_form = Gemm forced, against the float64 serial
+// oracle. Ragged n and mode counts (not multiples of any tile), every topology the backend accepts,
+// modes without support, and whole clusterings of 64-D blobs.
+#include "conformance.hpp"
+
+#include <cmath>
+#include <limits>
+
+using namespace meanshift;
+using namespace mstest;
+
+namespace {
+
+std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+
+/// The pair forms to test: the default, and Gemm forced. A backend that refuses Gemm for this data
+/// (InvalidArgument: a documented limit, e.g. a largest k) is tested with the default only.
+std::vector<std::pair<std::string, BackendOptions>> pair_forms()
+{
+    BackendOptions gemm;
+    gemm.pair_form = PairForm::Gemm;
+    return {{"auto", BackendOptions{}}, {"gemm", gemm}};
+}
+
+/// Squared Mahalanobis distance of query y to point i (the oracle's D²).
+double dist2(const PreparedData& D, const double* y, Index i)
+{
+    double s = 0;
+    for (int d = 0; d < D.k(); ++d) {
+        const double t = y[d] - D.points(i, d);
+        s += (D.model == KernelModel::PerPoint ? D.precision(i, d) : 1.0) * t * t;
+    }
+    return s;
+}
+
+/// A cutoff² near `want` such that no (query, point) pair has D² within 1e-3 relative of it: float32
+/// rounding cannot then put a pair on the other side of the cutoff than float64 does (the
+/// truncated kernel is discontinuous there; conformance_truncated.cpp bounds that effect instead).
+double clear_cutoff2(const PreparedData& D, const MatrixD& Q, double want)
+{
+    std::vector<double> d2;
+    for (Index q = 0; q < Q.rows(); ++q)
+        for (Index i = 0; i < D.n(); ++i) d2.push_back(dist2(D, Q.row(q).data(), i));
+    for (int a = 0; a < 1000; ++a) {
+        const double c2 = want * (1.0 + 0.0137 * a);
+        bool clear = true;
+        for (double v : d2)
+            if (std::abs(v - c2) <= 1e-3 * c2) {
+                clear = false;
+                break;
+            }
+        if (clear) return c2;
+    }
+    FAIL("no cutoff clear of every pair");
+    return want;
+}
+
+/// One step of Q on D (every accepted topology, at most `max_topologies`) against the oracle.
+void check_step(const std::string& form, const BackendOptions& bo, const PreparedData& D, const MatrixD& Q,
+                std::size_t max_topologies)
+{
+    std::unique_ptr<Backend> be;
+    try {
+        be = make_backend(conf::backend(), bo);
+        (void)be->resolve_topology(Topology{}, D);
+    } catch (const InvalidArgument& e) {
+        MESSAGE("backend " << conf::backend() << " declines pair_form=" << form << ": " << std::string(e.what()));
+        return;
+    }
+    auto oracle = make_backend("serial");
+    const auto shared = share(D);
+    const MatrixD want = conf::step(*oracle->bind(shared, Topology{}), Q);
+    const double R = conf::extent(D.points, Q);
+    const double tol = conf::step_tolerance(R) * (D.model == KernelModel::Shared ? 1.0 : 1.5);
+    auto ts = conf::topologies(*be, D);
+    if (ts.size() > max_topologies) ts.resize(max_topologies);
+    for (const Topology& t : ts) {
+        INFO("pair_form " << form << ", topology " << t.to_string() << ", tolerance " << tol);
+        const MatrixD got = conf::step(*be->bind(shared, t), Q);
+        CHECK(got.allFinite());
+        CHECK(max_abs_diff(got, want) <= tol);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("conformance highdim: one step, k = 16, 64, 128, shared and per-point, exact and cutoff, ragged n and counts")
+{
+    auto rng = make_rng("conf-highdim-step");
+    MSTEST_SEED_INFO();
+    const bool truncates = make_backend(conf::backend())->supports_cutoff();
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 64, 128})
+            for (Index n : {Index(67), Index(301)})
+                for (bool cut : {false, true}) {
+                    if (cut && !truncates) continue;
+                    PreparedData D = random_prepared(rng, n, k, model);
+                    const MatrixD Q = random_queries(rng, D, n == 67 ? 130 : 37);
+                    if (cut) D.cutoff2 = clear_cutoff2(D, Q, 9.0);
+                    INFO(model_name(model) << ", k = " << k << ", n = " << n << ", count = " << Q.rows()
+                                           << ", cutoff2 = " << D.cutoff2);
+                    for (const auto& [form, bo] : pair_forms()) check_step(form, bo, D, Q, n == 67 ? 1000 : 2);
+                }
+}
+
+TEST_CASE("conformance highdim: modes without support keep their position and are reported")
+{
+    auto rng = make_rng("conf-highdim-support");
+    MSTEST_SEED_INFO();
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 64})
+            for (bool cut : {false, true})
+                for (const auto& [form, bo] : pair_forms()) {
+                    INFO(model_name(model) << ", k = " << k << ", cutoff " << cut << ", pair_form " << form);
+                    PreparedData D = random_prepared(rng, 150, k, model);
+                    std::unique_ptr<Backend> be;
+                    try {
+                        be = make_backend(conf::backend(), bo);
+                        (void)be->resolve_topology(Topology{}, D);
+                    } catch (const InvalidArgument& e) {
+                        MESSAGE("declined: " << std::string(e.what()));
+                        continue;
+                    }
+                    if (cut && !be->supports_cutoff()) continue;
+                    if (cut) D.cutoff2 = 9.0;
+                    MatrixD Q = random_queries(rng, D, 70);
+                    for (int d = 0; d < k; ++d) Q(0, d) = (d % 2 ? -1000.25 : 999.75);  // every weight underflows
+                    if (cut) {
+                        // beyond the cutoff of every point but within float32 range: the cutoff decides
+                        for (int d = 0; d < k; ++d) Q(69, d) = double(float(D.points(0, d) + (d == 0 ? 12.0 : 0.0)));
+                    }
+                    StepReport report, oracle_report;
+                    auto binding = be->bind(share(D), Topology{});
+                    const MatrixD got = conf::step(*binding, Q, &report);
+                    const MatrixD want = conf::step(*make_backend("serial")->bind(share(D), Topology{}), Q, &oracle_report);
+                    for (int d = 0; d < k; ++d) CHECK(got(0, d) == Q(0, d));
+                    REQUIRE(report.mode.size() == 70);
+                    std::vector<ModeStatus> expect(70, ModeStatus::Active);
+                    for (std::size_t j = 0; j < oracle_report.mode.size(); ++j)
+                        expect[std::size_t(oracle_report.mode[j])] = oracle_report.status[j];
+                    CHECK(expect[0] == ModeStatus::NoSupport);
+                    if (cut) CHECK(expect[69] == ModeStatus::NoSupport);
+                    for (std::size_t j = 0; j < report.mode.size(); ++j) {
+                        const Index q = report.mode[j];
+                        INFO("mode " << q);
+                        // NoSupport exactly where the oracle says so (Active / Converged may differ
+                        // at the tolerance's edge)
+                        CHECK((report.status[j] == ModeStatus::NoSupport) == (expect[std::size_t(q)] == ModeStatus::NoSupport));
+                        if (report.status[j] == ModeStatus::NoSupport)
+                            for (int d = 0; d < k; ++d) CHECK(got(q, d) == Q(q, d));
+                    }
+                    const double tol = conf::step_tolerance(conf::extent(D.points, Q.bottomRows(69))) *
+                                       (model == KernelModel::Shared ? 1.0 : 1.5);
+                    CHECK(max_abs_diff(got.bottomRows(69), want.bottomRows(69)) <= tol);
+                }
+}
+
+TEST_CASE("conformance highdim: clustering 64-D blobs, exact and truncated, vs the oracle")
+{
+    auto rng = make_rng("conf-highdim-cluster");
+    MSTEST_SEED_INFO();
+    const Blobs b = make_blobs(rng, 64, {70, 50, 30}, {0.5, 0.4, 0.3}, 8.0);
+    for (double c : {std::numeric_limits<double>::infinity(), 6.0})
+        for (const auto& [form, bo] : pair_forms()) {
+            INFO("cutoff " << c << ", pair_form " << form);
+            Options o = conf::options(Bandwidth::isotropic(1.5));
+            o.backend_options = bo;
+            o.seeding = Seeding::AllPoints;
+            if (std::isfinite(c)) o.cutoff = c; else o.exact = true;
+            Options w = o;
+            w.backend = "serial";
+            w.backend_options = BackendOptions{};
+            Result got;
+            try {
+                got = cluster(b.data, o);
+            } catch (const InvalidArgument& e) {
+                MESSAGE("declined: " << std::string(e.what()));
+                continue;
+            }
+            const Result want = cluster(b.data, w);
+            CHECK(same_partition(got.labels, want.labels));
+            REQUIRE(got.modes.rows() == want.modes.rows());
+            double worst = 0;
+            for (Index i = 0; i < got.modes.rows(); ++i)
+                for (Index d = 0; d < got.modes.cols(); ++d)
+                    worst = std::max(worst, std::abs(double(got.modes(i, d)) - double(want.modes(i, d))));
+            // converged to tolerance 1e-4 bandwidths in both; float32 steps on top
+            CHECK(worst <= 1.5 * 4.0 * (o.tolerance + conf::step_tolerance(20.0)));
+        }
+}

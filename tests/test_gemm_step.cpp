@@ -1,0 +1,205 @@
+// The openmp backend's GEMM form of the step (issue 11, backends/openmp/gemm_step_*.cpp) against the
+// float64 serial oracle: k = 16, 64, 128, shared and per-point H, exact and truncated kernel (brute
+// force and kd-tree ranges), every SIMD width this CPU runs, 1 and 2 threads, ragged mode counts.
+// The data are spread-out blobs with the modes in input order spanning all blobs (the worst case for
+// the float32 expansion q·x − ½|q|² − ½|x|²), at h = 1 (as `meanshift bench`) and h = √k/2 (a blob is
+// one mode). Also: modes without support keep their position; Auto's choice.
+#include <meanshift/config.hpp>
+
+#include <doctest/doctest.h>
+
+#if MEANSHIFT_HAVE_OPENMP
+
+#include "backends/openmp/cpu_features.hpp"
+#include "skeleton/src/prepare.hpp"
+#include "step_support.hpp"
+#include "test_support.hpp"
+
+#include <meanshift/meanshift.hpp>
+#include <meanshift/registry.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace meanshift;
+using mstest::make_rng;
+
+/// The ISA names of the SIMD widths this CPU runs (openmp.isa values).
+std::vector<std::string> isas()
+{
+    std::vector<std::string> out;
+    for (const auto* t : openmp_detail::usable_kernels())
+        out.push_back(t->width == 16 ? "avx512" : t->width == 8 ? "avx2" : "generic");
+    return out;
+}
+
+std::unique_ptr<Backend> openmp(PairForm form, const std::string& isa = "auto", int threads = 0)
+{
+    BackendOptions o;
+    o.pair_form = form;
+    o.openmp.isa = isa;
+    o.threads = threads;
+    return make_backend("openmp", o);
+}
+
+/// n points in 8 blobs as `meanshift bench` makes them (centres uniform in [−10, 10]^k, unit noise,
+/// point i in blob i mod 8), divided by h; per-point: σ_id uniform in [0.5, 1.5] (prepared units).
+PreparedData bench_like(std::mt19937_64& rng, Index n, int k, KernelModel model, double h)
+{
+    std::uniform_real_distribution<double> centre(-10.0, 10.0), sigma(0.5, 1.5);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    MatrixD c(8, k);
+    for (Index i = 0; i < c.size(); ++i) c.data()[i] = centre(rng);
+    PreparedData D;
+    D.model = model;
+    D.points.resize(n, k);
+    for (Index i = 0; i < n; ++i)
+        for (int d = 0; d < k; ++d) D.points(i, d) = double(float((c(i % 8, d) + noise(rng)) / h));
+    if (model == KernelModel::PerPoint) {
+        D.precision.resize(n, k);
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) {
+                const double s = sigma(rng);
+                D.precision(i, d) = double(float(1.0 / (s * s)));
+            }
+    }
+    D.finalize();
+    return D;
+}
+
+/// count modes: data points in input order (spanning all blobs), every other one jittered.
+MatrixD modes_at_points(std::mt19937_64& rng, const PreparedData& D, Index count)
+{
+    std::normal_distribution<double> jitter(0.0, 0.2);
+    MatrixD Q(count, D.k());
+    for (Index q = 0; q < count; ++q)
+        for (int d = 0; d < D.k(); ++d)
+            Q(q, d) = double(float(D.points((q * 7) % D.n(), d) + (q % 2 ? jitter(rng) : 0.0)));
+    return Q;
+}
+
+/// One step of Q on `b` over D (a fresh binding), with its report.
+MatrixD step(Backend& b, const PreparedData& D, const MatrixD& Q, StepReport* report = nullptr)
+{
+    MatrixD out = MatrixD::Constant(Q.rows(), Q.cols(), std::nan(""));
+    b.bind(mstest::share(D), Topology{})->step_once(Q.data(), out.data(), Q.rows(), report);
+    return out;
+}
+
+/// docs/testing.md's conformance tolerance: 1e-4 + 1e-5·R (R = largest |coordinate|), 1.5× per point.
+double conformance_tolerance(const PreparedData& D, const MatrixD& Q)
+{
+    const double R = std::max(D.points.cwiseAbs().maxCoeff(), Q.cwiseAbs().maxCoeff());
+    return (1e-4 + 1e-5 * R) * (D.model == KernelModel::Shared ? 1.0 : 1.5);
+}
+
+/// The smallest bandwidth in prepared units (1 for the shared model: whitened).
+double smallest_bandwidth(const PreparedData& D)
+{
+    return D.model == KernelModel::Shared ? 1.0 : 1.0 / std::sqrt(D.precision.maxCoeff());
+}
+
+const char* model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+
+}  // namespace
+
+TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 64, 128; shared, per-point; "
+          "exact and cutoff 3; every SIMD width)")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-oracle");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 64, 128})
+            for (double h : {1.0, std::sqrt(double(k)) / 2}) {
+                PreparedData D = bench_like(rng, 1500 + 7 * k, k, model, h);  // ragged n: tiles of 256 + rest
+                const MatrixD Q = modes_at_points(rng, D, 301);                // ragged blocks of 128 modes
+                for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+                    D.cutoff2 = cut * cut;
+                    const MatrixD want = mstest::oracle_step(D, Q);
+                    const double tol = std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q));
+                    for (const std::string& isa : isas())
+                        for (int threads : {1, 2}) {
+                            auto be = openmp(PairForm::Gemm, isa, threads);
+                            const double dev = mstest::max_abs_diff(step(*be, D, Q), want);
+                            INFO(model_name(model) << " k=" << k << " h=" << h << " cutoff=" << cut << " isa=" << isa
+                                                   << " threads=" << threads << ": deviation " << dev
+                                                   << " (tolerance " << tol << ")");
+                            CHECK(dev <= tol);
+                        }
+                }
+            }
+}
+
+TEST_CASE("gemm step: over kd-tree ranges (truncated kernel) it equals the oracle's brute force")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-tree");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 64}) {
+            PreparedData B = bench_like(rng, 2000, k, model, 1.0);  // blobs ~20 bandwidths apart: the tree prunes
+            B.cutoff2 = 9.0;
+            PreparedData T = B;
+            std::string search;
+            detail::build_search(T, NeighbourSearch::Tree, search);
+            REQUIRE(T.tree);
+            const MatrixD Q = modes_at_points(rng, B, 250);
+            StepReport rt, rb;
+            const MatrixD want = step(*make_backend("serial"), B, Q, &rb);
+            const MatrixD got = step(*openmp(PairForm::Gemm), T, Q, &rt);
+            INFO(model_name(model) << " k=" << k << ": " << search << ", pairs " << rt.pairs << " of " << rb.pairs);
+            CHECK(mstest::max_abs_diff(got, want) <= 1e-4 * smallest_bandwidth(B));
+            CHECK(rt.pairs < rb.pairs);  // the ranges were honoured, not all rows visited
+        }
+}
+
+TEST_CASE("gemm step: a mode whose weights all underflow, or with no point within the cutoff, has no support")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-support");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            PreparedData D = bench_like(rng, 700, 64, model, 4.0);
+            D.cutoff2 = cut * cut;
+            MatrixD Q = modes_at_points(rng, D, 20);
+            Q.row(3).setConstant(cut < 10 ? 3.0 : 60.0);  // 3: D² ~ 700 > 9 from every point; 60: exp underflows
+            Q.row(11).setConstant(-60.0);
+            StepReport report;
+            const MatrixD out = step(*openmp(PairForm::Gemm), D, Q, &report);
+            const MatrixD want = mstest::oracle_step(D, Q);
+            INFO(model_name(model) << " cutoff " << cut);
+            for (std::size_t e = 0; e < report.mode.size(); ++e) {
+                const Index q = report.mode[e];
+                const bool far = q == 3 || q == 11;
+                CHECK((report.status[e] == ModeStatus::NoSupport) == far);
+                if (far) CHECK(mstest::max_abs_diff(out.row(q), Q.row(q)) == 0.0);
+            }
+            CHECK(mstest::max_abs_diff(out, want) <= 1e-4 * smallest_bandwidth(D));
+        }
+}
+
+TEST_CASE("gemm step: pair_form=auto takes the GEMM form at k = 64 with a full block of modes per thread, else the "
+          "direct kernels")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-auto");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        auto same = [](const MatrixD& a, const MatrixD& b) { return mstest::max_abs_diff(a, b) == 0.0; };
+        const PreparedData hi = bench_like(rng, 600, 64, model, 4.0);
+        const MatrixD many = modes_at_points(rng, hi, 300), few = modes_at_points(rng, hi, 50);  // 2 threads: ≥ 256
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, many), step(*openmp(PairForm::Gemm, "auto", 2), hi, many)));
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, few), step(*openmp(PairForm::Direct, "auto", 2), hi, few)));
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 1), hi, few), step(*openmp(PairForm::Direct, "auto", 1), hi, few)));
+        const PreparedData lo = bench_like(rng, 600, 4, model, 1.0);
+        const MatrixD Ql = modes_at_points(rng, lo, 300);
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), lo, Ql), step(*openmp(PairForm::Direct, "auto", 2), lo, Ql)));
+    }
+}
+
+#endif  // MEANSHIFT_HAVE_OPENMP
