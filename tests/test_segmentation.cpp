@@ -210,3 +210,137 @@ TEST_CASE("segment_image: bad input is InvalidArgument")
     img[5] = static_cast<float>(nan);
     CHECK_THROWS_AS(segment_image(img.data(), 2, 2, 3, ok), InvalidArgument);
 }
+
+namespace {
+
+// The definition of SegmentOptions::AdaptiveRange, written out with a full sort.
+std::vector<double> reference_adaptive_hr(const std::vector<float>& img, int h, int w, int C, int win, int k,
+                                          double hr, double floor_fraction, double lo, double hi)
+{
+    const std::size_t n = std::size_t(h) * w;
+    std::vector<double> d(n);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            std::vector<double> all;
+            for (int v = 0; v < h; ++v)
+                for (int u = 0; u < w; ++u) {
+                    if ((u == x && v == y) || std::abs(u - x) > win || std::abs(v - y) > win) continue;
+                    double s = 0;
+                    for (int c = 0; c < C; ++c) {
+                        const double t = double(img[(std::size_t(y) * w + x) * C + c]) - img[(std::size_t(v) * w + u) * C + c];
+                        s += t * t;
+                    }
+                    all.push_back(std::sqrt(s));
+                }
+            std::sort(all.begin(), all.end());
+            d[std::size_t(y) * w + x] = all[std::min(all.size(), std::size_t(k)) - 1];
+        }
+    std::vector<double> pos;
+    for (double v : d)
+        if (v > 0) pos.push_back(v);
+    std::sort(pos.begin(), pos.end());
+    const double floor = floor_fraction * pos[pos.size() / 2];
+    double ml = 0;
+    for (double& v : d) {
+        v = std::max(v, floor);
+        ml += std::log(v);
+    }
+    const double G = std::exp(ml / double(n));
+    for (double& v : d) v = hr * std::clamp(v / G, lo, hi);
+    return d;
+}
+
+// Left: flat colour with faint noise; right: a strong texture (random colours of amplitude 15).
+std::vector<float> flat_and_texture(int w, int h, int C)
+{
+    Noise noise;
+    std::vector<float> img(std::size_t(w) * h * C);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x)
+            for (int c = 0; c < C; ++c)
+                img[(std::size_t(y) * w + x) * C + c] = x < w / 2 ? 30 + noise(0.5f) : 60 + noise(15.0f);
+    return img;
+}
+
+}  // namespace
+
+TEST_CASE("segment_image --adaptive: per-pixel range bandwidths from the k-th colour distance in the window")
+{
+    const int w = 20, h = 12, C = 3;
+    const std::vector<float> img = flat_and_texture(w, h, C);
+    SegmentOptions::AdaptiveRange o;
+    o.enabled = true;
+    SUBCASE("against the definition (defaults: w = ceil(hs), k = a quarter of the window)")
+    {
+        const auto got = adaptive_range_bandwidths(img.data(), h, w, C, 2.0, 6.0, o);
+        const auto want = reference_adaptive_hr(img, h, w, C, 2, 6, 6.0, 0.1, 0.25, 4.0);
+        REQUIRE(got.size() == want.size());
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-5));
+        // Texture gets wide kernels, the flat half narrow ones.
+        CHECK(got[std::size_t(5) * w + 3] < 6.0);
+        CHECK(got[std::size_t(5) * w + 16] > 6.0);
+        // Without clamping the geometric mean is hr.
+        o.min_ratio = 1e-6;
+        o.max_ratio = 1e6;
+        const auto free = adaptive_range_bandwidths(img.data(), h, w, C, 2.0, 6.0, o);
+        double ml = 0;
+        for (float v : free) ml += std::log(double(v));
+        CHECK(std::exp(ml / double(free.size())) == doctest::Approx(6.0).epsilon(1e-5));
+        o.k = 3;
+        o.window = 1;
+        const auto small = adaptive_range_bandwidths(img.data(), h, w, C, 5.0, 6.0, o);
+        const auto want_small = reference_adaptive_hr(img, h, w, C, 1, 3, 6.0, 0.1, 1e-6, 1e6);
+        for (std::size_t i = 0; i < small.size(); ++i) CHECK(small[i] == doctest::Approx(want_small[i]).epsilon(1e-5));
+    }
+    SUBCASE("the lattice search with per-pixel bandwidths gives the brute-force search's modes")
+    {
+        SegmentOptions so = serial_options(2.0, 6.0, 0);
+        so.adaptive = o;
+        so.meanshift.cutoff = 3.0;
+        const Segmentation a = segment_image(img.data(), h, w, C, so);
+        check_invariants(a, img);
+        CHECK(a.ascent.search.find("lattice") != std::string::npos);
+        REQUIRE(a.range_bandwidths.size() == std::size_t(w) * h);
+        so.meanshift.search = NeighbourSearch::BruteForce;
+        const Segmentation b = segment_image(img.data(), h, w, C, so);
+        CHECK(b.ascent.search.find("lattice") == std::string::npos);
+        CHECK((a.ascent.modes - b.ascent.modes).cwiseAbs().maxCoeff() < 1e-3f);
+        CHECK(a.labels == b.labels);
+    }
+    SUBCASE("three noisy rectangles stay three segments")
+    {
+        const float colour[3][3] = {{20, 0, 0}, {50, 30, -10}, {80, -25, 35}};
+        Noise noise;
+        std::vector<float> r(std::size_t(24) * 16 * C);
+        for (int y = 0; y < 16; ++y)
+            for (int x = 0; x < 24; ++x)
+                for (int c = 0; c < C; ++c) r[(std::size_t(y) * 24 + x) * C + c] = colour[x / 8][c] + noise(1.0f);
+        SegmentOptions so = serial_options(2.0, 4.0, 10);
+        so.adaptive = o;
+        const Segmentation s = segment_image(r.data(), 16, 24, C, so);
+        check_invariants(s, r);
+        CHECK(s.segments() == 3);
+    }
+    SUBCASE("bad options and a flat image")
+    {
+        SegmentOptions::AdaptiveRange b = o;
+        b.k = -1;
+        CHECK_THROWS_AS(adaptive_range_bandwidths(img.data(), h, w, C, 2, 6, b), InvalidArgument);
+        b = o;
+        b.window = -2;
+        CHECK_THROWS_AS(adaptive_range_bandwidths(img.data(), h, w, C, 2, 6, b), InvalidArgument);
+        b = o;
+        b.min_ratio = 0;
+        CHECK_THROWS_AS(adaptive_range_bandwidths(img.data(), h, w, C, 2, 6, b), InvalidArgument);
+        b = o;
+        b.max_ratio = 0.5;
+        CHECK_THROWS_AS(adaptive_range_bandwidths(img.data(), h, w, C, 2, 6, b), InvalidArgument);
+        b = o;
+        b.floor_fraction = -0.1;
+        CHECK_THROWS_AS(adaptive_range_bandwidths(img.data(), h, w, C, 2, 6, b), InvalidArgument);
+        const std::vector<float> flat(std::size_t(w) * h * C, 42.0f);
+        SegmentOptions so = serial_options(2.0, 6.0, 0);
+        so.adaptive = o;
+        CHECK_THROWS_WITH_AS(segment_image(flat.data(), h, w, C, so), doctest::Contains("flat image"), InvalidArgument);
+    }
+}

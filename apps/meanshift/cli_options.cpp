@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
+#include <string>
 
 namespace mscli {
 
@@ -82,6 +84,67 @@ void ConvergenceOptions::apply(meanshift::Options& o) const
                                           : meanshift::GroupingMethod::Sequential;
 }
 
+void ApproximationOptions::add_to(CLI::App& app)
+{
+    app.add_flag("--exact", exact,
+                 "the exact kernel and no approximation: no cutoff, brute force, every point a seed, no binning "
+                 "(O(n^2) pair interactions per iteration)");
+    app.add_option("--cutoff", cutoff,
+                   "truncated kernel: pairs beyond this Mahalanobis radius (bandwidth units) get weight 0; inf = "
+                   "exact kernel (default " + std::to_string(meanshift::kDefaultCutoff).substr(0, 4) + ")")
+        ->check([](const std::string& t) -> std::string {
+            if (t == "inf") return {};
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0 or inf, got " + clip(t);
+            return {};
+        });
+    app.add_option("--search", search, "neighbour search of the truncated kernel")
+        ->check(CLI::IsMember({"auto", "grid", "tree", "brute"}))
+        ->capture_default_str();
+    app.add_option("--seeding", seeding, "bins (scikit-learn's bin_seeding) or all (every point a seed)")
+        ->check(CLI::IsMember({"bins", "all"}))
+        ->capture_default_str();
+    app.add_option("--bin-size", bin_size, "bin side for seeding, bandwidth units (0 = default)")->check(non_negative());
+    app.add_option("--min-bin-count", min_bin_count, "bins with fewer points seed nothing (0 = default)")
+        ->check(non_negative());
+    app.add_option("--data-bin-size", data_bin_size,
+                   "ascend on the data binned on cells of this side (bandwidth units); off = never; default automatic")
+        ->check([](const std::string& t) -> std::string {
+            if (t == "off" || t == "auto") return {};
+            char* end = nullptr;
+            const double v = std::strtod(t.c_str(), &end);
+            if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0, auto or off, got " + clip(t);
+            return {};
+        });
+    app.add_flag("--no-refine", no_refine, "every point takes its bin's label (no boundary refinement)");
+}
+
+void ApproximationOptions::apply(meanshift::Options& o) const
+{
+    o.exact = exact;
+    if (cutoff == "inf") o.cutoff = std::numeric_limits<double>::infinity();
+    else if (!cutoff.empty()) o.cutoff = std::strtod(cutoff.c_str(), nullptr);
+    o.search = search == "grid"    ? meanshift::NeighbourSearch::Grid
+               : search == "tree"  ? meanshift::NeighbourSearch::Tree
+               : search == "brute" ? meanshift::NeighbourSearch::BruteForce
+                                   : meanshift::NeighbourSearch::Auto;
+    o.seeding = seeding == "all" ? meanshift::Seeding::AllPoints : meanshift::Seeding::Bins;
+    if (bin_size > 0) o.bin_size = bin_size;
+    if (min_bin_count > 0) o.min_bin_count = min_bin_count;
+    if (data_bin_size == "off") o.data_bin_size = -1;
+    else if (!data_bin_size.empty() && data_bin_size != "auto") o.data_bin_size = std::strtod(data_bin_size.c_str(), nullptr);
+    if (no_refine) o.refine_boundaries = false;
+}
+
+void print_method(const meanshift::Result& r)
+{
+    if (std::isfinite(r.cutoff)) std::printf("kernel      truncated Gaussian, cutoff %g bandwidths\n", r.cutoff);
+    else std::printf("kernel      exact Gaussian\n");
+    std::printf("search      %s\n", r.search.c_str());
+    std::printf("seeding     %s\n", r.seeding.c_str());
+}
+
 namespace {
 
 CLI::Validator number_check(bool allow_zero)
@@ -117,7 +180,7 @@ std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
     out = BandwidthSpec{};
     const std::string usage =
         "; use a number (Gaussian sigma, data units), auto, scott, silverman, scott:per-dim, silverman:per-dim, "
-        "quantile:Q with 0 < Q <= 1, or adaptive[:K[:C]]";
+        "quantile:Q with 0 < Q <= 1, adaptive[:K[:C]], or abramson[:C[:P]]";
     double v = 0;
     if (parse_number(text, v)) {
         if (v <= 0) return "must be > 0, got " + clip(text);
@@ -155,6 +218,19 @@ std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
         if (c2 != std::string::npos) {
             if (!parse_number(arg.substr(c2 + 1), v) || v <= 0) return "'" + clip(text) + "': C must be > 0" + usage;
             out.adaptive.c = v;
+        }
+        return {};
+    }
+    if (name == "abramson") {
+        out.kind = Kind::Abramson;
+        if (colon == std::string::npos) return {};
+        const std::size_t c2 = arg.find(':');
+        if (!parse_number(arg.substr(0, c2), v) || v <= 0) return "'" + clip(text) + "': C must be > 0" + usage;
+        out.abramson.c = v;
+        if (c2 != std::string::npos) {
+            if (!parse_number(arg.substr(c2 + 1), v) || v <= 0)
+                return "'" + clip(text) + "': the pilot bandwidth P must be > 0" + usage;
+            out.abramson.pilot = v;
         }
         return {};
     }
@@ -208,6 +284,21 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
         std::sort(c.begin(), c.end());
         std::snprintf(buf, sizeof buf, "per point, sigma_i = %.3g * d_%d(x_i) / sqrt(%d): min %.4g, median %.4g, max %.4g (adaptive)",
                       o.c, o.k, int(data.cols()), c.front(), c[c.size() / 2], c.back());
+        description = buf;
+        return meanshift::Bandwidth::per_point(std::move(h));
+    }
+    case Kind::Abramson: {
+        meanshift::AbramsonOptions o = abramson;
+        const bool silverman = o.pilot == 0;
+        if (silverman) o.pilot = meanshift::rule_bandwidth(data, meanshift::BandwidthRule::Silverman);
+        meanshift::MatrixD h = meanshift::abramson_bandwidths(data, o);
+        std::vector<double> c(static_cast<std::size_t>(h.rows()));
+        for (meanshift::Index i = 0; i < h.rows(); ++i) c[std::size_t(i)] = h(i, 0);
+        std::sort(c.begin(), c.end());
+        std::snprintf(buf, sizeof buf,
+                      "per point, h_i = %.3g * %.4g (%s pilot) * (f(x_i)/g)^-0.5: min %.4g, median %.4g, "
+                      "max %.4g (abramson)",
+                      o.c, o.pilot, silverman ? "Silverman" : "given", c.front(), c[c.size() / 2], c.back());
         description = buf;
         return meanshift::Bandwidth::per_point(std::move(h));
     }

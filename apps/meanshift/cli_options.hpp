@@ -45,15 +45,38 @@ struct ConvergenceOptions {
     void apply(meanshift::Options& options) const;
 };
 
+/// The approximations of the truncated-kernel issue (docs/truncated-kernel.md): --exact, --cutoff C,
+/// --search, --seeding, --bin-size, --min-bin-count, --data-bin-size, --no-refine. Unset options keep
+/// the library's defaults (Options), which pick the fastest method whose error bound holds.
+struct ApproximationOptions {
+    bool exact = false;
+    std::string cutoff;        ///< "" = default; a number > 0 or "inf"
+    std::string search = "auto";
+    std::string seeding = "bins";
+    double bin_size = 0;       ///< 0 = default
+    long long min_bin_count = 0;  ///< 0 = default
+    std::string data_bin_size;  ///< "" = default (auto); "off", or a side > 0
+    bool no_refine = false;
+
+    void add_to(CLI::App& app);
+    void apply(meanshift::Options& options) const;
+};
+
+/// The lines saying which method ran (search, seeding, cutoff), as `cluster` and `segment` print them.
+void print_method(const meanshift::Result& r);
+
 /// --bandwidth VALUE: a number (isotropic Gaussian σ, data units) or a rule computed from the data
 /// (bandwidth_selection.hpp): auto (= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth
 /// halved: its flat radius as a Gaussian σ), scott, silverman (isotropic; scott:per-dim and
-/// silverman:per-dim give one σ per dimension), adaptive[:K[:C]] (per-point σ_i = C · d_K(x_i)).
+/// silverman:per-dim give one σ per dimension), adaptive[:K[:C]] (per-point σ_i = C · d_K(x_i)),
+/// abramson[:C[:P]] (per-point h_i = C · σ_p · (f̂(x_i)/g)^(-1/2), Abramson's pilot-density law,
+/// pilot σ_p = P or Silverman's isotropic rule).
 struct BandwidthSpec {
-    enum class Kind { Number, Quantile, Scott, Silverman, Adaptive } kind = Kind::Number;
+    enum class Kind { Number, Quantile, Scott, Silverman, Adaptive, Abramson } kind = Kind::Number;
     double value = 0;          ///< the number, or Q for Quantile
     bool per_dimension = false;
     meanshift::AdaptiveBandwidthOptions adaptive;
+    meanshift::AbramsonOptions abramson;
 
     /// Parses `text`; returns an error message ("" if fine).
     static std::string parse(const std::string& text, BandwidthSpec& out);

@@ -9,8 +9,13 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#ifdef MEANSHIFT_CLI_MPI
+#include <meanshift/mpi.hpp>
+#endif
 
 namespace mscli {
 namespace {
@@ -24,6 +29,7 @@ struct ClusterArgs {
     std::string per_point;
     RunOptions run;
     ConvergenceOptions conv;
+    ApproximationOptions approx;
 };
 
 meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::MatrixF& data, std::string& description)
@@ -56,6 +62,145 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::Matri
     }
 }
 
+#ifdef MEANSHIFT_CLI_MPI
+// True when main() initialised MPI (the tool was started by mpirun/mpiexec; main.cpp).
+bool under_mpi()
+{
+    int initialised = 0, finalised = 0;
+    MPI_Initialized(&initialised);
+    MPI_Finalized(&finalised);
+    return initialised && !finalised;
+}
+
+// `mpirun -np R meanshift cluster ...` (docs/mpi.md): rank 0 reads the input, resolves the bandwidth
+// and scatters the rows; meanshift::mpi::cluster() runs on every rank (replicated points, modes
+// split); rank 0 gathers the labels (and modes) and writes every output; the other ranks write and
+// print nothing. Every failure ends every rank (meanshift::mpi::agree) with rank 0 reporting it.
+void run_cluster_mpi(const ClusterArgs& a)
+{
+    MPI_Comm comm = MPI_COMM_WORLD;
+    int rank = 0, size = 1;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (!a.per_point.empty())  // the same on every rank: no collective needed
+        throw meanshift::NotSupported("--per-point-bandwidths is not supported under mpirun yet (docs/mpi.md)");
+    const MatrixFormat out_format = format_of(a.output);
+    const MatrixFormat modes_format = a.modes_output.empty() ? out_format : format_of(a.modes_output);
+    format_of(a.input);
+    const std::string centres_path = sibling_path(a.output, "centres");
+
+    // Rank 0: files, input, bandwidth.
+    std::optional<OutputFiles> files;
+    std::size_t labels_slot = 0, centres_slot = 0, modes_slot = 0;
+    meanshift::MatrixF data;
+    std::string bandwidth_description;
+    meanshift::Bandwidth bandwidth;
+    std::exception_ptr err;
+    if (rank == 0) {
+        try {
+            files.emplace();
+            files->add_input(a.input, "the input");
+            labels_slot = files->add_output(a.output, "-o");
+            centres_slot = files->add_output(centres_path, "the centres file named after -o " + a.output);
+            modes_slot = a.modes_output.empty() ? 0 : files->add_output(a.modes_output, "--modes");
+            data = to_float(read_matrix(a.input), a.input);
+            bandwidth = make_bandwidth(a, data, bandwidth_description);
+            if (!bandwidth.shared())
+                throw meanshift::NotSupported("--bandwidth " + a.bandwidth +
+                                              " gives per-point bandwidths: not supported under mpirun yet");
+        } catch (...) {
+            err = std::current_exception();
+        }
+    }
+    meanshift::mpi::agree(comm, err);
+
+    // Shape and bandwidth from rank 0; the other options come from the same command line.
+    long long shape[3] = {static_cast<long long>(data.rows()), static_cast<long long>(data.cols()),
+                          static_cast<long long>(bandwidth.parameters().size())};
+    MPI_Bcast(shape, 3, MPI_LONG_LONG, 0, comm);
+    const long long n = shape[0];
+    const int k = static_cast<int>(shape[1]);
+    std::vector<double> h = bandwidth.parameters();
+    h.resize(static_cast<std::size_t>(shape[2]));
+    MPI_Bcast(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, 0, comm);
+    meanshift::Options opt;
+    opt.bandwidth = h.size() == 1 ? meanshift::Bandwidth::isotropic(h[0]) : meanshift::Bandwidth::diagonal(h);
+    a.run.apply(opt);
+    a.conv.apply(opt);
+    a.approx.apply(opt);
+
+    // Contiguous blocks of rows, the first n % R ranks one row more.
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+    for (int r = 0, at = 0; r < size; ++r) {
+        counts[static_cast<std::size_t>(r)] = static_cast<int>(n / size + (r < n % size ? 1 : 0));
+        displs[static_cast<std::size_t>(r)] = at;
+        at += counts[static_cast<std::size_t>(r)];
+    }
+    const int mine = counts[static_cast<std::size_t>(rank)];
+    meanshift::MatrixF local(mine, k);
+    MPI_Datatype row;
+    MPI_Type_contiguous(k, MPI_FLOAT, &row);
+    MPI_Type_commit(&row);
+    MPI_Scatterv(rank == 0 ? data.data() : nullptr, counts.data(), displs.data(), row, local.data(), mine, row, 0,
+                 comm);
+
+    meanshift::mpi::DistributedResult r;
+    try {
+        r = meanshift::mpi::cluster(comm, local, opt);
+    } catch (...) {
+        MPI_Type_free(&row);
+        throw;
+    }
+
+    std::vector<int> labels(rank == 0 ? static_cast<std::size_t>(n) : 0);
+    MPI_Gatherv(r.labels.data(), mine, MPI_INT, labels.data(), counts.data(), displs.data(), MPI_INT, 0, comm);
+    meanshift::MatrixF modes(rank == 0 && !a.modes_output.empty() ? n : 0, k);
+    if (!a.modes_output.empty())
+        MPI_Gatherv(r.modes.data(), mine, row, modes.data(), counts.data(), displs.data(), row, 0, comm);
+    MPI_Type_free(&row);
+    // The slowest rank's ascent (the run's critical path) and the sum of the pairs.
+    double ascent_max = 0, pairs = 0;
+    MPI_Reduce(&r.distributed.seconds_ascent, &ascent_max, 1, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(&r.timing.pair_interactions, &pairs, 1, MPI_DOUBLE, MPI_SUM, 0, comm);
+    int iterations = 0;
+    MPI_Reduce(&r.timing.iterations, &iterations, 1, MPI_INT, MPI_MAX, 0, comm);
+
+    err = nullptr;
+    if (rank == 0) {
+        try {
+            files->set(labels_slot, labels_bytes(out_format, labels));
+            files->set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
+            if (!a.modes_output.empty()) files->set(modes_slot, matrix_bytes(modes_format, modes));
+            files->commit();
+        } catch (...) {
+            err = std::current_exception();
+        }
+    }
+    meanshift::mpi::agree(comm, err);
+    if (rank != 0) return;
+
+    const meanshift::mpi::DistributedTiming& t = r.distributed;
+    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows)\n", n, k, size, static_cast<long long>(mine));
+    std::printf("bandwidth   %s\n", bandwidth_description.c_str());
+    std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
+    std::printf("method      replicated points, modes split; every point its own seed; search %s\n",
+                r.search.c_str());
+    std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
+    for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
+        std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
+    std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
+    std::printf("iterations  %d\n", iterations);
+    std::printf("time        %.3f s on rank 0 (allgather %.3f, ascent %.3f [slowest rank %.3f], wait %.3f, gather %.3f, "
+                "group %.3f, broadcast %.3f)\n",
+                t.seconds_total, t.seconds_allgather, t.seconds_ascent, ascent_max, t.seconds_wait, t.seconds_gather,
+                t.seconds_group, t.seconds_broadcast);
+    std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n", sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
+    std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
+                escape_for_terminal(centres_path).c_str());
+    if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
+}
+#endif
+
 // Every file of the run: inputs, then outputs, checked against each other before any work.
 void run_cluster(const ClusterArgs& a, Mode mode)
 {
@@ -64,6 +209,9 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     format_of(a.input);
     if (!a.per_point.empty()) format_of(a.per_point);
     if (mode == Mode::CheckOnly) return;
+#ifdef MEANSHIFT_CLI_MPI
+    if (under_mpi()) return run_cluster_mpi(a);
+#endif
 
     const std::string centres_path = sibling_path(a.output, "centres");
     OutputFiles files;
@@ -89,6 +237,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     }
     a.run.apply(opt);
     a.conv.apply(opt);
+    a.approx.apply(opt);
     meanshift::Result r;
     try {
         r = cluster_with_progress(data, opt, a.run.quiet);
@@ -108,6 +257,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     std::printf("points      %lld x %d\n", static_cast<long long>(n), k);
     std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
+    print_method(r);
     std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
@@ -150,6 +300,7 @@ void add_cluster_command(CLI::App& app, Mode mode)
     hs->excludes(pp);
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
+    a->approx.add_to(*sub);
     sub->callback([a, h, hs, pp, mode] {
         if (h->count() + hs->count() + pp->count() == 0)
             throw CLI::RequiredError("one of --bandwidth, --bandwidths, --per-point-bandwidths");

@@ -14,6 +14,7 @@
 #include <meanshift/meanshift.hpp>
 #include <meanshift/segmentation.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,9 @@ struct SegmentArgs {
     double cutoff = meanshift::SegmentOptions::filtering_defaults().cutoff;
     bool own_cutoff = false;
     double fusion = 1.0;
+    bool adaptive = false;     // --adaptive: per-pixel range bandwidths (SegmentOptions::AdaptiveRange)
+    long long adaptive_k = 0;
+    long long adaptive_window = 0;
     long long max_pixels = 0;
     long long max_image_pixels = kDefaultMaxImagePixels;
     RunOptions run;
@@ -114,6 +118,9 @@ void run_segment(const SegmentArgs& a, Mode mode)
     so.range_bandwidth = a.range;
     so.min_region = a.min_region;
     so.fusion_distance = a.fusion;
+    so.adaptive.enabled = a.adaptive;
+    so.adaptive.k = static_cast<int>(a.adaptive_k);
+    so.adaptive.window = static_cast<int>(a.adaptive_window);
     a.run.apply(so.meanshift);
     a.conv.apply(so.meanshift);
     if (a.exact) so.meanshift.exact = true;
@@ -164,7 +171,19 @@ void run_segment(const SegmentArgs& a, Mode mode)
     std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), original.width, original.height);
     if (w != original.width || h != original.height)
         std::printf(", downscaled to %d x %d (--max-pixels %lld)", w, h, a.max_pixels);
-    std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
+    if (seg.range_bandwidths.empty()) {
+        std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
+    } else {
+        std::vector<float> v = seg.range_bandwidths;
+        std::sort(v.begin(), v.end());
+        const int win = a.adaptive_window > 0 ? static_cast<int>(a.adaptive_window)
+                                              : std::max(1, static_cast<int>(std::ceil(a.spatial)));
+        const int k = a.adaptive_k > 0 ? static_cast<int>(a.adaptive_k) : std::max(1, ((2 * win + 1) * (2 * win + 1) - 1) / 4);
+        std::printf("\nbandwidths  spatial %g px, range adaptive per pixel (CIELAB): min %.3g, median %.3g, max %.3g; "
+                    "hr %g x d_%d / geometric mean, %dx%d window, clamped to [%g, %g] x hr (%.3f s)\n",
+                    a.spatial, v.front(), v[v.size() / 2], v.back(), a.range, k, 2 * win + 1, 2 * win + 1,
+                    so.adaptive.min_ratio, so.adaptive.max_ratio, seg.seconds_bandwidths);
+    }
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
     std::printf("search      %s, cutoff %g bandwidths%s\n", r.search.c_str(), r.cutoff,
                 std::isinf(r.cutoff) ? " (exact kernel)" : "");
@@ -235,6 +254,18 @@ void add_segment_command(CLI::App& app, Mode mode)
     sub->add_option("--fusion", a->fusion,
                     "adjacent regions whose mean mode colours differ by at most this many range bandwidths "
                     "are fused (EDISON: 0.5, stricter); 0 = no region fusion")
+        ->check(non_negative())
+        ->capture_default_str();
+    sub->add_flag("--adaptive", a->adaptive,
+                  "adaptive range bandwidths: pixel i's colour kernel is hr x d_i / G, d_i its k-th smallest colour "
+                  "distance within its window, G the geometric mean of the d_i, clamped to [0.25, 4] x hr; the "
+                  "spatial bandwidth stays fixed (docs/segmentation.md)");
+    sub->add_option("--adaptive-k", a->adaptive_k,
+                    "with --adaptive: neighbour rank k; 0 = a quarter of the window's other pixels")
+        ->check(non_negative())
+        ->capture_default_str();
+    sub->add_option("--adaptive-window", a->adaptive_window,
+                    "with --adaptive: window radius in pixels; 0 = ceil(spatial bandwidth)")
         ->check(non_negative())
         ->capture_default_str();
     a->run.add_to(*sub);

@@ -69,6 +69,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
           distance from sample i to its K-th nearest neighbour divided by sqrt(n_features)
           (defaults: K = round(sqrt(n)) clamped to [5, 50], C = 1.5). K should stay below the
           smallest cluster's size.
+        - ``'abramson'``, ``'abramson:C'``, ``'abramson:C:P'``: one per sample from a pilot density
+          (Abramson 1982): sigma_i = C sigma_p (f(x_i)/g)^(-1/2), f the pilot Gaussian density with
+          sigma_p = P (default: Silverman's rule), g its geometric mean; default C = 2.
     seeds : array of shape (n_seeds, n_features) or None
         Explicit starting points: the clusters are the groups of the seeds' modes, and every
         sample is then labelled by its own ascent as ``predict`` does (-1 when it reaches no
@@ -90,8 +93,10 @@ class MeanShift(ClusterMixin, BaseEstimator):
     exact : bool, default=False
         True: the exact kernel, brute force, every sample a seed, no binning (overrides
         ``cutoff``, ``bin_seeding`` and ``bin_data``).
-    search : {'auto', 'grid', 'brute'}, default='auto'
-        Neighbour search for a finite cutoff.
+    search : {'auto', 'grid', 'tree', 'brute'}, default='auto'
+        Neighbour search for a finite cutoff: a uniform cell grid (low dimensions), a kd-tree
+        (nanoflann; the host backends walk it, GPU backends brute-force), or brute force; 'auto'
+        picks the one that prunes best (docs/truncated-kernel.md).
     bin_data : bool, default=False
         Replace the samples by their bin means (weighted by counts) before the ascent.
     assign : {'ascent', 'nearest'}, default='ascent'
@@ -200,8 +205,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
     def _options(self):
         if self.cutoff is not None and (not isinstance(self.cutoff, Real) or not self.cutoff > 0):
             raise ValueError(f"cutoff must be > 0 or None (exact kernel), got {self.cutoff!r}")
-        if self.search not in ("auto", "grid", "brute"):
-            raise ValueError(f"search must be 'auto', 'grid' or 'brute', got {self.search!r}")
+        if self.search not in ("auto", "grid", "tree", "brute"):
+            raise ValueError(f"search must be 'auto', 'grid', 'tree' or 'brute', got {self.search!r}")
         if self.assign not in ("ascent", "nearest"):
             raise ValueError(f"assign must be 'ascent' or 'nearest', got {self.assign!r}")
         if self.grouping not in ("sequential", "components"):
@@ -245,7 +250,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         """A bandwidth rule by name, computed by the library on X as float32 (what it clusters)."""
         usage = ("bandwidth must be a number, an array, None or one of 'auto', 'quantile:Q', 'scott', "
                  "'silverman', 'scott:per-dim', 'silverman:per-dim', 'adaptive', 'adaptive:K', "
-                 f"'adaptive:K:C'; got {rule!r}")
+                 f"'adaptive:K:C', 'abramson', 'abramson:C', 'abramson:C:P'; got {rule!r}")
         Xf = _as_float32(X, "X")
         name, _, arg = rule.partition(":")
         if rule == "auto" or name == "quantile":
@@ -273,6 +278,17 @@ class MeanShift(ClusterMixin, BaseEstimator):
             if len(parts) > 2 or (parts and k < 1):
                 raise ValueError(usage)
             flat = _core.adaptive_bandwidths(Xf, k, c, False, 0.1)
+            return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
+        if name == "abramson":
+            parts = arg.split(":") if arg else []
+            try:
+                c = float(parts[0]) if parts else 2.0
+                pilot = float(parts[1]) if len(parts) > 1 else 0.0
+            except ValueError:
+                raise ValueError(usage) from None
+            if len(parts) > 2:
+                raise ValueError(usage)
+            flat = _core.abramson_bandwidths(Xf, c, pilot)
             return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
         raise ValueError(usage)
 

@@ -82,7 +82,8 @@ meanshift::NeighbourSearch search(const std::string& s)
     if (s == "auto") return meanshift::NeighbourSearch::Auto;
     if (s == "brute") return meanshift::NeighbourSearch::BruteForce;
     if (s == "grid") return meanshift::NeighbourSearch::Grid;
-    throw meanshift::InvalidArgument("search must be 'auto', 'grid' or 'brute', got '" + s + "'");
+    if (s == "tree") return meanshift::NeighbourSearch::Tree;
+    throw meanshift::InvalidArgument("search must be 'auto', 'grid', 'tree' or 'brute', got '" + s + "'");
 }
 
 // Options from the dict the Python layer builds (keys = the library's field names). The bandwidth
@@ -396,6 +397,15 @@ nb::ndarray<nb::numpy, double> adaptive_bandwidths(FloatIn2 data, int k, double 
     return vector<double>(std::vector<double>(h.data(), h.data() + h.size()));
 }
 
+nb::ndarray<nb::numpy, double> abramson_bandwidths(FloatIn2 data, double c, double pilot)
+{
+    meanshift::AbramsonOptions o;
+    o.c = c;
+    o.pilot = pilot;
+    const meanshift::MatrixD h = meanshift::abramson_bandwidths(as_matrix(data), o);
+    return vector<double>(std::vector<double>(h.data(), h.data() + h.size()));
+}
+
 NB_MODULE(_core, m)
 {
     m.doc() = "meanshift-skeleton's C++ library (internal: use the meanshift package)";
@@ -433,6 +443,7 @@ NB_MODULE(_core, m)
         nb::arg("data"), nb::arg("k"));
     m.def("adaptive_bandwidths", &adaptive_bandwidths, nb::arg("data"), nb::arg("k"), nb::arg("c"),
           nb::arg("per_dimension"), nb::arg("floor_fraction"));
+    m.def("abramson_bandwidths", &abramson_bandwidths, nb::arg("data"), nb::arg("c"), nb::arg("pilot"));
     m.def("default_adaptive_k", &meanshift::default_adaptive_k, nb::arg("n"));
     m.attr("flat_radius_to_sigma") = meanshift::kFlatRadiusToSigma;
     m.def("backends", &backends);

@@ -1,4 +1,4 @@
-"""Bandwidth rules of MeanShift(bandwidth='auto' | 'quantile:Q' | 'scott' | 'silverman' | 'adaptive')."""
+"""Bandwidth rules of MeanShift(bandwidth='auto' | 'quantile:Q' | 'scott' | 'silverman' | 'adaptive' | 'abramson')."""
 import numpy as np
 import pytest
 from sklearn.cluster import estimate_bandwidth
@@ -45,7 +45,8 @@ def test_adaptive_recovers_clusters_of_different_scales():
 
 
 @pytest.mark.parametrize("bw", ["nope", "quantile:2", "quantile:x", "adaptive:0", "adaptive:5:1:2",
-                                "scott:diag", "adaptive:1000"])
+                                "scott:diag", "adaptive:1000", "abramson:x", "abramson:-1",
+                                "abramson:2:1:3"])
 def test_bad_rules(bw):
     X, _ = _multiscale()
     with pytest.raises(ValueError):
@@ -56,3 +57,16 @@ def test_adaptive_duplicates_get_a_floor():
     X = np.vstack([np.zeros((10, 2)), np.random.RandomState(2).normal(5, 1, (40, 2))])
     h = MeanShift(bandwidth="adaptive:5").fit(X).bandwidth_
     assert np.all(h > 0)
+
+
+def test_abramson_follows_the_pilot_density():
+    # h_i = C sigma_p (f(x_i)/g)^(-1/2): dense samples get smaller bandwidths and the geometric mean
+    # is C sigma_p (here an explicit pilot sigma_p = 0.5 and C = 2). ARI 0.856 with the CLI's same rule
+    # (the two tight clusters 0.6 apart merge; the k-NN rule separates them, see the test above).
+    X, y = _multiscale()
+    m = MeanShift(bandwidth="abramson:2:0.5").fit(X)
+    h = m.bandwidth_
+    assert h.shape == X.shape and np.all(h > 0)
+    assert np.exp(np.log(h[:, 0]).mean()) == pytest.approx(1.0, rel=1e-3)
+    assert np.median(h[:200, 0]) < np.median(h[500:, 0])  # the tight clusters are the dense ones
+    assert adjusted_rand_score(y, m.labels_) > 0.8

@@ -292,3 +292,21 @@ def test_refine_boundaries_brings_bin_seeding_closer_to_exact():
     assert "re-seeded" in refined.result_["seeding"] and "re-seeded" not in plain.result_["seeding"]
     a, b = adjusted_rand_score(exact.labels_, refined.labels_), adjusted_rand_score(exact.labels_, plain.labels_)
     assert a > 0.985 and a > b + 0.01
+
+
+def test_tree_search_and_gemm_form_agree_with_exact():
+    # 8-D blobs: the kd-tree search (search='tree') and the matrix-product step (tune pair_form=gemm)
+    # give the exact answer's clusters; the report says which search ran.
+    rng = np.random.default_rng(3)
+    centres = rng.normal(0.0, 8.0, size=(4, 8))
+    X = np.concatenate([c + rng.normal(0.0, 0.5, size=(60, 8)) for c in centres]).astype(np.float32)
+    truth = np.repeat(np.arange(4), 60)
+    exact = MeanShift(bandwidth=1.0, exact=True, backend="openmp").fit(X)
+    assert adjusted_rand_score(truth, exact.labels_) == 1.0
+    tree = MeanShift(bandwidth=1.0, search="tree", bin_seeding=False, backend="openmp").fit(X)
+    assert "tree" in tree.result_["search"]
+    assert adjusted_rand_score(exact.labels_, tree.labels_) == 1.0
+    gemm = MeanShift(bandwidth=1.0, exact=True, backend="openmp", tune={"pair_form": "gemm"}).fit(X)
+    assert adjusted_rand_score(exact.labels_, gemm.labels_) == 1.0
+    np.testing.assert_allclose(np.sort(gemm.cluster_centers_, axis=0), np.sort(exact.cluster_centers_, axis=0),
+                               atol=1e-4)

@@ -272,4 +272,98 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
     return h;
 }
 
+std::vector<double> pilot_density(const MatrixF& data, double sigma)
+{
+    require_data(data, "pilot_density");
+    if (!(sigma > 0) || !std::isfinite(sigma)) {
+        std::ostringstream m;
+        m << "pilot_density: the pilot bandwidth must be finite and > 0, got " << sigma;
+        throw InvalidArgument(m.str());
+    }
+    const Index n = data.rows();
+    const std::size_t k = std::size_t(data.cols());
+    std::vector<double> x(std::size_t(n) * k);  // row-major doubles
+    for (Index i = 0; i < n; ++i)
+        for (std::size_t d = 0; d < k; ++d) x[std::size_t(i) * k + d] = data(i, Index(d));
+    const double a = -0.5 / (sigma * sigma);
+    std::vector<double> f(std::size_t(n), 0.0);
+    // Symmetric sums: each pair once.
+    for (std::size_t i = 0; i < std::size_t(n); ++i) {
+        const double* p = &x[i * k];
+        f[i] += 1.0;  // j = i
+        for (std::size_t j = i + 1; j < std::size_t(n); ++j) {
+            const double* q = &x[j * k];
+            double d2 = 0;
+            for (std::size_t d = 0; d < k; ++d) {
+                const double t = p[d] - q[d];
+                d2 += t * t;
+            }
+            const double w = std::exp(a * d2);
+            f[i] += w;
+            f[j] += w;
+        }
+    }
+    for (double& v : f) v /= double(n);
+    return f;
+}
+
+MatrixD abramson_bandwidths(const MatrixF& data, const AbramsonOptions& o)
+{
+    require_data(data, "abramson_bandwidths");
+    const Index n = data.rows();
+    const Index dims = data.cols();
+    if (n < 2) throw InvalidArgument("abramson_bandwidths: needs n >= 2 points (a density from one point is flat)");
+    if (!(o.pilot >= 0) || !std::isfinite(o.pilot)) {
+        std::ostringstream m;
+        m << "abramson_bandwidths: pilot must be finite and >= 0 (0 = Silverman's rule), got " << o.pilot;
+        throw InvalidArgument(m.str());
+    }
+    if (!(o.c > 0) || !std::isfinite(o.c)) {
+        std::ostringstream m;
+        m << "abramson_bandwidths: c must be finite and > 0, got " << o.c;
+        throw InvalidArgument(m.str());
+    }
+    if (!(o.alpha >= 0 && o.alpha <= 1)) {
+        std::ostringstream m;
+        m << "abramson_bandwidths: alpha must be in [0, 1], got " << o.alpha;
+        throw InvalidArgument(m.str());
+    }
+    std::vector<double> scale;
+    MatrixF standardised;
+    const MatrixF* pilot_data = &data;
+    if (o.per_dimension) {
+        scale = spreads(data);
+        for (std::size_t d = 0; d < scale.size(); ++d)
+            if (!(scale[d] > 0))
+                throw InvalidArgument("abramson_bandwidths: per_dimension: dimension " + std::to_string(d) +
+                                      " is constant (standard deviation 0)");
+        standardised = data;
+        for (Index d = 0; d < dims; ++d) standardised.col(d) /= float(scale[std::size_t(d)]);
+        pilot_data = &standardised;
+    }
+    double sigma = o.pilot;
+    if (sigma == 0) {
+        const std::vector<double> s = spreads(*pilot_data);
+        double v = 0;
+        for (double x : s) v += x * x;
+        const double rms = std::sqrt(v / double(s.size()));
+        if (!(rms > 0))
+            throw InvalidArgument("abramson_bandwidths: every point is the same (standard deviation 0): no pilot "
+                                  "bandwidth from Silverman's rule; give one");
+        sigma = rule_factor(n, int(dims), BandwidthRule::Silverman) * rms;
+    }
+    const std::vector<double> f = pilot_density(*pilot_data, sigma);
+    double mean_log = 0;
+    for (double v : f) mean_log += std::log(v);
+    mean_log /= double(n);
+    const double h0 = o.c * sigma;
+    MatrixD h(n, dims);
+    for (Index i = 0; i < n; ++i) {
+        // (f/g)^(-alpha) = exp(-alpha (log f - log g)); f >= 1/n, so the log is finite.
+        const double lambda = std::exp(-o.alpha * (std::log(f[std::size_t(i)]) - mean_log));
+        for (Index d = 0; d < dims; ++d) h(i, d) = h0 * lambda * (scale.empty() ? 1.0 : scale[std::size_t(d)]);
+    }
+    return h;
+}
+
 }  // namespace meanshift

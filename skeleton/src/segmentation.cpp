@@ -121,6 +121,82 @@ struct Regions {
 
 }  // namespace
 
+std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, int width, int channels, double hs,
+                                             double hr, const SegmentOptions::AdaptiveRange& o)
+{
+    const char* who = "segment_image: adaptive range bandwidths: ";
+    if (height <= 0 || width <= 0)
+        throw InvalidArgument("segment_image: the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                              " pixels (empty)");
+    if (channels < 1) throw InvalidArgument("segment_image: channels must be >= 1, got " + std::to_string(channels));
+    if (pixels == nullptr) throw InvalidArgument("segment_image: pixels is null");
+    check_positive(hs, "spatial_bandwidth (hs)");
+    check_positive(hr, "range_bandwidth (hr)");
+    if (o.k < 0) throw InvalidArgument(std::string(who) + "k must be >= 0 (0 = default), got " + std::to_string(o.k));
+    if (o.window < 0)
+        throw InvalidArgument(std::string(who) + "window must be >= 0 (0 = ceil(hs)), got " + std::to_string(o.window));
+    if (!(o.floor_fraction >= 0 && o.floor_fraction <= 1))
+        throw InvalidArgument(std::string(who) + "floor_fraction must be in [0, 1], got " +
+                              std::to_string(o.floor_fraction));
+    if (!(o.min_ratio > 0 && o.min_ratio <= 1) || !(o.max_ratio >= 1) || !std::isfinite(o.max_ratio))
+        throw InvalidArgument(std::string(who) + "need 0 < min_ratio <= 1 <= max_ratio < inf, got " +
+                              std::to_string(o.min_ratio) + " and " + std::to_string(o.max_ratio));
+    const std::size_t n = static_cast<std::size_t>(height) * static_cast<std::size_t>(width);
+    for (std::size_t i = 0; i < n * static_cast<std::size_t>(channels); ++i)
+        if (!std::isfinite(pixels[i]))
+            throw InvalidArgument("segment_image: pixel (" + std::to_string((i / channels) % width) + ", " +
+                                  std::to_string((i / channels) / width) + "), channel " +
+                                  std::to_string(i % channels) + " is not finite");
+    const int w = o.window > 0 ? o.window : std::max(1, static_cast<int>(std::ceil(hs)));
+    const int side = 2 * w + 1;
+    const int k = o.k > 0 ? o.k : std::max(1, (side * side - 1) / 4);
+    std::vector<double> d(n), dist;
+    dist.reserve(static_cast<std::size_t>(side) * side);
+    for (int y = 0; y < height; ++y)
+        for (int x = 0; x < width; ++x) {
+            const std::size_t i = static_cast<std::size_t>(y) * width + x;
+            const float* p = pixels + i * channels;
+            dist.clear();
+            for (int v = std::max(0, y - w); v <= std::min(height - 1, y + w); ++v)
+                for (int u = std::max(0, x - w); u <= std::min(width - 1, x + w); ++u) {
+                    if (u == x && v == y) continue;
+                    const float* q = pixels + (static_cast<std::size_t>(v) * width + u) * channels;
+                    double s = 0;
+                    for (int ch = 0; ch < channels; ++ch) {
+                        const double t = double(p[ch]) - q[ch];
+                        s += t * t;
+                    }
+                    dist.push_back(s);
+                }
+            if (dist.empty()) {  // a 1 x 1 image
+                d[i] = 0;
+                continue;
+            }
+            const std::size_t r = std::min(dist.size(), static_cast<std::size_t>(k)) - 1;
+            std::nth_element(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(r), dist.end());
+            d[i] = std::sqrt(dist[r]);
+        }
+    std::vector<double> pos;
+    for (double v : d)
+        if (v > 0) pos.push_back(v);
+    if (pos.empty())
+        throw InvalidArgument(std::string(who) +
+                              "every pixel's window has k or more pixels of its own colour (a flat image): no "
+                              "colour scale to adapt to; use the fixed range bandwidth");
+    std::nth_element(pos.begin(), pos.begin() + static_cast<std::ptrdiff_t>(pos.size() / 2), pos.end());
+    const double floor = std::max(o.floor_fraction * pos[pos.size() / 2], 1e-12 * pos[pos.size() / 2]);
+    double mean_log = 0;
+    for (double& v : d) {
+        v = std::max(v, floor);
+        mean_log += std::log(v);
+    }
+    const double G = std::exp(mean_log / static_cast<double>(n));
+    std::vector<float> out(n);
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = static_cast<float>(hr * std::clamp(d[i] / G, o.min_ratio, o.max_ratio));
+    return out;
+}
+
 Segmentation segment_image(const float* pixels, int height, int width, int channels, const SegmentOptions& options)
 {
     const auto t0 = Clock::now();
@@ -160,9 +236,25 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
             }
         }
     Options opt = options.meanshift;
-    std::vector<double> h(static_cast<std::size_t>(k), hr);
-    h[0] = h[1] = hs;
-    opt.bandwidth = Bandwidth::diagonal(h);
+    std::vector<float> adaptive_hr;
+    double seconds_bandwidths = 0;
+    if (options.adaptive.enabled) {
+        // Per-pixel range bandwidths (the sample-point estimator), spatial fixed: the lattice
+        // window (radius cutoff · max_i hs = cutoff · hs) is the same as with the fixed bandwidths.
+        const auto tb = Clock::now();
+        adaptive_hr = adaptive_range_bandwidths(pixels, height, width, channels, hs, hr, options.adaptive);
+        seconds_bandwidths = since(tb);
+        MatrixD H(n, k);
+        for (Index i = 0; i < n; ++i) {
+            H(i, 0) = H(i, 1) = hs;
+            for (int ch = 0; ch < C; ++ch) H(i, 2 + ch) = adaptive_hr[static_cast<std::size_t>(i)];
+        }
+        opt.bandwidth = Bandwidth::per_point(std::move(H));
+    } else {
+        std::vector<double> h(static_cast<std::size_t>(k), hr);
+        h[0] = h[1] = hs;
+        opt.bandwidth = Bandwidth::diagonal(h);
+    }
     // The pipeline groups pixels itself (b, c): the library's grouping of H·W nearly distinct
     // modes would cost seconds on a photo for labels nobody reads.
     opt.grouping = GroupingMethod::None;
@@ -178,6 +270,8 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     // needs each pixel's own mode.
     const Eigen::Ref<const MatrixF> seeds(features);
     s.ascent = cluster(features, opt, &seeds);
+    s.range_bandwidths = std::move(adaptive_hr);
+    s.seconds_bandwidths = seconds_bandwidths;
     s.seconds_filter = since(t0);
     const auto t1 = Clock::now();
     const MatrixF& modes = s.ascent.modes;

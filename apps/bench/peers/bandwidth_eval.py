@@ -5,10 +5,13 @@ For data whose clusters differ in scale (synthetic multi-scale blobs) and three 
 (iris, wine, digits from scikit-learn, standardised per feature): the adjusted Rand index
 against the true classes of our `meanshift cluster` with
   - the best of a grid of fixed isotropic bandwidths (an oracle: it looks at the truth),
-  - each rule: auto (= quantile:0.3), scott, silverman, adaptive (defaults),
+  - each rule: auto (= quantile:0.3), scott, silverman, adaptive (k-NN, defaults), abramson
+    (Abramson's pilot-density law, defaults),
 and of scikit-learn's MeanShift with its own estimate_bandwidth, all in the same run.
 
-Usage: /usr/bin/python3 apps/bench/peers/bandwidth_eval.py [--cli build/bin/meanshift] [--out DIR]
+Usage: /usr/bin/python3 apps/bench/peers/bandwidth_eval.py [--cli build/bin/meanshift]
+           [--rules auto,scott,silverman,adaptive,abramson] [--grid 16] [--no-sklearn]
+(--rules abramson:0.5,abramson:1,abramson:2 sweeps a rule's factor; --grid 0 skips the oracle)
 Needs numpy and scikit-learn (Debian: python3-sklearn).
 """
 import argparse
@@ -59,7 +62,10 @@ def run_cli(cli, path, bandwidth, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default="build/bin/meanshift")
-    ap.add_argument("--grid", type=int, default=16, help="fixed bandwidths tried (geometric grid)")
+    ap.add_argument("--grid", type=int, default=16, help="fixed bandwidths tried (geometric grid); 0 = none")
+    ap.add_argument("--rules", default="auto,scott,silverman,adaptive,abramson",
+                    help="comma-separated --bandwidth values to run")
+    ap.add_argument("--no-sklearn", action="store_true", help="skip scikit-learn's MeanShift")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -68,23 +74,26 @@ def main():
             np.savetxt(path, X, delimiter=",")
             # Fixed bandwidths: a geometric grid over 1/50 .. 2 of the data's overall spread.
             spread = float(np.sqrt(X.var(axis=0).mean()))
-            best = (-1.0, None, 0)
-            for h in spread * np.geomspace(0.02, 2.0, args.grid):
-                labels, _, _ = run_cli(args.cli, path, f"{h:.6g}", tmp)
-                a = adjusted_rand_score(y, labels)
-                if a > best[0]:
-                    best = (a, h, len(np.unique(labels)))
-            rows.append((name, f"best fixed (of {args.grid})", best[0], best[2], f"{best[1]:.4g}", float("nan")))
-            for rule in ("auto", "scott", "silverman", "adaptive"):
+            first = len(rows)
+            if args.grid > 0:
+                best = (-1.0, None, 0)
+                for h in spread * np.geomspace(0.02, 2.0, args.grid):
+                    labels, _, _ = run_cli(args.cli, path, f"{h:.6g}", tmp)
+                    a = adjusted_rand_score(y, labels)
+                    if a > best[0]:
+                        best = (a, h, len(np.unique(labels)))
+                rows.append((name, f"best fixed (of {args.grid})", best[0], best[2], f"{best[1]:.4g}", float("nan")))
+            for rule in args.rules.split(","):
                 labels, dt, line = run_cli(args.cli, path, rule, tmp)
                 rows.append((name, rule, adjusted_rand_score(y, labels), len(np.unique(labels)), line, dt))
-            t = time.perf_counter()
-            sk = MeanShift().fit(X)  # estimate_bandwidth(X, quantile=0.3) inside, flat kernel
-            dt = time.perf_counter() - t
-            rows.append((name, "scikit-learn MeanShift()", adjusted_rand_score(y, sk.labels_),
-                         len(np.unique(sk.labels_)), f"{sk.bandwidth:.4g} (flat radius)" if sk.bandwidth else
-                         "estimate_bandwidth", dt))
-            for r in rows[-6:]:
+            if not args.no_sklearn:
+                t = time.perf_counter()
+                sk = MeanShift().fit(X)  # estimate_bandwidth(X, quantile=0.3) inside, flat kernel
+                dt = time.perf_counter() - t
+                rows.append((name, "scikit-learn MeanShift()", adjusted_rand_score(y, sk.labels_),
+                             len(np.unique(sk.labels_)), f"{sk.bandwidth:.4g} (flat radius)" if sk.bandwidth else
+                             "estimate_bandwidth", dt))
+            for r in rows[first:]:
                 print(f"{r[0]:17s} {r[1]:26s} ARI {r[2]:6.3f}  clusters {r[3]:4d}  {r[5]:7.3f} s  {r[4]}", flush=True)
     print()
     print("| data | bandwidth | ARI | clusters | seconds | value |")

@@ -90,6 +90,17 @@ ms(ok "clusters +3" cluster blobs.csv --per-point-bandwidths h.csv --grouping co
 ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --fixed-iterations 5 --merge-eps 0.3 --tol 1e-4
    --max-iter 50 -o fixed.csv)
 
+# Which method ran is printed; --exact and the approximation options reach the library.
+ms(ok "kernel +truncated Gaussian, cutoff 3 bandwidths.*seeding +bins" cluster blobs.csv --bandwidth 1 -o m1.csv)
+ms(ok "kernel +exact Gaussian\nsearch +exact kernel \\(brute force\\)\nseeding +all points.*clusters +3" cluster blobs.csv --bandwidth 1 --exact -o m2.csv)
+ms(ok "cutoff 2.5 bandwidths.*seeding +all points" cluster blobs.csv --bandwidth 1 --cutoff 2.5 --seeding all --search brute -o m3.csv)
+ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --bin-size 1 --min-bin-count 2 --data-bin-size off --no-refine -o m4.csv)
+ms(fail "--cutoff" cluster blobs.csv --bandwidth 1 --cutoff 0 -o x.csv)
+ms(fail "--cutoff" cluster blobs.csv --bandwidth 1 --cutoff nan -o x.csv)
+ms(fail "--search" cluster blobs.csv --bandwidth 1 --search kd -o x.csv)
+ms(fail "--data-bin-size" cluster blobs.csv --bandwidth 1 --data-bin-size -1 -o x.csv)
+ms(ok "\"cutoff\":\"inf\".*\"seeding\":\"all points\"" bench --n 300 --dims 3 --iterations 1 --exact -q)
+ms(ok "\"clusters\":[0-9]+" bench --n 300 --dims 2 --iterations 2 --group -q)
 ms(fail "cannot open" cluster missing.csv --bandwidth 1 -o x.csv)
 ms(fail "ragged" cluster ragged.csv --bandwidth 1 -o x.csv)
 ms(fail "not finite" cluster nan.csv --bandwidth 1 -o x.csv)
@@ -146,6 +157,10 @@ ms(ok "adaptive" cluster blobs.csv --bandwidth adaptive:5 -o bw.csv)
 ms(fail "Q must be in \\(0, 1\\]" cluster blobs.csv --bandwidth quantile:0 -o bw.csv)
 ms(fail "not a number or a bandwidth rule" cluster blobs.csv --bandwidth nope -o bw.csv)
 ms(fail "k must be in \\[1, n-1\\]" cluster blobs.csv --bandwidth adaptive:100000 -o bw.csv)
+ms(ok "Silverman pilot.*\\(abramson\\)" cluster blobs.csv --bandwidth abramson -o bw.csv)
+ms(ok "h_i = 1.5 \\* 0.4 \\(given pilot\\)" cluster blobs.csv --bandwidth abramson:1.5:0.4 -o bw.csv)
+ms(fail "C must be > 0" cluster blobs.csv --bandwidth abramson:0 -o bw.csv)
+ms(fail "flat image" segment two.ppm --hs 3 --hr 5 --adaptive -o seg-adaptive.png)  # nothing to adapt to
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} check(s) failed")

@@ -51,6 +51,32 @@ struct SegmentOptions {
     /// default 1.0 ("within the range bandwidth") gives segment counts in the hundreds on photos
     /// (docs/segmentation.md).
     double fusion_distance = 1.0;
+    /// Adaptive range bandwidths (issue 14; docs/segmentation.md, "Adaptive range bandwidths"):
+    /// off by default. When on, pixel i's kernel has its own range bandwidth hr_i (the
+    /// sample-point estimator of Comaniciu, Ramesh & Meer 2001: the bandwidth belongs to the pixel
+    /// that is summed over), the spatial bandwidth stays hs for every pixel:
+    ///   d_i  = the k-th smallest colour distance ‖c_i − c_j‖ from pixel i to the other pixels j of
+    ///          its (2w+1) × (2w+1) window (clipped at the image border; k clamped to the window's
+    ///          pixels − 1), raised to at least floor_fraction × the median of the positive d_i;
+    ///   hr_i = hr · clamp(d_i / G, min_ratio, max_ratio),  G = the geometric mean of the d_i,
+    /// so hr stays the typical (geometric-mean) range bandwidth: pixels in texture or on busy
+    /// edges (large d_i) get wider colour kernels and are smoothed more, pixels of flat regions
+    /// narrower ones. The pixel lattice search still applies unchanged: its window depends on the
+    /// spatial bandwidth only, which is fixed; the range cutoff is tested per pair with hr_j. The
+    /// fusion steps (b) and (c) keep the global hr. See adaptive_range_bandwidths().
+    struct AdaptiveRange {
+        bool enabled = false;
+        /// Neighbour rank k >= 1; 0 = default: a quarter of the window's other pixels (12 for w = 3).
+        int k = 0;
+        /// Window radius w in pixels (>= 1); 0 = default: ceil(hs).
+        int window = 0;
+        /// Floor for flat areas (d_i = 0 where k or more window pixels have the same colour), in [0, 1].
+        double floor_fraction = 0.1;
+        /// Bounds of hr_i / hr (0 < min_ratio <= 1 <= max_ratio).
+        double min_ratio = 0.25;
+        double max_ratio = 4.0;
+    };
+    AdaptiveRange adaptive;
     /// Ascent options: backend, topology, tolerance, max_iterations, cutoff, search, progress.
     /// `bandwidth` is ignored (set from hs and hr), and so are `grouping` (GroupingMethod::None:
     /// the pipeline groups the pixels itself) and `lattice` (the image's pixel lattice, which
@@ -89,19 +115,33 @@ struct Segmentation {
     /// iterations, convergence flags, timing, backend, search. Its labels/centres are empty
     /// (GroupingMethod::None): the segmentation is `labels`.
     Result ascent;
+    /// H·W per-pixel range bandwidths hr_i when SegmentOptions::adaptive is on; empty otherwise.
+    std::vector<float> range_bandwidths;
     Index regions_connected = 0;  ///< regions after the pixel-level joining of (b)
     Index regions_fused = 0;      ///< regions after the region fusion of (b)
     int fusion_passes = 0;        ///< passes of the region fusion until its fixed point
     double seconds_filter = 0;    ///< (a), including the ascent's preparation and grouping
+    double seconds_bandwidths = 0;  ///< the adaptive range bandwidths (part of seconds_filter; 0 when off)
     double seconds_regions = 0;   ///< (b) + (c) + the outputs
     int segments() const noexcept { return static_cast<int>(sizes.size()); }
 };
+
+/// The per-pixel range bandwidths of SegmentOptions::AdaptiveRange for an H × W image with C
+/// channels (`pixels` as for segment_image()), `hs` and `hr` as there: H·W values hr_i in the
+/// channels' units, with geometric mean hr before the clamp. O(H·W·(2w+1)²·C) time. Throws
+/// InvalidArgument for an empty image, a non-finite pixel, hs or hr <= 0 or not finite, k < 0,
+/// window < 0, floor_fraction outside [0, 1], min_ratio outside (0, 1] or max_ratio < 1, and an
+/// image whose every d_i is 0 (a single colour everywhere: no scale to adapt to).
+MEANSHIFT_API std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, int width, int channels,
+                                                           double hs, double hr,
+                                                           const SegmentOptions::AdaptiveRange& options);
 
 /// Segments an H × W image with C channels: `pixels` is H·W × C row-major float32 (pixel (x, y)
 /// at row y·W + x), finite. The caller chooses the colour space (C & M recommend CIELUV or
 /// CIELAB, where Euclidean distance follows perceived difference). Throws InvalidArgument for
 /// height or width ≤ 0, channels < 1, a non-finite pixel, hs or hr ≤ 0 or not finite,
-/// min_region < 0, mode_distance, mode_spatial_distance or fusion_distance < 0 or not finite; otherwise what
+/// min_region < 0, mode_distance, mode_spatial_distance or fusion_distance < 0 or not finite, bad
+/// adaptive options (adaptive_range_bandwidths()); otherwise what
 /// meanshift::cluster() throws (InvalidArgument, BackendUnavailable, DeviceError).
 MEANSHIFT_API Segmentation segment_image(const float* pixels, int height, int width, int channels,
                                          const SegmentOptions& options);
