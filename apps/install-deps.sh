@@ -11,6 +11,8 @@ packages=(
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   # The Python package (pip install . in a venv; .ci/test.sh): venv + ensurepip, Python.h.
   python3-venv python3-dev
+  # The MPI layer (docs/mpi.md; CMake MEANSHIFT_MPI=AUTO finds it) and mpirun for its tests.
+  libopenmpi-dev openmpi-bin
 )
 # Other helpers' extra packages (benchmarks, plots) can be listed in this optional file.
 extra="$(dirname "$0")/extra-packages.txt"

@@ -6,6 +6,12 @@
 
 #include <CLI/CLI.hpp>
 
+#ifdef MEANSHIFT_CLI_MPI
+#include <meanshift/mpi.hpp>
+
+#include <cstdlib>
+#endif
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -33,9 +39,58 @@ int check_stdout(int status)
     return status;
 }
 
+#ifdef MEANSHIFT_CLI_MPI
+// Built with MPI (docs/mpi.md): MPI is initialised only when mpirun/mpiexec (Open MPI, or a PMI/PMIx
+// launcher) started the tool, so a plain `meanshift ...` behaves exactly as without MPI.
+bool launched_by_mpirun()
+{
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+        if (std::getenv(v)) return true;
+    return false;
+}
+
+int rank_ = 0, size_ = 1;
+
+// Under mpirun: only `cluster` is distributed; another command would run R times on the same files.
+bool command_allowed(int argc, char** argv)
+{
+    if (size_ <= 1) return true;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a.empty() || a[0] == '-') continue;
+        return a == "cluster";
+    }
+    return true;  // no command: --help, --version
+}
+#endif
+
+int run(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv)
+{
+#ifdef MEANSHIFT_CLI_MPI
+    if (launched_by_mpirun()) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+        MPI_Comm_size(MPI_COMM_WORLD, &size_);
+        int status = 2;
+        if (!command_allowed(argc, argv)) {
+            if (rank_ == 0) print_error("under mpirun only the cluster command runs distributed (docs/mpi.md)");
+        } else {
+            status = run(argc, argv);
+        }
+        MPI_Finalize();
+        return status;
+    }
+#endif
+    return run(argc, argv);
+}
+
+namespace {
+
+int run(int argc, char** argv)
 {
     // A file size limit (ulimit -f) makes writes fail with EFBIG, reported like any write error,
     // instead of killing the tool half-way through its outputs.
@@ -49,10 +104,17 @@ int main(int argc, char** argv)
         app.parse(argc, argv);
         return check_stdout(0);
     } catch (const CLI::ParseError& e) {
+#ifdef MEANSHIFT_CLI_MPI
+        if (rank_ != 0) return e.get_exit_code() == 0 ? 0 : 2;  // the same on every rank: rank 0 says it
+#endif
         if (e.get_exit_code() == 0) return check_stdout(app.exit(e));  // --help, --version
         print_error(e.what(), " (see meanshift --help)");
         return 2;
     } catch (const meanshift::Error& e) {
+#ifdef MEANSHIFT_CLI_MPI
+        // Every rank throws the agreed error (mpi::agree): rank 0 reports it once.
+        if (dynamic_cast<const meanshift::mpi::DistributedError*>(&e) && rank_ != 0) return 1;
+#endif
         print_error(e.what());
         return 1;
     } catch (const std::bad_alloc&) {
@@ -63,3 +125,5 @@ int main(int argc, char** argv)
         return 1;
     }
 }
+
+}  // namespace

@@ -1,0 +1,86 @@
+#pragma once
+/// @file mpi.hpp
+/// Distributed mean shift over MPI (issue 15, first slice; docs/mpi.md). Built only with
+/// -DMEANSHIFT_MPI=ON/AUTO (Open MPI found), in the separate library meanshift_mpi
+/// (CMake target meanshift::mpi), which links meanshift and MPI::MPI_CXX.
+///
+/// Strategy "replicated points, modes split": every rank passes its share of the rows; the ranks
+/// allgather the points, each rank runs the library's ascent (any backend, its own device) with its
+/// own rows as explicit seeds against all n points, rank 0 gathers the modes, groups them with
+/// group_modes() (grouping.hpp) and broadcasts the centres; every rank gets the labels of its rows.
+///
+/// Communication per run (R ranks, n points, k dimensions, c clusters):
+///   allgather of the points   n·k floats (every rank receives all of them),
+///   gather of the modes       n·k floats to rank 0,
+///   broadcast of the centres  c·k doubles + c sizes, scatter of the labels n ints;
+/// plus a few small collectives (option check, error agreement after every phase).
+/// The ascent itself needs no communication: it is embarrassingly parallel over the modes.
+///
+/// Explicit seeds disable bin seeding (Options::seeding) and data binning: every point is the seed
+/// of its own ascent, as Seeding::AllPoints. Options::cutoff / search apply as in one process.
+///
+/// Failures: after every phase the ranks agree on success (MPI_Allreduce of an error flag); if any
+/// rank failed, every rank throws DistributedError with the message of the lowest failing rank
+/// ("rank 1: ..."), so no rank waits for a collective the others never reach.
+
+#include <meanshift/meanshift.hpp>
+
+#include <mpi.h>
+
+#include <exception>
+#include <string>
+
+namespace meanshift::mpi {
+
+/// Thrown on every rank when some rank failed. what() = "rank R: <message of that rank>";
+/// rank() = R (the lowest failing rank), kind() = the class of the original exception
+/// ("InvalidArgument", "BackendUnavailable", "DeviceError", "NotSupported", "IoError", "Error",
+/// "std::exception").
+class DistributedError : public Error {
+public:
+    DistributedError(int rank, std::string kind, const std::string& what)
+        : Error(what), rank_(rank), kind_(std::move(kind)) {}
+    int rank() const noexcept { return rank_; }
+    const std::string& kind() const noexcept { return kind_; }
+
+private:
+    int rank_;
+    std::string kind_;
+};
+
+/// Collective: every rank passes its local outcome (nullptr = success). If any rank failed, every
+/// rank throws DistributedError carrying the lowest failing rank's message. Use it after local work
+/// that may throw and before the next collective.
+void agree(MPI_Comm comm, std::exception_ptr local_error);
+
+/// Times of the distributed run (seconds, this rank's wall clock).
+struct DistributedTiming {
+    double seconds_check = 0;      ///< option check (broadcast + agreement)
+    double seconds_allgather = 0;  ///< MPI_Allgatherv of the points
+    double seconds_ascent = 0;     ///< this rank's cluster() call for its seeds
+    double seconds_wait = 0;       ///< agreement after the ascent (= waiting for the slowest rank)
+    double seconds_gather = 0;     ///< MPI_Gatherv of the modes to rank 0
+    double seconds_group = 0;      ///< grouping on rank 0 (others wait)
+    double seconds_broadcast = 0;  ///< centres, sizes, labels
+    double seconds_total = 0;
+};
+
+struct DistributedResult : Result {
+    /// In Result: labels, modes, iterations, converged, no_support are those of this rank's rows
+    /// (local_points order); centres and cluster_sizes are global (identical on every rank);
+    /// timing is this rank's ascent; seed_count = local rows; backend = this rank's backend.
+    Index global_points = 0;        ///< n, all ranks together
+    Index first_row = 0;            ///< global index of this rank's first row (ranks in comm order)
+    int ranks = 1;
+    DistributedTiming distributed;
+};
+
+/// Collective over `comm`. `local_points`: this rank's rows (n_r × k, may be 0 × k); the global data
+/// are the ranks' rows concatenated in rank order. Every rank must pass the same k and the same
+/// options except backend / backend_options / topology / progress (checked: a mismatch throws
+/// DistributedError on every rank). This slice supports shared bandwidths only (isotropic,
+/// diagonal; per-point and exponential-last -> InvalidArgument on every rank) and no sample weights.
+/// Results equal cluster(all_points, options, &all_points) of one process (same grouping order).
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options);
+
+}  // namespace meanshift::mpi

@@ -1,0 +1,299 @@
+// meanshift::mpi::cluster: strategy "replicated points, modes split" (include/meanshift/mpi.hpp,
+// docs/mpi.md). Only the public API of the library is used: the ascent is cluster() with explicit
+// seeds and GroupingMethod::None on every rank, the grouping group_modes() on rank 0.
+#include <meanshift/mpi.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <typeinfo>
+#include <vector>
+
+namespace meanshift::mpi {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+void check_mpi(int rc, const char* what)
+{
+    if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        throw Error(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
+    }
+}
+
+std::string kind_of(const std::exception& e)
+{
+    if (dynamic_cast<const DistributedError*>(&e)) return static_cast<const DistributedError&>(e).kind();
+    if (dynamic_cast<const InvalidArgument*>(&e)) return "InvalidArgument";
+    if (dynamic_cast<const BackendUnavailable*>(&e)) return "BackendUnavailable";
+    if (dynamic_cast<const DeviceError*>(&e)) return "DeviceError";
+    if (dynamic_cast<const NotSupported*>(&e)) return "NotSupported";
+    if (dynamic_cast<const IoError*>(&e)) return "IoError";
+    if (dynamic_cast<const Error*>(&e)) return "Error";
+    return "std::exception";
+}
+
+// Runs f, returning its exception (if any) instead of throwing.
+template <class F>
+std::exception_ptr attempt(F&& f)
+{
+    try {
+        f();
+        return nullptr;
+    } catch (...) {
+        return std::current_exception();
+    }
+}
+
+// The options that must agree between ranks (everything that changes the answer), as bytes.
+std::vector<double> signature(int k, const Options& o)
+{
+    std::vector<double> s;
+    s.push_back(k);
+    s.push_back(static_cast<double>(o.bandwidth.kind()));
+    s.push_back(static_cast<double>(o.bandwidth.parameters().size()));
+    for (double p : o.bandwidth.parameters()) s.push_back(p);
+    s.push_back(o.max_iterations);
+    s.push_back(o.tolerance);
+    s.push_back(o.fixed_iterations ? 1 : 0);
+    s.push_back(o.fixed_iterations ? *o.fixed_iterations : 0);
+    s.push_back(static_cast<double>(o.grouping));
+    s.push_back(o.merge_eps);
+    s.push_back(o.cutoff);
+    s.push_back(o.exact ? 1 : 0);
+    s.push_back(static_cast<double>(o.search));
+    return s;
+}
+
+const char* const kSignatureNames[] = {"k (dimensions)", "bandwidth kind", "bandwidth size"};
+
+std::string signature_field(std::size_t i, std::size_t nparams)
+{
+    if (i < 3) return kSignatureNames[i];
+    if (i < 3 + nparams) return "bandwidth";
+    static const char* const rest[] = {"max_iterations", "tolerance", "fixed_iterations", "fixed_iterations",
+                                       "grouping",       "merge_eps", "cutoff",           "exact",
+                                       "search"};
+    const std::size_t j = i - 3 - nparams;
+    return j < sizeof(rest) / sizeof(rest[0]) ? rest[j] : "options";
+}
+
+struct RowType {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    RowType(int k, MPI_Datatype element)
+    {
+        check_mpi(MPI_Type_contiguous(k, element, &type), "MPI_Type_contiguous");
+        check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+    }
+    ~RowType() { if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type); }
+    RowType(const RowType&) = delete;
+    RowType& operator=(const RowType&) = delete;
+};
+
+}  // namespace
+
+void agree(MPI_Comm comm, std::exception_ptr local_error)
+{
+    int rank = 0, size = 1;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    int mine = local_error ? rank : INT_MAX, first = INT_MAX;
+    check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce (error flag)");
+    if (first == INT_MAX) return;
+
+    // The lowest failing rank broadcasts its message (and the class of its exception).
+    std::string text, kind;
+    if (rank == first) {
+        try {
+            std::rethrow_exception(local_error);
+        } catch (const DistributedError& e) {  // already agreed elsewhere: keep its text
+            text = e.what();
+            kind = e.kind();
+        } catch (const std::exception& e) {
+            text = "rank " + std::to_string(rank) + ": " + e.what();
+            kind = kind_of(e);
+        } catch (...) {
+            text = "rank " + std::to_string(rank) + ": unknown exception";
+            kind = "unknown";
+        }
+    }
+    long long lengths[2] = {static_cast<long long>(text.size()), static_cast<long long>(kind.size())};
+    check_mpi(MPI_Bcast(lengths, 2, MPI_LONG_LONG, first, comm), "MPI_Bcast (error length)");
+    text.resize(static_cast<std::size_t>(lengths[0]));
+    kind.resize(static_cast<std::size_t>(lengths[1]));
+    if (lengths[0] > 0)
+        check_mpi(MPI_Bcast(text.data(), static_cast<int>(lengths[0]), MPI_CHAR, first, comm), "MPI_Bcast (error)");
+    if (lengths[1] > 0)
+        check_mpi(MPI_Bcast(kind.data(), static_cast<int>(lengths[1]), MPI_CHAR, first, comm), "MPI_Bcast (error)");
+    throw DistributedError(first, kind, text);
+}
+
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options)
+{
+    const auto t_start = Clock::now();
+    int rank = 0, size = 1;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    const int k = static_cast<int>(local_points.cols());
+    const Index n_local = local_points.rows();
+
+    DistributedResult out;
+    out.ranks = size;
+
+    // 1. Options: local validity, then the same on every rank (rank 0's signature broadcast).
+    auto t = Clock::now();
+    agree(comm, attempt([&] {
+        if (k < 1) throw InvalidArgument("the points must have at least one column, got " + std::to_string(k));
+        if (!options.bandwidth.shared())
+            throw InvalidArgument("meanshift::mpi::cluster supports shared bandwidths (isotropic, diagonal) only "
+                                  "in this version; per-point bandwidths are not distributed yet");
+        for (Index i = 0; i < n_local; ++i)
+            for (int d = 0; d < k; ++d)
+                if (!std::isfinite(local_points(i, d)))
+                    throw InvalidArgument("local point " + std::to_string(i) + " has a non-finite coordinate " +
+                                          std::to_string(local_points(i, d)));
+    }));
+    {
+        std::vector<double> mine = signature(k, options);
+        long long len = static_cast<long long>(mine.size());
+        check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast (options)");
+        std::vector<double> root(static_cast<std::size_t>(len));
+        if (rank == 0) root = mine;
+        check_mpi(MPI_Bcast(root.data(), static_cast<int>(len), MPI_DOUBLE, 0, comm), "MPI_Bcast (options)");
+        agree(comm, attempt([&] {
+            const std::size_t np = options.bandwidth.parameters().size();
+            for (std::size_t i = 0; i < std::max(mine.size(), root.size()); ++i) {
+                const bool same = i < mine.size() && i < root.size() &&
+                                  std::memcmp(&mine[i], &root[i], sizeof(double)) == 0;
+                if (!same)
+                    throw InvalidArgument("options differ from rank 0's: " + signature_field(i, np) +
+                                          (i < mine.size() && i < root.size()
+                                               ? " (" + std::to_string(mine[i]) + " here, " +
+                                                     std::to_string(root[i]) + " on rank 0)"
+                                               : std::string()));
+            }
+        }));
+    }
+    out.distributed.seconds_check = since(t);
+
+    // 2. Allgather of the points (rows as one MPI datatype: counts stay below 2^31 rows).
+    t = Clock::now();
+    const RowType row_f(k, MPI_FLOAT);
+    std::vector<long long> counts64(static_cast<std::size_t>(size));
+    long long mine64 = n_local;
+    check_mpi(MPI_Allgather(&mine64, 1, MPI_LONG_LONG, counts64.data(), 1, MPI_LONG_LONG, comm), "MPI_Allgather");
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+    long long total = 0;
+    for (int r = 0; r < size; ++r) {
+        displs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(total, INT_MAX));
+        counts[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(counts64[static_cast<std::size_t>(r)], INT_MAX));
+        total += counts64[static_cast<std::size_t>(r)];
+    }
+    agree(comm, attempt([&] {
+        if (total < 1) throw InvalidArgument("no points on any rank");
+        if (total > INT_MAX) throw InvalidArgument("more than 2^31 - 1 points in all: not supported by this strategy");
+    }));
+    out.global_points = total;
+    out.first_row = displs[static_cast<std::size_t>(rank)];
+    const MatrixF mine_rows = local_points;  // contiguous row-major copy
+    MatrixF all(static_cast<Index>(total), k);
+    check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type, all.data(),
+                             counts.data(), displs.data(), row_f.type, comm),
+              "MPI_Allgatherv (points)");
+    out.distributed.seconds_allgather = since(t);
+
+    // 3. The ascent of this rank's seeds against all points (any backend), no grouping.
+    t = Clock::now();
+    Options local_options = options;
+    local_options.grouping = GroupingMethod::None;
+    Result local;
+    std::exception_ptr ascent_error = attempt([&] {
+        if (n_local > 0) {
+            const Eigen::Ref<const MatrixF> seeds(mine_rows);
+            local = meanshift::cluster(all, local_options, &seeds);
+        } else {
+            local.modes = MatrixF(0, k);
+        }
+    });
+    out.distributed.seconds_ascent = since(t);
+    t = Clock::now();
+    agree(comm, ascent_error);
+    out.distributed.seconds_wait = since(t);
+
+    // 4. Modes to rank 0, grouped there in whitened units (as cluster() groups them).
+    t = Clock::now();
+    MatrixF modes_all = rank == 0 ? MatrixF(static_cast<Index>(total), k) : MatrixF(0, k);
+    check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
+                          rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0, comm),
+              "MPI_Gatherv (modes)");
+    out.distributed.seconds_gather = since(t);
+
+    t = Clock::now();
+    std::vector<int> labels_all;
+    MatrixD centres;
+    std::vector<long long> sizes;
+    agree(comm, attempt([&] {
+        if (rank != 0 || options.grouping == GroupingMethod::None) return;
+        // The prepared units of a shared bandwidth: (x - mid-range) / h_d (prepare.cpp).
+        const std::vector<double>& p = options.bandwidth.parameters();
+        Eigen::VectorXd h(k), centre(k);
+        for (int d = 0; d < k; ++d) h[d] = p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)];
+        for (int d = 0; d < k; ++d)
+            centre[d] = 0.5 * (static_cast<double>(all.col(d).minCoeff()) + static_cast<double>(all.col(d).maxCoeff()));
+        MatrixD Y = modes_all.cast<double>();
+        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) / h[d]).matrix();
+        Grouping g = group_modes(Y, options.merge_eps, options.grouping);
+        centres = g.centres;
+        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() * h[d] + centre[d]).matrix();
+        labels_all = std::move(g.labels);
+        sizes.assign(g.sizes.begin(), g.sizes.end());
+    }));
+    out.distributed.seconds_group = since(t);
+
+    // 5. Centres, sizes and each rank's labels.
+    t = Clock::now();
+    if (options.grouping != GroupingMethod::None) {
+        long long c = static_cast<long long>(sizes.size());
+        check_mpi(MPI_Bcast(&c, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast (cluster count)");
+        sizes.resize(static_cast<std::size_t>(c));
+        if (rank != 0) centres.resize(static_cast<Index>(c), k);
+        if (c > 0) {
+            check_mpi(MPI_Bcast(sizes.data(), static_cast<int>(c), MPI_LONG_LONG, 0, comm), "MPI_Bcast (sizes)");
+            check_mpi(MPI_Bcast(centres.data(), static_cast<int>(c * k), MPI_DOUBLE, 0, comm), "MPI_Bcast (centres)");
+        }
+        out.labels.resize(static_cast<std::size_t>(n_local));
+        check_mpi(MPI_Scatterv(rank == 0 ? labels_all.data() : nullptr, counts.data(), displs.data(), MPI_INT,
+                               n_local ? out.labels.data() : nullptr, static_cast<int>(n_local), MPI_INT, 0, comm),
+                  "MPI_Scatterv (labels)");
+        out.centres = centres.cast<float>();
+        out.cluster_sizes.assign(sizes.begin(), sizes.end());
+    } else {
+        out.centres = MatrixF(0, k);
+    }
+    out.distributed.seconds_broadcast = since(t);
+
+    out.modes = std::move(local.modes);
+    out.iterations = std::move(local.iterations);
+    out.converged = std::move(local.converged);
+    out.no_support = std::move(local.no_support);
+    out.modes_without_support = local.modes_without_support;
+    out.timing = local.timing;
+    out.backend = local.backend;
+    out.topology = local.topology;
+    out.search = local.search;
+    out.cutoff = local.cutoff;
+    out.seed_count = n_local;
+    out.seeding = "explicit (each rank's rows)";
+    out.distributed.seconds_total = since(t_start);
+    return out;
+}
+
+}  // namespace meanshift::mpi

@@ -1,0 +1,26 @@
+#!/bin/sh
+# `mpirun -np R meanshift cluster` against the single-process tool (docs/mpi.md).
+#   cli_test.sh MPIEXEC MEANSHIFT NP WORKDIR
+# 1. labels of R ranks == labels of one process with every point its own seed (--seeding all);
+# 2. a NaN in the input ends every rank with a non-zero exit (not a timeout), rank 0 naming the line.
+set -u
+mpiexec="$1"; tool="$2"; np="$3"; work="$4"
+rm -rf "$work" && mkdir -p "$work" && cd "$work" || exit 1
+awk 'BEGIN { srand(7); split("0 8 2 -7", cx, " "); split("0 1 9 6", cy, " ");
+             for (i = 0; i < 601; i++) { c = i % 4 + 1;
+               printf "%.5f,%.5f\n", cx[c] + (rand() - 0.5) * 2, cy[c] + (rand() - 0.5) * 2 } }' > blobs.csv
+"$tool" cluster blobs.csv -o one.csv --bandwidth 1 --exact --seeding all -q > /dev/null || { echo "single run failed"; exit 1; }
+timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist.csv --bandwidth 1 --exact --threads 1 \
+  || { echo "mpirun cluster failed: $?"; exit 1; }
+cmp one.csv dist.csv || { echo "labels differ from one process's"; exit 1; }
+[ -f dist.centres.csv ] || { echo "no centres file"; exit 1; }
+
+(head -3 blobs.csv; echo "nan,1"; tail -3 blobs.csv) > bad.csv
+timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster bad.csv -o bad-out.csv --bandwidth 1 > bad.log 2>&1
+rc=$?
+cat bad.log
+echo "mpirun exit code $rc"
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || { echo "expected a non-zero exit, not a hang"; exit 1; }
+grep -q "rank 0: bad.csv: line 4" bad.log || { echo "rank 0's message missing"; exit 1; }
+[ ! -e bad-out.csv ] || { echo "an output was written"; exit 1; }
+echo "cli under mpirun -np $np: passed"

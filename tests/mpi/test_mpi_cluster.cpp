@@ -1,0 +1,157 @@
+// MPI tests of meanshift::mpi::cluster (docs/mpi.md), run by CTest under mpirun -np 2 and -np 3.
+// No doctest: every rank checks, the ranks agree, and the exit code says it.
+//   test_mpi_cluster equal          labels / centres equal one process's cluster(all, opt, &all)
+//   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
+//   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
+//   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
+//   test_mpi_cluster throw-uncaught rank 1's error is not caught: mpirun must end non-zero (no hang)
+#include <meanshift/mpi.hpp>
+
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+
+namespace {
+
+int rank_ = 0, size_ = 1;
+
+meanshift::MatrixF blobs(meanshift::Index n)
+{
+    std::mt19937 rng(42);
+    std::normal_distribution<float> noise(0.0f, 0.6f);
+    const float centres[4][2] = {{0, 0}, {8, 1}, {2, 9}, {-7, 6}};
+    meanshift::MatrixF x(n, 2);
+    for (meanshift::Index i = 0; i < n; ++i)
+        for (int d = 0; d < 2; ++d) x(i, d) = centres[i % 4][d] + noise(rng);
+    return x;
+}
+
+// Rows [first, first + count) of rank r's share: uneven on purpose (n % R != 0).
+void share(meanshift::Index n, meanshift::Index& first, meanshift::Index& count)
+{
+    const meanshift::Index base = n / size_, extra = n % size_;
+    first = rank_ * base + std::min<meanshift::Index>(rank_, extra);
+    count = base + (rank_ < extra ? 1 : 0);
+}
+
+meanshift::Options options()
+{
+    meanshift::Options opt;
+    opt.bandwidth = meanshift::Bandwidth::isotropic(1.0);
+    opt.backend = "auto";
+    return opt;
+}
+
+bool fail(const std::string& what)
+{
+    std::fprintf(stderr, "[rank %d] FAIL: %s\n", rank_, what.c_str());
+    return false;
+}
+
+bool test_equal(meanshift::GroupingMethod method)
+{
+    const meanshift::Index n = 403;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::Options opt = options();
+    opt.grouping = method;
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
+
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    const meanshift::mpi::DistributedResult r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt);
+
+    if (r.global_points != n || r.first_row != first || r.ranks != size_) return fail("global_points/first_row/ranks");
+    if (static_cast<meanshift::Index>(r.labels.size()) != count) return fail("labels size");
+    if (r.centres.rows() != ref.centres.rows()) return fail("cluster count " + std::to_string(r.centres.rows()) +
+                                                            " vs " + std::to_string(ref.centres.rows()));
+    if (r.cluster_sizes != ref.cluster_sizes) return fail("cluster sizes");
+    // ARI 1.0: the labels are a bijection of the reference's (same grouping order: equal in fact).
+    std::map<int, int> to_ref;
+    for (meanshift::Index i = 0; i < count; ++i) {
+        const int a = r.labels[static_cast<std::size_t>(i)], b = ref.labels[static_cast<std::size_t>(first + i)];
+        auto it = to_ref.emplace(a, b).first;
+        if (it->second != b) return fail("labels are not a relabelling of one process's");
+        if (a != b) return fail("label " + std::to_string(a) + " vs " + std::to_string(b) + " at row " +
+                                std::to_string(first + i));
+    }
+    const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+    if (!(dc <= 1e-5)) return fail("centres differ by " + std::to_string(dc));
+    const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
+    if (!(dm <= 1e-5)) return fail("modes differ by " + std::to_string(dm));
+    return true;
+}
+
+// Every rank must catch DistributedError naming rank 1 and containing `needle`.
+bool expect_error(meanshift::MatrixF mine, const meanshift::Options& opt, const std::string& needle)
+{
+    try {
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt);
+    } catch (const meanshift::mpi::DistributedError& e) {
+        const std::string what = e.what();
+        std::printf("[rank %d] caught as expected: %s (%s)\n", rank_, what.c_str(), e.kind().c_str());
+        if (e.rank() != 1 || what.rfind("rank 1: ", 0) != 0) return fail("wrong rank in: " + what);
+        if (what.find(needle) == std::string::npos) return fail("'" + needle + "' not in: " + what);
+        return true;
+    }
+    return fail("no exception");
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    const std::string mode = argc > 1 ? argv[1] : "equal";
+    bool ok = true;
+    try {
+        const meanshift::Index n = 90;
+        meanshift::Index first = 0, count = 0;
+        share(n, first, count);
+        meanshift::MatrixF mine = blobs(n).middleRows(first, count);
+        meanshift::Options opt = options();
+        if (size_ < 2 && mode != "equal") {
+            std::printf("needs at least 2 ranks\n");
+            ok = false;
+        } else if (mode == "equal") {
+            ok = test_equal(meanshift::GroupingMethod::Sequential) &&
+                 test_equal(meanshift::GroupingMethod::ConnectedComponents);
+        } else if (mode == "nan") {
+            if (rank_ == 1) mine(0, 1) = std::nanf("");
+            ok = expect_error(mine, opt, "non-finite");
+        } else if (mode == "backend") {
+            if (rank_ == 1) opt.backend = "no-such-backend";
+            ok = expect_error(mine, opt, "no-such-backend");
+        } else if (mode == "mismatch") {
+            if (rank_ == 1) opt.bandwidth = meanshift::Bandwidth::isotropic(2.0);
+            ok = expect_error(mine, opt, "bandwidth");
+        } else if (mode == "throw-uncaught") {
+            if (rank_ == 1) mine(0, 0) = std::nanf("");
+            meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt);  // throws on every rank
+            ok = true;
+        } else {
+            std::fprintf(stderr, "unknown mode %s\n", mode.c_str());
+            ok = false;
+        }
+    } catch (const std::exception& e) {
+        if (mode == "throw-uncaught") {
+            std::fprintf(stderr, "[rank %d] error: %s\n", rank_, e.what());
+            MPI_Finalize();
+            return 3;  // every rank: non-zero
+        }
+        ok = fail(std::string("unexpected exception: ") + e.what());
+    }
+    int mine_ok = ok ? 1 : 0, all_ok = 0;
+    MPI_Allreduce(&mine_ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank_ == 0) std::printf("%s: %s on %d ranks\n", mode.c_str(), all_ok ? "passed" : "FAILED", size_);
+    MPI_Finalize();
+    return all_ok ? 0 : 1;
+}
