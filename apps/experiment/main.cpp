@@ -115,6 +115,12 @@ void add_common(CLI::App* s, Cli& c, bool topology)
         "--preload", [&c](const std::string& v) { c.cfg.backend_options.set("preload", v); },
         "Alg. 7 local-memory preloading: auto (default: the measured fastest), on, off");
     s->add_option("--preload-size", c.cfg.backend_options.preload_size, "points per preload batch / tile width");
+    s->add_option_function<std::vector<std::string>>(
+        "--tune",
+        [&c](const std::vector<std::string>& v) {
+            for (const auto& a : v) c.cfg.backend_options.set(a);
+        },
+        "backend tuning KEY=VALUE (repeatable; keys as `meanshift --tune`, e.g. openmp.isa=avx2)");
     if (topology) {
         s->add_option("--z", c.cfg.topology.ppus, "z: PPUs (0 = backend default)");
         s->add_option("--tau", c.cfg.topology.pus_per_ppu, "tau: PUs per PPU (0 = backend default)");
