@@ -30,6 +30,7 @@ struct ClusterArgs {
     RunOptions run;
     ConvergenceOptions conv;
     ApproximationOptions approx;
+    std::string mpi_strategy = "auto";  // under mpirun only (docs/mpi.md)
 };
 
 meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::MatrixF& data, std::string& description)
@@ -146,7 +147,11 @@ void run_cluster_mpi(const ClusterArgs& a)
 
     meanshift::mpi::DistributedResult r;
     try {
-        r = meanshift::mpi::cluster(comm, local, opt);
+        const meanshift::mpi::Strategy strategy = a.mpi_strategy == "domain" ? meanshift::mpi::Strategy::DomainDecomposition
+                                                  : a.mpi_strategy == "replicated"
+                                                      ? meanshift::mpi::Strategy::ReplicatedPoints
+                                                      : meanshift::mpi::Strategy::Auto;
+        r = meanshift::mpi::cluster(comm, local, opt, strategy);
     } catch (...) {
         MPI_Type_free(&row);
         throw;
@@ -177,23 +182,32 @@ void run_cluster_mpi(const ClusterArgs& a)
         }
     }
     meanshift::mpi::agree(comm, err);
+    long long held_max = 0, held = static_cast<long long>(r.local_points_held);
+    MPI_Reduce(&held, &held_max, 1, MPI_LONG_LONG, MPI_MAX, 0, comm);
     if (rank != 0) return;
 
     const meanshift::mpi::DistributedTiming& t = r.distributed;
     std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows)\n", n, k, size, static_cast<long long>(mine));
     std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
-    std::printf("method      replicated points, modes split; every point its own seed; search %s\n",
-                r.search.c_str());
+    if (r.strategy == meanshift::mpi::Strategy::DomainDecomposition)
+        std::printf("method      domain decomposition (slabs, halo = cutoff): at most %lld points on a rank, "
+                    "%lld mode hand-overs; every point its own seed; search %s\n",
+                    held_max, static_cast<long long>(r.modes_migrated), r.search.c_str());
+    else
+        std::printf("method      replicated points, modes split; every point its own seed; search %s\n",
+                    r.search.c_str());
     std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
     std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
     std::printf("iterations  %d\n", iterations);
-    std::printf("time        %.3f s on rank 0 (allgather %.3f, ascent %.3f [slowest rank %.3f], wait %.3f, gather %.3f, "
+    const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition;
+    std::printf("time        %.3f s on rank 0 (%s %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, gather %.3f, "
                 "group %.3f, broadcast %.3f)\n",
-                t.seconds_total, t.seconds_allgather, t.seconds_ascent, ascent_max, t.seconds_wait, t.seconds_gather,
-                t.seconds_group, t.seconds_broadcast);
+                t.seconds_total, domain ? "points to slabs" : "allgather", t.seconds_allgather, t.seconds_ascent,
+                ascent_max, domain ? "of which hand-overs" : "wait", domain ? t.seconds_migrate : t.seconds_wait,
+                t.seconds_gather, t.seconds_group, t.seconds_broadcast);
     std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n", sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
@@ -284,6 +298,13 @@ void add_cluster_command(CLI::App& app, Mode mode)
                     "labels file (.csv or .npy); the centres go to the sibling OUT.centres.{csv,npy}")
         ->required();
     sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
+#ifdef MEANSHIFT_CLI_MPI
+    sub->add_option("--mpi-strategy", a->mpi_strategy,
+                    "under mpirun: auto (domain decomposition for the truncated kernel when no rank holds more "
+                    "than 75 % of the points), replicated, domain (docs/mpi.md)")
+        ->check(CLI::IsMember({"auto", "replicated", "domain"}))
+        ->capture_default_str();
+#endif
     auto* h = sub->add_option("--bandwidth", a->bandwidth,
                               "isotropic bandwidth (Gaussian standard deviation, data units), or a rule: auto "
                               "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "

@@ -15,6 +15,14 @@ timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dis
 cmp one.csv dist.csv || { echo "labels differ from one process's"; exit 1; }
 [ -f dist.centres.csv ] || { echo "no centres file"; exit 1; }
 
+# 1b. the truncated kernel (cutoff 3) by domain decomposition: the same labels as one process.
+"$tool" cluster blobs.csv -o one-t.csv --bandwidth 1 --cutoff 3 --seeding all --data-bin-size off -q > /dev/null \
+  || { echo "single truncated run failed"; exit 1; }
+timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-t.csv --bandwidth 1 --cutoff 3 \
+  --mpi-strategy domain --threads 1 > dist-t.log || { echo "mpirun cluster --mpi-strategy domain failed: $?"; exit 1; }
+grep -q "domain decomposition" dist-t.log || { cat dist-t.log; echo "the domain decomposition did not run"; exit 1; }
+cmp one-t.csv dist-t.csv || { echo "domain decomposition: labels differ from one process's"; exit 1; }
+
 (head -3 blobs.csv; echo "nan,1"; tail -3 blobs.csv) > bad.csv
 timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster bad.csv -o bad-out.csv --bandwidth 1 > bad.log 2>&1
 rc=$?

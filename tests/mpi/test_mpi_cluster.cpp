@@ -1,6 +1,8 @@
 // MPI tests of meanshift::mpi::cluster (docs/mpi.md), run by CTest under mpirun -np 2 and -np 3.
 // No doctest: every rank checks, the ranks agree, and the exit code says it.
 //   test_mpi_cluster equal          labels / centres equal one process's cluster(all, opt, &all)
+//   test_mpi_cluster domain         the domain decomposition: same labels, modes within float32 rounding;
+//                                   Auto's choice; the exact kernel refused for it on every rank
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -65,8 +67,10 @@ bool test_equal(meanshift::GroupingMethod method)
     meanshift::Index first = 0, count = 0;
     share(n, first, count);
     const meanshift::MatrixF mine = all.middleRows(first, count);
-    const meanshift::mpi::DistributedResult r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt);
+    const meanshift::mpi::DistributedResult r =
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::ReplicatedPoints);
 
+    if (r.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("strategy");
     if (r.global_points != n || r.first_row != first || r.ranks != size_) return fail("global_points/first_row/ranks");
     if (static_cast<meanshift::Index>(r.labels.size()) != count) return fail("labels size");
     if (r.centres.rows() != ref.centres.rows()) return fail("cluster count " + std::to_string(r.centres.rows()) +
@@ -85,6 +89,60 @@ bool test_equal(meanshift::GroupingMethod method)
     if (!(dc <= 1e-5)) return fail("centres differ by " + std::to_string(dc));
     const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
     if (!(dm <= 1e-5)) return fail("modes differ by " + std::to_string(dm));
+    return true;
+}
+
+// Domain decomposition (truncated kernel, cutoff 3): the same labels and cluster sizes as one
+// process, modes and centres within float32 rounding of its prepared units (each rank centres its
+// own points), every mode accounted for; the halo is checked by the equality itself (a missing
+// neighbour within the cutoff changes a trajectory).
+bool test_domain()
+{
+    const meanshift::Index n = 1601;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::Options opt = options();
+    opt.cutoff = 3.0;
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::DomainDecomposition);
+    if (r.strategy != meanshift::mpi::Strategy::DomainDecomposition) return fail("strategy");
+    if (static_cast<meanshift::Index>(r.labels.size()) != count || r.modes.rows() != count) return fail("sizes");
+    if (r.cluster_sizes != ref.cluster_sizes) return fail("cluster sizes differ");
+    for (meanshift::Index i = 0; i < count; ++i)
+        if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
+            return fail("label differs at row " + std::to_string(first + i));
+    const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
+    const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+    int it_diff = 0;
+    for (meanshift::Index i = 0; i < count; ++i)
+        it_diff = std::max(it_diff, std::abs(r.iterations[std::size_t(i)] - ref.iterations[std::size_t(first + i)]));
+    std::printf("[rank %d] domain: %lld of %lld points held, %lld modes migrated, largest mode deviation %.2e, "
+                "centres %.2e, iterations differ by <= %d\n",
+                rank_, static_cast<long long>(r.local_points_held), static_cast<long long>(n),
+                static_cast<long long>(r.modes_migrated), dm, dc, it_diff);
+    // The ascent stops when a shift is <= tolerance (1e-3 bandwidths); a float32 difference may end
+    // a trajectory one iteration earlier or later, a few tolerances from the other's end.
+    if (!(dm <= 5e-3)) return fail("modes differ by " + std::to_string(dm));
+    if (!(dc <= 1e-3)) return fail("centres differ by " + std::to_string(dc));
+    if (size_ > 1 && r.local_points_held >= n) return fail("a rank holds every point: no decomposition");
+    // Auto: the exact kernel keeps the replicated points.
+    meanshift::Options exact = opt;
+    exact.exact = true;
+    const auto e = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, exact);
+    if (e.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("Auto with the exact kernel");
+    std::printf("[rank %d] auto with cutoff 3 chose %s\n", rank_,
+                meanshift::mpi::to_string(meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt).strategy));
+    // Asked for with the exact kernel: an InvalidArgument on every rank, no hang.
+    try {
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, exact, meanshift::mpi::Strategy::DomainDecomposition);
+        return fail("domain decomposition with the exact kernel: no exception");
+    } catch (const meanshift::mpi::DistributedError& x) {
+        if (x.kind() != "InvalidArgument" || std::string(x.what()).find("truncated kernel") == std::string::npos)
+            return fail(std::string("wrong error: ") + x.what());
+    }
     return true;
 }
 
@@ -124,6 +182,8 @@ int main(int argc, char** argv)
         } else if (mode == "equal") {
             ok = test_equal(meanshift::GroupingMethod::Sequential) &&
                  test_equal(meanshift::GroupingMethod::ConnectedComponents);
+        } else if (mode == "domain") {
+            ok = test_domain();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

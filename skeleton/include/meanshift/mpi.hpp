@@ -1,8 +1,10 @@
 #pragma once
 /// @file mpi.hpp
-/// Distributed mean shift over MPI (issue 15, first slice; docs/mpi.md). Built only with
+/// Distributed mean shift over MPI (issue 15; docs/mpi.md). Built only with
 /// -DMEANSHIFT_MPI=ON/AUTO (Open MPI found), in the separate library meanshift_mpi
 /// (CMake target meanshift::mpi), which links meanshift and MPI::MPI_CXX.
+///
+/// Two strategies (Strategy below); both use every point as a seed and give every point a label.
 ///
 /// Strategy "replicated points, modes split": every rank passes its share of the rows; the ranks
 /// allgather the points, each rank runs the library's ascent (any backend, its own device) with its
@@ -15,6 +17,20 @@
 ///   broadcast of the centres  c·k doubles + c sizes, scatter of the labels n ints;
 /// plus a few small collectives (option check, error agreement after every phase).
 /// The ascent itself needs no communication: it is embarrassingly parallel over the modes.
+///
+/// Strategy "domain decomposition" (truncated kernel only: finite Options::cutoff c, not exact):
+/// the ranks cut the data into R slabs along the dimension of largest extent in bandwidth units
+/// (boundaries at quantiles of a sample of that coordinate), send every point to the rank owning
+/// its slab and, as a halo, to every rank whose slab lies within c bandwidths; a rank then holds
+/// n/R + halo points instead of n. Each rank advances the modes that lie in its slab one
+/// iteration at a time on its own binding (Clusterer::binding(): the library's step, neighbour
+/// search included); a step moves a mode at most c bandwidths (the new mode is a mean of points
+/// within c), and every point within c of a mode in the slab is local, so each step is the one
+/// process's step. After each iteration the modes that left a slab are handed to its owner.
+/// Communication: once n·k floats (+ halo) in an all-to-all, then per iteration one MPI_Allreduce
+/// and an all-to-all of the migrating modes (k doubles each); at the end the modes go to rank 0
+/// (n·k floats) for the grouping, as above. Results equal one process's within float32
+/// rounding (each rank's prepared units are centred on its own points).
 ///
 /// Explicit seeds disable bin seeding (Options::seeding) and data binning: every point is the seed
 /// of its own ascent, as Seeding::AllPoints. Options::cutoff / search apply as in one process.
@@ -53,10 +69,20 @@ private:
 /// that may throw and before the next collective.
 void agree(MPI_Comm comm, std::exception_ptr local_error);
 
+/// How the work is distributed (docs/mpi.md).
+enum class Strategy {
+    /// DomainDecomposition for the truncated kernel with R > 1 ranks when the largest rank would
+    /// hold at most 75 % of the points (slab + halo, estimated from the sample), else ReplicatedPoints.
+    Auto,
+    ReplicatedPoints,     ///< every rank holds all points, the modes are split
+    DomainDecomposition,  ///< slabs + halos of the cutoff's width; InvalidArgument with the exact kernel
+};
+
 /// Times of the distributed run (seconds, this rank's wall clock).
 struct DistributedTiming {
     double seconds_check = 0;      ///< option check (broadcast + agreement)
-    double seconds_allgather = 0;  ///< MPI_Allgatherv of the points
+    double seconds_allgather = 0;  ///< MPI_Allgatherv of the points (replicated) / the decomposition's exchange (domain)
+    double seconds_migrate = 0;    ///< domain: the per-iteration hand-over of modes (and the active-count reduction)
     double seconds_ascent = 0;     ///< this rank's cluster() call for its seeds
     double seconds_wait = 0;       ///< agreement after the ascent (= waiting for the slowest rank)
     double seconds_gather = 0;     ///< MPI_Gatherv of the modes to rank 0
@@ -72,6 +98,9 @@ struct DistributedResult : Result {
     Index global_points = 0;        ///< n, all ranks together
     Index first_row = 0;            ///< global index of this rank's first row (ranks in comm order)
     int ranks = 1;
+    Strategy strategy = Strategy::ReplicatedPoints;  ///< the strategy that ran (Auto resolved)
+    Index local_points_held = 0;  ///< points this rank's ascent ran against (n replicated; slab + halo for domain)
+    Index modes_migrated = 0;     ///< domain: hand-overs of modes between ranks, all ranks together
     DistributedTiming distributed;
 };
 
@@ -80,7 +109,14 @@ struct DistributedResult : Result {
 /// options except backend / backend_options / topology / progress (checked: a mismatch throws
 /// DistributedError on every rank). This slice supports shared bandwidths only (isotropic,
 /// diagonal; per-point and exponential-last -> InvalidArgument on every rank) and no sample weights.
-/// Results equal cluster(all_points, options, &all_points) of one process (same grouping order).
-DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options);
+/// Results equal cluster(all_points, options, &all_points) of one process (same grouping order);
+/// with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
+/// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with
+/// the exact kernel or a backend without the truncated kernel).
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,
+                          Strategy strategy = Strategy::Auto);
+
+/// "auto", "replicated", "domain".
+const char* to_string(Strategy s) noexcept;
 
 }  // namespace meanshift::mpi

@@ -1,7 +1,8 @@
-// meanshift::mpi::cluster: strategy "replicated points, modes split" (include/meanshift/mpi.hpp,
-// docs/mpi.md). Only the public API of the library is used: the ascent is cluster() with explicit
-// seeds and GroupingMethod::None on every rank, the grouping group_modes() on rank 0.
-#include <meanshift/mpi.hpp>
+// meanshift::mpi::cluster (include/meanshift/mpi.hpp, docs/mpi.md): option checks, the strategy
+// ("replicated points, modes split" here: cluster() with explicit seeds and GroupingMethod::None on
+// every rank; "domain decomposition" in domain.cpp), then the grouping (group_modes() on rank 0) and
+// the labels of every rank's rows. Only the public API of the library is used.
+#include "common.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,18 +17,15 @@
 namespace meanshift::mpi {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+using detail::attempt;
+using detail::check_mpi;
+using detail::Clock;
+using detail::RowType;
+using detail::since;
 
-void check_mpi(int rc, const char* what)
-{
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int len = 0;
-        MPI_Error_string(rc, text, &len);
-        throw Error(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
-    }
-}
+/// Strategy::Auto takes the domain decomposition when no rank would hold more than this share of
+/// the points (slab + halo): beyond it the replicated strategy does the same work with less traffic.
+constexpr double kDomainMaxShare = 0.75;
 
 std::string kind_of(const std::exception& e)
 {
@@ -41,20 +39,8 @@ std::string kind_of(const std::exception& e)
     return "std::exception";
 }
 
-// Runs f, returning its exception (if any) instead of throwing.
-template <class F>
-std::exception_ptr attempt(F&& f)
-{
-    try {
-        f();
-        return nullptr;
-    } catch (...) {
-        return std::current_exception();
-    }
-}
-
 // The options that must agree between ranks (everything that changes the answer), as bytes.
-std::vector<double> signature(int k, const Options& o)
+std::vector<double> signature(int k, const Options& o, Strategy strategy)
 {
     std::vector<double> s;
     s.push_back(k);
@@ -70,6 +56,7 @@ std::vector<double> signature(int k, const Options& o)
     s.push_back(o.cutoff);
     s.push_back(o.exact ? 1 : 0);
     s.push_back(static_cast<double>(o.search));
+    s.push_back(static_cast<double>(strategy));
     return s;
 }
 
@@ -81,22 +68,10 @@ std::string signature_field(std::size_t i, std::size_t nparams)
     if (i < 3 + nparams) return "bandwidth";
     static const char* const rest[] = {"max_iterations", "tolerance", "fixed_iterations", "fixed_iterations",
                                        "grouping",       "merge_eps", "cutoff",           "exact",
-                                       "search"};
+                                       "search",         "strategy"};
     const std::size_t j = i - 3 - nparams;
     return j < sizeof(rest) / sizeof(rest[0]) ? rest[j] : "options";
 }
-
-struct RowType {
-    MPI_Datatype type = MPI_DATATYPE_NULL;
-    RowType(int k, MPI_Datatype element)
-    {
-        check_mpi(MPI_Type_contiguous(k, element, &type), "MPI_Type_contiguous");
-        check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
-    }
-    ~RowType() { if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type); }
-    RowType(const RowType&) = delete;
-    RowType& operator=(const RowType&) = delete;
-};
 
 }  // namespace
 
@@ -136,7 +111,18 @@ void agree(MPI_Comm comm, std::exception_ptr local_error)
     throw DistributedError(first, kind, text);
 }
 
-DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options)
+const char* to_string(Strategy s) noexcept
+{
+    switch (s) {
+    case Strategy::Auto: return "auto";
+    case Strategy::ReplicatedPoints: return "replicated";
+    case Strategy::DomainDecomposition: return "domain";
+    }
+    return "?";
+}
+
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,
+                          Strategy strategy)
 {
     const auto t_start = Clock::now();
     int rank = 0, size = 1;
@@ -162,7 +148,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                                           std::to_string(local_points(i, d)));
     }));
     {
-        std::vector<double> mine = signature(k, options);
+        std::vector<double> mine = signature(k, options, strategy);
         long long len = static_cast<long long>(mine.size());
         check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast (options)");
         std::vector<double> root(static_cast<std::size_t>(len));
@@ -184,49 +170,95 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     }
     out.distributed.seconds_check = since(t);
 
-    // 2. Allgather of the points (rows as one MPI datatype: counts stay below 2^31 rows).
+    // 2. Row counts, the global bounding box (the grouping's units, the slabs), the strategy.
     t = Clock::now();
     const RowType row_f(k, MPI_FLOAT);
     std::vector<long long> counts64(static_cast<std::size_t>(size));
     long long mine64 = n_local;
     check_mpi(MPI_Allgather(&mine64, 1, MPI_LONG_LONG, counts64.data(), 1, MPI_LONG_LONG, comm), "MPI_Allgather");
     std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+    std::vector<long long> first_rows(static_cast<std::size_t>(size) + 1, 0);
     long long total = 0;
     for (int r = 0; r < size; ++r) {
         displs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(total, INT_MAX));
         counts[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(counts64[static_cast<std::size_t>(r)], INT_MAX));
+        first_rows[static_cast<std::size_t>(r)] = total;
         total += counts64[static_cast<std::size_t>(r)];
     }
+    first_rows[static_cast<std::size_t>(size)] = total;
+    const bool truncated = !options.exact && std::isfinite(options.cutoff);
     agree(comm, attempt([&] {
         if (total < 1) throw InvalidArgument("no points on any rank");
-        if (total > INT_MAX) throw InvalidArgument("more than 2^31 - 1 points in all: not supported by this strategy");
+        if (total > INT_MAX) throw InvalidArgument("more than 2^31 - 1 points in all: not supported yet");
+        if (strategy == Strategy::DomainDecomposition && !truncated)
+            throw InvalidArgument("the domain decomposition needs the truncated kernel (a finite Options::cutoff, "
+                                  "not exact): with the exact kernel every point reaches every mode");
     }));
     out.global_points = total;
     out.first_row = displs[static_cast<std::size_t>(rank)];
-    const MatrixF mine_rows = local_points;  // contiguous row-major copy
-    MatrixF all(static_cast<Index>(total), k);
-    check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type, all.data(),
-                             counts.data(), displs.data(), row_f.type, comm),
-              "MPI_Allgatherv (points)");
-    out.distributed.seconds_allgather = since(t);
-
-    // 3. The ascent of this rank's seeds against all points (any backend), no grouping.
-    t = Clock::now();
-    Options local_options = options;
-    local_options.grouping = GroupingMethod::None;
-    Result local;
-    std::exception_ptr ascent_error = attempt([&] {
-        if (n_local > 0) {
-            const Eigen::Ref<const MatrixF> seeds(mine_rows);
-            local = meanshift::cluster(all, local_options, &seeds);
-        } else {
-            local.modes = MatrixF(0, k);
+    std::vector<double> lo(static_cast<std::size_t>(k), std::numeric_limits<double>::infinity()),
+        hi(static_cast<std::size_t>(k), -std::numeric_limits<double>::infinity());
+    for (Index i = 0; i < n_local; ++i)
+        for (int d = 0; d < k; ++d) {
+            lo[std::size_t(d)] = std::min(lo[std::size_t(d)], static_cast<double>(local_points(i, d)));
+            hi[std::size_t(d)] = std::max(hi[std::size_t(d)], static_cast<double>(local_points(i, d)));
         }
-    });
-    out.distributed.seconds_ascent = since(t);
-    t = Clock::now();
-    agree(comm, ascent_error);
-    out.distributed.seconds_wait = since(t);
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, lo.data(), k, MPI_DOUBLE, MPI_MIN, comm), "MPI_Allreduce (bounding box)");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, hi.data(), k, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce (bounding box)");
+    std::vector<double> h(static_cast<std::size_t>(k));
+    {
+        const std::vector<double>& p = options.bandwidth.parameters();
+        for (int d = 0; d < k; ++d) h[std::size_t(d)] = p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)];
+    }
+    detail::Slabs slabs;
+    Strategy chosen = Strategy::ReplicatedPoints;
+    // Asked for explicitly, the decomposition also runs on one rank (one slab: a test of the path).
+    if (truncated && strategy != Strategy::ReplicatedPoints && (size > 1 || strategy == Strategy::DomainDecomposition)) {
+        slabs = detail::plan_slabs(comm, local_points, h, lo, hi, options.cutoff);
+        if (strategy == Strategy::DomainDecomposition || slabs.largest_share <= kDomainMaxShare)
+            chosen = Strategy::DomainDecomposition;
+    }
+    out.strategy = chosen;
+
+    // 3. The ascent of every point, by the chosen strategy, into this rank's rows' results.
+    Result local;
+    const MatrixF mine_rows = local_points;  // contiguous row-major copy
+    if (chosen == Strategy::DomainDecomposition) {
+        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, options, h, slabs, first_rows);
+        out.distributed.seconds_allgather = a.seconds_exchange;
+        out.distributed.seconds_migrate = a.seconds_migrate;
+        out.local_points_held = a.points_held;
+        out.modes_migrated = a.migrated;
+        local = std::move(a.bind_info);
+        local.modes = std::move(a.modes);
+        local.iterations = std::move(a.iterations);
+        local.converged = std::move(a.converged);
+        local.no_support = std::move(a.no_support);
+        local.modes_without_support = 0;
+        out.distributed.seconds_ascent = since(t) - out.distributed.seconds_allgather;
+    } else {
+        MatrixF all(static_cast<Index>(total), k);
+        check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type,
+                                 all.data(), counts.data(), displs.data(), row_f.type, comm),
+                  "MPI_Allgatherv (points)");
+        out.distributed.seconds_allgather = since(t);
+        out.local_points_held = static_cast<Index>(total);
+        t = Clock::now();
+        Options local_options = options;
+        local_options.grouping = GroupingMethod::None;
+        std::exception_ptr ascent_error = attempt([&] {
+            if (n_local > 0) {
+                const Eigen::Ref<const MatrixF> seeds(mine_rows);
+                local = meanshift::cluster(all, local_options, &seeds);
+            } else {
+                local.modes = MatrixF(0, k);
+            }
+        });
+        out.distributed.seconds_ascent = since(t);
+        t = Clock::now();
+        agree(comm, ascent_error);
+        out.distributed.seconds_wait = since(t);
+    }
 
     // 4. Modes to rank 0, grouped there in whitened units (as cluster() groups them).
     t = Clock::now();
@@ -243,16 +275,13 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     agree(comm, attempt([&] {
         if (rank != 0 || options.grouping == GroupingMethod::None) return;
         // The prepared units of a shared bandwidth: (x - mid-range) / h_d (prepare.cpp).
-        const std::vector<double>& p = options.bandwidth.parameters();
-        Eigen::VectorXd h(k), centre(k);
-        for (int d = 0; d < k; ++d) h[d] = p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)];
-        for (int d = 0; d < k; ++d)
-            centre[d] = 0.5 * (static_cast<double>(all.col(d).minCoeff()) + static_cast<double>(all.col(d).maxCoeff()));
+        Eigen::VectorXd centre(k);
+        for (int d = 0; d < k; ++d) centre[d] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
         MatrixD Y = modes_all.cast<double>();
-        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) / h[d]).matrix();
+        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) / h[std::size_t(d)]).matrix();
         Grouping g = group_modes(Y, options.merge_eps, options.grouping);
         centres = g.centres;
-        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() * h[d] + centre[d]).matrix();
+        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() * h[std::size_t(d)] + centre[d]).matrix();
         labels_all = std::move(g.labels);
         sizes.assign(g.sizes.begin(), g.sizes.end());
     }));
@@ -284,7 +313,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     out.iterations = std::move(local.iterations);
     out.converged = std::move(local.converged);
     out.no_support = std::move(local.no_support);
-    out.modes_without_support = local.modes_without_support;
+    out.modes_without_support = 0;
     out.timing = local.timing;
     out.backend = local.backend;
     out.topology = local.topology;
@@ -292,6 +321,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     out.cutoff = local.cutoff;
     out.seed_count = n_local;
     out.seeding = "explicit (each rank's rows)";
+    for (bool none : out.no_support) if (none) ++out.modes_without_support;
     out.distributed.seconds_total = since(t_start);
     return out;
 }

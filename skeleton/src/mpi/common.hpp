@@ -1,0 +1,84 @@
+// Helpers shared by the MPI strategies (cluster.cpp, domain.cpp): MPI error checks, a committed
+// row datatype, exception capture for meanshift::mpi::agree, wall-clock timing.
+#pragma once
+
+#include <meanshift/mpi.hpp>
+
+#include <chrono>
+#include <exception>
+#include <string>
+
+namespace meanshift::mpi::detail {
+
+using Clock = std::chrono::steady_clock;
+inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+inline void check_mpi(int rc, const char* what)
+{
+    if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int len = 0;
+        MPI_Error_string(rc, text, &len);
+        throw Error(std::string(what) + " failed: " + std::string(text, static_cast<std::size_t>(len)));
+    }
+}
+
+/// Runs f, returning its exception (if any) instead of throwing (for agree()).
+template <class F>
+std::exception_ptr attempt(F&& f)
+{
+    try {
+        f();
+        return nullptr;
+    } catch (...) {
+        return std::current_exception();
+    }
+}
+
+/// A row of k elements as one MPI datatype (row counts, not element counts, stay below 2^31).
+struct RowType {
+    MPI_Datatype type = MPI_DATATYPE_NULL;
+    RowType(int k, MPI_Datatype element)
+    {
+        check_mpi(MPI_Type_contiguous(k, element, &type), "MPI_Type_contiguous");
+        check_mpi(MPI_Type_commit(&type), "MPI_Type_commit");
+    }
+    ~RowType()
+    {
+        if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
+    }
+    RowType(const RowType&) = delete;
+    RowType& operator=(const RowType&) = delete;
+};
+
+/// The ascents of this rank's own rows (origin order), as the strategies hand them to cluster().
+struct LocalAscent {
+    MatrixF modes;  ///< n_local × k, data units
+    std::vector<int> iterations;
+    std::vector<bool> converged, no_support;
+    Result bind_info;  ///< backend, topology, search, cutoff, timing of the ascent
+    Index points_held = 0;
+    Index migrated = 0;  ///< all ranks together
+    double seconds_exchange = 0, seconds_migrate = 0;
+};
+
+/// Result of the sample that places the slab boundaries (domain.cpp).
+struct Slabs {
+    int dim = 0;                   ///< the cut dimension
+    double scale = 1;              ///< 1 / h of that dimension (bandwidth units per data unit)
+    std::vector<double> bounds;    ///< R − 1 boundaries in bandwidth units, ascending
+    double halo = 0;               ///< halo width, bandwidth units (the cutoff, with a float32 margin)
+    double largest_share = 1;      ///< estimated largest (slab + halo) share of the points
+};
+
+/// Collective: chooses the cut dimension from the global bounding box (lo, hi: data units) and
+/// places the boundaries at weighted quantiles of a sample of that coordinate.
+Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& h,
+                 const std::vector<double>& lo, const std::vector<double>& hi, double cutoff);
+
+/// Collective: the domain-decomposition ascent of every point (docs/mpi.md); returns this rank's
+/// rows' results. `first_rows`: each rank's first global row (rank order), size R + 1 with n last.
+LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+                          const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows);
+
+}  // namespace meanshift::mpi::detail

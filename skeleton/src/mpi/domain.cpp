@@ -1,0 +1,382 @@
+// Strategy "domain decomposition" (include/meanshift/mpi.hpp, docs/mpi.md): slabs along one
+// dimension, halos as wide as the cutoff, the library's step on each rank's binding, modes handed
+// to the owner of the slab they move into after every iteration.
+#include "common.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <optional>
+#include <vector>
+
+namespace meanshift::mpi::detail {
+namespace {
+
+/// Samples per rank for the boundaries: quantiles to ~1/4096 of the points, a few KiB per rank.
+constexpr Index kSamplesPerRank = 4096;
+
+int owner_of(const std::vector<double>& bounds, double u)
+{
+    return static_cast<int>(std::upper_bound(bounds.begin(), bounds.end(), u) - bounds.begin());
+}
+
+/// Counts (per destination) → displacements; returns the total.
+long long displacements(const std::vector<int>& counts, std::vector<int>& displs)
+{
+    displs.assign(counts.size(), 0);
+    long long at = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+        if (at > std::numeric_limits<int>::max()) throw InvalidArgument("more than 2^31 - 1 rows to one rank");
+        displs[r] = static_cast<int>(at);
+        at += counts[r];
+    }
+    return at;
+}
+
+/// A mode travelling between ranks: global row, iterations made, position (data units).
+struct Mode {
+    long long gid = 0;
+    int iterations = 0;
+    ModeStatus status = ModeStatus::Active;
+};
+
+/// All-to-all of modes: `dest[i]` = rank of mode i (or −1 to keep), returns the received ones
+/// appended to `keep_*` (modes staying here first). Two MPI_Alltoallv: metadata and positions.
+void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, std::vector<double>& pos,
+                    const std::vector<int>& dest)
+{
+    std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
+    for (int d : dest)
+        if (d >= 0) ++send_counts[static_cast<std::size_t>(d)];
+    std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
+    const long long nsend = displacements(send_counts, send_displs);
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (modes)");
+    const long long nrecv = displacements(recv_counts, recv_displs);
+
+    std::vector<long long> meta_out(static_cast<std::size_t>(nsend) * 3), meta_in(static_cast<std::size_t>(nrecv) * 3);
+    std::vector<double> pos_out(static_cast<std::size_t>(nsend) * std::size_t(k)), pos_in(static_cast<std::size_t>(nrecv) * std::size_t(k));
+    std::vector<Mode> kept;
+    std::vector<double> kept_pos;
+    std::vector<int> fill(send_displs);
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+        const double* y = pos.data() + i * std::size_t(k);
+        if (dest[i] < 0) {
+            kept.push_back(modes[i]);
+            kept_pos.insert(kept_pos.end(), y, y + k);
+            continue;
+        }
+        const std::size_t at = static_cast<std::size_t>(fill[static_cast<std::size_t>(dest[i])]++);
+        meta_out[3 * at] = modes[i].gid;
+        meta_out[3 * at + 1] = modes[i].iterations;
+        meta_out[3 * at + 2] = static_cast<long long>(modes[i].status);
+        std::copy(y, y + k, pos_out.begin() + static_cast<std::ptrdiff_t>(at * std::size_t(k)));
+    }
+    const RowType meta(3, MPI_LONG_LONG), row(k, MPI_DOUBLE);
+    check_mpi(MPI_Alltoallv(meta_out.data(), send_counts.data(), send_displs.data(), meta.type, meta_in.data(),
+                            recv_counts.data(), recv_displs.data(), meta.type, comm),
+              "MPI_Alltoallv (mode metadata)");
+    check_mpi(MPI_Alltoallv(pos_out.data(), send_counts.data(), send_displs.data(), row.type, pos_in.data(),
+                            recv_counts.data(), recv_displs.data(), row.type, comm),
+              "MPI_Alltoallv (mode positions)");
+    for (long long j = 0; j < nrecv; ++j) {
+        const std::size_t s = static_cast<std::size_t>(j);
+        kept.push_back({meta_in[3 * s], static_cast<int>(meta_in[3 * s + 1]), static_cast<ModeStatus>(meta_in[3 * s + 2])});
+        kept_pos.insert(kept_pos.end(), pos_in.begin() + static_cast<std::ptrdiff_t>(s * std::size_t(k)),
+                        pos_in.begin() + static_cast<std::ptrdiff_t>((s + 1) * std::size_t(k)));
+    }
+    modes = std::move(kept);
+    pos = std::move(kept_pos);
+}
+
+}  // namespace
+
+Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& h,
+                 const std::vector<double>& lo, const std::vector<double>& hi, double cutoff)
+{
+    int size = 1;
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    const int k = static_cast<int>(local.cols());
+    Slabs s;
+    double widest = -1;
+    for (int d = 0; d < k; ++d) {
+        const double w = (hi[std::size_t(d)] - lo[std::size_t(d)]) / h[std::size_t(d)];
+        if (w > widest) {
+            widest = w;
+            s.dim = d;
+        }
+    }
+    s.scale = 1.0 / h[std::size_t(s.dim)];
+    // A float32 margin: the backends decide D ≤ c in float32 prepared units.
+    s.halo = cutoff * (1 + 1e-4) + 1e-4;
+
+    // Strided sample of the cut coordinate; each value stands for n_r / samples_r points.
+    const Index n = local.rows();
+    const Index m = std::min(n, kSamplesPerRank);
+    std::vector<double> mine(static_cast<std::size_t>(2 * m));
+    for (Index i = 0; i < m; ++i) {
+        const Index row = m == n ? i : static_cast<Index>((static_cast<double>(i) + 0.5) * static_cast<double>(n) / static_cast<double>(m));
+        mine[std::size_t(2 * i)] = static_cast<double>(local(row, s.dim)) * s.scale;
+        mine[std::size_t(2 * i + 1)] = static_cast<double>(n) / static_cast<double>(m);
+    }
+    std::vector<int> counts(static_cast<std::size_t>(size)), displs;
+    const int mine_count = static_cast<int>(2 * m);
+    check_mpi(MPI_Allgather(&mine_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather (sample)");
+    const long long total = displacements(counts, displs);
+    std::vector<double> all(static_cast<std::size_t>(total));
+    check_mpi(MPI_Allgatherv(mine.data(), mine_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm),
+              "MPI_Allgatherv (sample)");
+    std::vector<std::pair<double, double>> v(static_cast<std::size_t>(total / 2));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = {all[2 * i], all[2 * i + 1]};
+    std::sort(v.begin(), v.end());
+    double weight = 0;
+    for (const auto& p : v) weight += p.second;
+    // Boundary j at the weighted quantile j / R (midway between the two samples around it).
+    double acc = 0;
+    std::size_t at = 0;
+    for (int j = 1; j < size; ++j) {
+        const double target = weight * j / size;
+        while (at < v.size() && acc + v[at].second <= target) acc += v[at++].second;
+        const double b = at == 0 ? v.front().first
+                         : at >= v.size() ? v.back().first
+                                          : 0.5 * (v[at - 1].first + v[at].first);
+        s.bounds.push_back(b);
+    }
+    // Estimated share of the points each rank holds (slab + halo), from the sample.
+    s.largest_share = 0;
+    std::vector<double> held(static_cast<std::size_t>(size), 0);
+    for (const auto& p : v) {
+        const int a = owner_of(s.bounds, p.first - s.halo), b = owner_of(s.bounds, p.first + s.halo);
+        for (int r = a; r <= b; ++r) held[std::size_t(r)] += p.second;
+    }
+    for (double x : held) s.largest_share = std::max(s.largest_share, weight > 0 ? x / weight : 1.0);
+    return s;
+}
+
+LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+                          const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows)
+{
+    int rank = 0, size = 1;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    const int k = static_cast<int>(local.cols());
+    const Index n_local = local.rows();
+    const long long first = first_rows[std::size_t(rank)];
+    LocalAscent out;
+    auto t = Clock::now();
+
+    // 1. Every row to the owner of its slab (gid ≥ 0) and, as halo (−gid − 1), to every other rank
+    //    whose slab lies within the halo width.
+    auto u_of = [&](const float* row) { return static_cast<double>(row[slabs.dim]) * slabs.scale; };
+    const MatrixF rows = local;  // contiguous row-major
+    std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
+    for (Index i = 0; i < n_local; ++i) {
+        const double u = u_of(rows.data() + i * k);
+        for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r)
+            ++send_counts[std::size_t(r)];
+    }
+    std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
+    const long long nsend = displacements(send_counts, send_displs);
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (points)");
+    const long long nrecv = displacements(recv_counts, recv_displs);
+    MatrixF send_rows(static_cast<Index>(nsend), k);
+    std::vector<long long> send_ids(static_cast<std::size_t>(nsend));
+    {
+        std::vector<int> fill(send_displs);
+        for (Index i = 0; i < n_local; ++i) {
+            const double u = u_of(rows.data() + i * k);
+            const int own = owner_of(slabs.bounds, u);
+            for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r) {
+                const int at = fill[std::size_t(r)]++;
+                send_rows.row(at) = rows.row(i);
+                send_ids[std::size_t(at)] = r == own ? first + i : -(first + i) - 1;
+            }
+        }
+    }
+    MatrixF held(static_cast<Index>(nrecv), k);
+    std::vector<long long> held_ids(static_cast<std::size_t>(nrecv));
+    {
+        const RowType row_f(k, MPI_FLOAT);
+        check_mpi(MPI_Alltoallv(send_rows.data(), send_counts.data(), send_displs.data(), row_f.type, held.data(),
+                                recv_counts.data(), recv_displs.data(), row_f.type, comm),
+                  "MPI_Alltoallv (points)");
+        check_mpi(MPI_Alltoallv(send_ids.data(), send_counts.data(), send_displs.data(), MPI_LONG_LONG, held_ids.data(),
+                                recv_counts.data(), recv_displs.data(), MPI_LONG_LONG, comm),
+                  "MPI_Alltoallv (point ids)");
+    }
+    out.points_held = static_cast<Index>(nrecv);
+    out.seconds_exchange = since(t);
+
+    // 2. This rank's binding: the library prepares the held points (its neighbour search included)
+    //    through a one-seed, one-iteration fit, and the steps below run on that binding.
+    Options bind_options = options;
+    bind_options.grouping = GroupingMethod::None;
+    bind_options.fixed_iterations = 1;
+    bind_options.progress = nullptr;
+    std::optional<Clusterer> clusterer;
+    std::vector<double> centre(static_cast<std::size_t>(k), 0);
+    agree(comm, attempt([&] {
+        if (nrecv == 0) return;
+        clusterer.emplace(bind_options);
+        if (!clusterer->backend().supports_cutoff())
+            throw InvalidArgument("the domain decomposition needs a backend with the truncated kernel; " +
+                                  clusterer->backend().name() + " has none");
+        const MatrixF seed = held.topRows(1);
+        const Eigen::Ref<const MatrixF> seed_ref(seed);
+        out.bind_info = clusterer->fit(held, &seed_ref);
+        // Prepared units: (x − centre) / h (backend.hpp, PreparedData); the centre from one row.
+        const PreparedData& D = clusterer->binding().data();
+        const Index caller_row = D.original.empty() ? 0 : D.original[0];
+        for (int d = 0; d < k; ++d)
+            centre[std::size_t(d)] = static_cast<double>(held(caller_row, d)) - D.points(0, d) * h[std::size_t(d)];
+    }));
+
+    // 3. The ascents, one iteration at a time on every rank (a collective count ends them). The
+    //    modes start in the binding's row order (its search's cell/leaf order: nearby modes together,
+    //    as the driver's Morton order) and stay bound across iterations; set_modes runs again only
+    //    when modes leave or arrive.
+    std::vector<Mode> modes;
+    std::vector<double> pos;  // data units, modes.size() × k
+    if (clusterer) {
+        const PreparedData& D = clusterer->binding().data();
+        for (Index i = 0; i < D.n(); ++i) {
+            const Index j = D.original.empty() ? i : D.original[std::size_t(i)];
+            if (held_ids[std::size_t(j)] < 0) continue;
+            modes.push_back({held_ids[std::size_t(j)], 0, ModeStatus::Active});
+            for (int d = 0; d < k; ++d) pos.push_back(static_cast<double>(held(j, d)));
+        }
+    }
+    std::vector<Mode> done;
+    std::vector<double> done_pos;
+    const bool fixed = options.fixed_iterations.has_value();
+    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
+    const double tol2 = options.tolerance * options.tolerance;
+    // Fixed iterations: nothing retires (the driver's rule), every mode stays bound.
+    auto live = [&](const Mode& md) { return fixed || md.status == ModeStatus::Active; };
+    auto retire_finished = [&] {
+        std::vector<Mode> keep;
+        std::vector<double> keep_pos;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            const double* y = pos.data() + i * std::size_t(k);
+            auto& to = live(modes[i]) ? keep : done;
+            auto& to_pos = live(modes[i]) ? keep_pos : done_pos;
+            to.push_back(modes[i]);
+            to_pos.insert(to_pos.end(), y, y + k);
+        }
+        modes = std::move(keep);
+        pos = std::move(keep_pos);
+    };
+    const auto t_ascent = Clock::now();
+    StepReport report;
+    std::vector<double> Y;
+    double pairs = 0, kernel_seconds = 0;
+    long long migrated = 0;
+    int iterations = 0;
+    bool bound = false;
+    for (int it = 0;; ++it) {
+        const auto t_m = Clock::now();
+        long long active = 0, all_active = 0;
+        for (const Mode& md : modes) active += live(md) ? 1 : 0;
+        check_mpi(MPI_Allreduce(&active, &all_active, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (active modes)");
+        out.seconds_migrate += since(t_m);
+        if (all_active == 0 || it >= max_it) break;
+        iterations = it + 1;
+        agree(comm, attempt([&] {
+            if (active == 0) return;
+            if (!clusterer) {  // no point within the halo of this slab: no support (as one process)
+                for (Mode& md : modes) md.status = ModeStatus::NoSupport;
+                return;
+            }
+            Binding& b = clusterer->binding();
+            if (!bound) {
+                retire_finished();
+                Y.resize(pos.size());
+                for (std::size_t i = 0; i < pos.size(); ++i)
+                    Y[i] = (pos[i] - centre[i % std::size_t(k)]) / h[i % std::size_t(k)];
+                b.set_modes(Y.data(), static_cast<Index>(modes.size()));
+                bound = true;
+            }
+            const Index stepped = b.active_count();
+            b.step(tol2, !fixed, report);
+            Y.resize(pos.size());
+            b.read_modes(Y.data());
+            for (std::size_t i = 0; i < pos.size(); ++i)
+                pos[i] = Y[i] * h[i % std::size_t(k)] + centre[i % std::size_t(k)];
+            for (std::size_t j = 0; j < report.mode.size(); ++j) {
+                Mode& md = modes[std::size_t(report.mode[j])];
+                ++md.iterations;
+                md.status = report.status[j];
+            }
+            pairs += report.pairs >= 0 ? report.pairs : static_cast<double>(stepped) * static_cast<double>(nrecv);
+            if (report.kernel_seconds > 0) kernel_seconds += report.kernel_seconds;
+        }));
+        // Active modes that moved into another slab go to its owner; retired ones stay here.
+        const auto t_x = Clock::now();
+        std::vector<Mode> leaving;
+        std::vector<double> leaving_pos;
+        std::vector<int> dest;
+        std::vector<bool> left(modes.size(), false);
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            if (!live(modes[i])) continue;
+            const double* y = pos.data() + i * std::size_t(k);
+            const int own = owner_of(slabs.bounds, y[slabs.dim] * slabs.scale);
+            if (own == rank) continue;
+            left[i] = true;
+            leaving.push_back(modes[i]);
+            leaving_pos.insert(leaving_pos.end(), y, y + k);
+            dest.push_back(own);
+        }
+        migrated += static_cast<long long>(leaving.size());
+        const std::size_t nleave = leaving.size();
+        exchange_modes(comm, size, k, leaving, leaving_pos, dest);  // now: the arriving modes
+        if (nleave > 0 || !leaving.empty()) {
+            std::vector<Mode> keep;
+            std::vector<double> keep_pos;
+            for (std::size_t i = 0; i < modes.size(); ++i) {
+                if (left[i]) continue;
+                keep.push_back(modes[i]);
+                keep_pos.insert(keep_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                                pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+            }
+            keep.insert(keep.end(), leaving.begin(), leaving.end());
+            keep_pos.insert(keep_pos.end(), leaving_pos.begin(), leaving_pos.end());
+            modes = std::move(keep);
+            pos = std::move(keep_pos);
+            bound = false;
+        }
+        out.seconds_migrate += since(t_x);
+    }
+    done.insert(done.end(), modes.begin(), modes.end());
+    done_pos.insert(done_pos.end(), pos.begin(), pos.end());
+    out.bind_info.timing.seconds_iterate = since(t_ascent);
+    out.bind_info.timing.iterations = iterations;
+    out.bind_info.timing.seconds_kernels = kernel_seconds;
+    out.bind_info.timing.pair_interactions = pairs;
+    check_mpi(MPI_Allreduce(&migrated, &out.migrated, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (migrations)");
+
+    // 4. Every mode back to the rank that passed its row.
+    std::vector<int> dest(done.size());
+    for (std::size_t i = 0; i < done.size(); ++i)
+        dest[i] = static_cast<int>(std::upper_bound(first_rows.begin(), first_rows.end(), done[i].gid) - first_rows.begin()) - 1;
+    exchange_modes(comm, size, k, done, done_pos, dest);
+    out.modes = MatrixF(n_local, k);
+    out.iterations.assign(static_cast<std::size_t>(n_local), 0);
+    out.converged.assign(static_cast<std::size_t>(n_local), false);
+    out.no_support.assign(static_cast<std::size_t>(n_local), false);
+    agree(comm, attempt([&] {
+        if (static_cast<Index>(done.size()) != n_local)
+            throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
+                        std::to_string(n_local) + " rows");
+        for (std::size_t i = 0; i < done.size(); ++i) {
+            const Index row = static_cast<Index>(done[i].gid - first);
+            for (int d = 0; d < k; ++d) out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
+            out.iterations[std::size_t(row)] = done[i].iterations;
+            const bool none = done[i].status == ModeStatus::NoSupport;
+            out.no_support[std::size_t(row)] = none;
+            out.converged[std::size_t(row)] = fixed ? !none : done[i].status == ModeStatus::Converged;
+        }
+    }));
+    return out;
+}
+
+}  // namespace meanshift::mpi::detail
