@@ -2,7 +2,8 @@
 #   find_package(MeanShift) + target_link_libraries(app PRIVATE meanshift::meanshift)
 # Layout under the prefix: include/meanshift/*.hpp (public API + generated config.hpp, version.hpp),
 # lib/libmeanshift.so*, lib/cmake/MeanShift/{MeanShiftConfig,MeanShiftConfigVersion,MeanShiftTargets}.cmake,
-# bin/meanshift (the command-line tool, when apps are built). All paths are relative to the prefix,
+# bin/meanshift (the command-line tool, when apps are built), lib/libmeanshift_mpi.so* (target
+# meanshift::mpi, when the MPI layer is built). All paths are relative to the prefix,
 # so an installed tree can be moved or copied elsewhere.
 include(CMakePackageConfigHelpers)
 
@@ -15,6 +16,14 @@ install(TARGETS meanshift EXPORT MeanShiftTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The MPI layer (docs/mpi.md), when built: meanshift::mpi, linking MPI::MPI_CXX publicly.
+if(TARGET meanshift_mpi)
+  set_target_properties(meanshift_mpi PROPERTIES EXPORT_NAME mpi)
+  install(TARGETS meanshift_mpi EXPORT MeanShiftTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/skeleton/include/meanshift
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${CMAKE_BINARY_DIR}/generated/meanshift/config.hpp

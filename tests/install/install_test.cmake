@@ -44,4 +44,9 @@ message("${last_output}")
 if(NOT last_output MATCHES "3 clusters")
   message(FATAL_ERROR "unexpected example output")
 endif()
+# The MPI layer: installed and linkable through meanshift::mpi when it was built (running it needs
+# a launcher; tests/mpi runs the layer itself under mpirun).
+if(EXISTS ${BUILD_DIR}/lib/libmeanshift_mpi.so AND NOT EXISTS ${WORK}/build/example_mpi)
+  message(FATAL_ERROR "the MPI layer was built but the consumer found no meanshift::mpi")
+endif()
 file(REMOVE_RECURSE ${WORK})
