@@ -3,6 +3,8 @@
 //   test_mpi_cluster equal          labels / centres equal one process's cluster(all, opt, &all)
 //   test_mpi_cluster domain         the domain decomposition: same labels, modes within float32 rounding;
 //                                   Auto's choice; the exact kernel refused for it on every rank
+//   test_mpi_cluster weights        sample weights, both strategies: the same labels as one process's
+//                                   weighted run; weights on some ranks only -> error on every rank
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -17,6 +19,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -146,6 +149,50 @@ bool test_domain()
     return true;
 }
 
+// Sample weights travel with the points: both strategies give one process's weighted labels, and
+// the weights change the answer (a test that would pass with the weights dropped is no test).
+bool test_weights()
+{
+    const meanshift::Index n = 1203;
+    const meanshift::MatrixF all = blobs(n);
+    std::vector<float> w(static_cast<std::size_t>(n));
+    // Blob 1's points weigh 50x near its far side: its mode moves towards them.
+    for (meanshift::Index i = 0; i < n; ++i) w[std::size_t(i)] = (i % 4 == 1 && all(i, 0) > 8.5f) ? 50.0f : 1.0f;
+    w[7] = 0.0f;  // a zero weight is allowed
+    meanshift::Options opt = options();
+    opt.cutoff = 3.0;
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    const meanshift::Result ref = meanshift::cluster(all, opt, w.data(), &seeds);
+    const meanshift::Result plain = meanshift::cluster(all, opt, &seeds);
+    const double moved = (ref.centres - plain.centres).cwiseAbs().maxCoeff();
+    if (!(moved > 0.05)) return fail("the weights do not move a centre (" + std::to_string(moved) + ")");
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+        const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, opt, s);
+        const std::string name = meanshift::mpi::to_string(s);
+        if (r.strategy != s) return fail(name + ": strategy");
+        if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
+        for (meanshift::Index i = 0; i < count; ++i)
+            if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
+                return fail(name + ": label differs at row " + std::to_string(first + i));
+        const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+        std::printf("[rank %d] weights, %s: centres within %.2e of one process's (weights moved them %.2f)\n", rank_,
+                    name.c_str(), dc, moved);
+        if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+    }
+    // Weights on rank 0 only: the option check names them on every rank.
+    try {
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, rank_ == 0 ? w.data() + first : nullptr, opt);
+        return fail("weights on one rank only: no exception");
+    } catch (const meanshift::mpi::DistributedError& e) {
+        if (std::string(e.what()).find("sample weights") == std::string::npos)
+            return fail(std::string("wrong error: ") + e.what());
+    }
+    return true;
+}
+
 // Every rank must catch DistributedError naming rank 1 and containing `needle`.
 bool expect_error(meanshift::MatrixF mine, const meanshift::Options& opt, const std::string& needle)
 {
@@ -184,6 +231,8 @@ int main(int argc, char** argv)
                  test_equal(meanshift::GroupingMethod::ConnectedComponents);
         } else if (mode == "domain") {
             ok = test_domain();
+        } else if (mode == "weights") {
+            ok = test_weights();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

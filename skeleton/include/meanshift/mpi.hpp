@@ -107,14 +107,21 @@ struct DistributedResult : Result {
 /// Collective over `comm`. `local_points`: this rank's rows (n_r × k, may be 0 × k); the global data
 /// are the ranks' rows concatenated in rank order. Every rank must pass the same k and the same
 /// options except backend / backend_options / topology / progress (checked: a mismatch throws
-/// DistributedError on every rank). This slice supports shared bandwidths only (isotropic,
-/// diagonal; per-point and exponential-last -> InvalidArgument on every rank) and no sample weights.
+/// DistributedError on every rank). Shared bandwidths only (isotropic, diagonal; per-point
+/// -> InvalidArgument on every rank); sample weights: the overload below.
 /// Results equal cluster(all_points, options, &all_points) of one process (same grouping order);
 /// with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
 /// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with
 /// the exact kernel or a backend without the truncated kernel).
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,
                           Strategy strategy = Strategy::Auto);
+
+/// cluster() with sample weights (eq. 1 with a weight per point, as meanshift::cluster's weights):
+/// `local_weights` holds n_r values ≥ 0 for this rank's rows (nullptr = all 1; every rank must pass
+/// weights or none, checked). They travel with the points in both strategies. Results equal
+/// cluster(all_points, options, all_weights, &all_points) of one process.
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const float* local_weights,
+                          const Options& options, Strategy strategy = Strategy::Auto);
 
 /// "auto", "replicated", "domain".
 const char* to_string(Strategy s) noexcept;

@@ -68,7 +68,7 @@ std::string signature_field(std::size_t i, std::size_t nparams)
     if (i < 3 + nparams) return "bandwidth";
     static const char* const rest[] = {"max_iterations", "tolerance", "fixed_iterations", "fixed_iterations",
                                        "grouping",       "merge_eps", "cutoff",           "exact",
-                                       "search",         "strategy"};
+                                       "search",         "strategy",       "sample weights (given or not)"};
     const std::size_t j = i - 3 - nparams;
     return j < sizeof(rest) / sizeof(rest[0]) ? rest[j] : "options";
 }
@@ -124,6 +124,12 @@ const char* to_string(Strategy s) noexcept
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,
                           Strategy strategy)
 {
+    return cluster(comm, local_points, nullptr, options, strategy);
+}
+
+DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const float* local_weights,
+                          const Options& options, Strategy strategy)
+{
     const auto t_start = Clock::now();
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -146,9 +152,15 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 if (!std::isfinite(local_points(i, d)))
                     throw InvalidArgument("local point " + std::to_string(i) + " has a non-finite coordinate " +
                                           std::to_string(local_points(i, d)));
+        if (local_weights)
+            for (Index i = 0; i < n_local; ++i)
+                if (!std::isfinite(local_weights[i]) || local_weights[i] < 0)
+                    throw InvalidArgument("local weight " + std::to_string(i) + " is " +
+                                          std::to_string(local_weights[i]) + ": weights must be finite and >= 0");
     }));
     {
         std::vector<double> mine = signature(k, options, strategy);
+        mine.push_back(local_weights ? 1 : 0);
         long long len = static_cast<long long>(mine.size());
         check_mpi(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast (options)");
         std::vector<double> root(static_cast<std::size_t>(len));
@@ -224,7 +236,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     Result local;
     const MatrixF mine_rows = local_points;  // contiguous row-major copy
     if (chosen == Strategy::DomainDecomposition) {
-        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, options, h, slabs, first_rows);
+        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, options, h, slabs, first_rows);
         out.distributed.seconds_allgather = a.seconds_exchange;
         out.distributed.seconds_migrate = a.seconds_migrate;
         out.local_points_held = a.points_held;
@@ -241,6 +253,11 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type,
                                  all.data(), counts.data(), displs.data(), row_f.type, comm),
                   "MPI_Allgatherv (points)");
+        std::vector<float> all_weights(local_weights ? static_cast<std::size_t>(total) : 0);
+        if (local_weights)
+            check_mpi(MPI_Allgatherv(n_local ? local_weights : nullptr, static_cast<int>(n_local), MPI_FLOAT,
+                                     all_weights.data(), counts.data(), displs.data(), MPI_FLOAT, comm),
+                      "MPI_Allgatherv (weights)");
         out.distributed.seconds_allgather = since(t);
         out.local_points_held = static_cast<Index>(total);
         t = Clock::now();
@@ -249,7 +266,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         std::exception_ptr ascent_error = attempt([&] {
             if (n_local > 0) {
                 const Eigen::Ref<const MatrixF> seeds(mine_rows);
-                local = meanshift::cluster(all, local_options, &seeds);
+                local = meanshift::cluster(all, local_options, local_weights ? all_weights.data() : nullptr, &seeds);
             } else {
                 local.modes = MatrixF(0, k);
             }

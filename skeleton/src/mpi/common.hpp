@@ -78,7 +78,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 
 /// Collective: the domain-decomposition ascent of every point (docs/mpi.md); returns this rank's
 /// rows' results. `first_rows`: each rank's first global row (rank order), size R + 1 with n last.
-LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
                           const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows);
 
 }  // namespace meanshift::mpi::detail

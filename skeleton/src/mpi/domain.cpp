@@ -153,7 +153,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     return s;
 }
 
-LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
                           const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows)
 {
     int rank = 0, size = 1;
@@ -181,6 +181,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     const long long nrecv = displacements(recv_counts, recv_displs);
     MatrixF send_rows(static_cast<Index>(nsend), k);
     std::vector<long long> send_ids(static_cast<std::size_t>(nsend));
+    std::vector<float> send_w(weights ? static_cast<std::size_t>(nsend) : 0);
     {
         std::vector<int> fill(send_displs);
         for (Index i = 0; i < n_local; ++i) {
@@ -190,11 +191,13 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
                 const int at = fill[std::size_t(r)]++;
                 send_rows.row(at) = rows.row(i);
                 send_ids[std::size_t(at)] = r == own ? first + i : -(first + i) - 1;
+                if (weights) send_w[std::size_t(at)] = weights[i];
             }
         }
     }
     MatrixF held(static_cast<Index>(nrecv), k);
     std::vector<long long> held_ids(static_cast<std::size_t>(nrecv));
+    std::vector<float> held_w(weights ? static_cast<std::size_t>(nrecv) : 0);
     {
         const RowType row_f(k, MPI_FLOAT);
         check_mpi(MPI_Alltoallv(send_rows.data(), send_counts.data(), send_displs.data(), row_f.type, held.data(),
@@ -203,6 +206,10 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
         check_mpi(MPI_Alltoallv(send_ids.data(), send_counts.data(), send_displs.data(), MPI_LONG_LONG, held_ids.data(),
                                 recv_counts.data(), recv_displs.data(), MPI_LONG_LONG, comm),
                   "MPI_Alltoallv (point ids)");
+        if (weights)
+            check_mpi(MPI_Alltoallv(send_w.data(), send_counts.data(), send_displs.data(), MPI_FLOAT, held_w.data(),
+                                    recv_counts.data(), recv_displs.data(), MPI_FLOAT, comm),
+                      "MPI_Alltoallv (point weights)");
     }
     out.points_held = static_cast<Index>(nrecv);
     out.seconds_exchange = since(t);
@@ -223,7 +230,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
                                   clusterer->backend().name() + " has none");
         const MatrixF seed = held.topRows(1);
         const Eigen::Ref<const MatrixF> seed_ref(seed);
-        out.bind_info = clusterer->fit(held, &seed_ref);
+        out.bind_info = clusterer->fit(held, weights ? held_w.data() : nullptr, &seed_ref);
         // Prepared units: (x − centre) / h (backend.hpp, PreparedData); the centre from one row.
         const PreparedData& D = clusterer->binding().data();
         const Index caller_row = D.original.empty() ? 0 : D.original[0];
