@@ -90,13 +90,21 @@ void run_cluster_mpi(const ClusterArgs& a)
     format_of(a.input);
     const std::string centres_path = sibling_path(a.output, "centres");
 
-    // Rank 0: files, input, bandwidth.
+    // Every rank reads its own rows when it can: an NPY input with a numeric bandwidth (a rule such
+    // as auto or scott needs all the data, so then rank 0 reads everything and scatters the rows).
+    BandwidthSpec spec;
+    BandwidthSpec::parse(a.bandwidth, spec);
+    const bool slices = format_of(a.input) == MatrixFormat::Npy &&
+                        (!a.bandwidths.empty() || spec.kind == BandwidthSpec::Kind::Number);
+
+    // Rank 0: files (and, without slices, the input and the bandwidth).
     std::optional<OutputFiles> files;
     std::size_t labels_slot = 0, centres_slot = 0, modes_slot = 0;
     meanshift::MatrixF data;
     std::string bandwidth_description;
     meanshift::Bandwidth bandwidth;
     std::exception_ptr err;
+    NpyLayout layout;
     if (rank == 0) {
         try {
             files.emplace();
@@ -104,11 +112,15 @@ void run_cluster_mpi(const ClusterArgs& a)
             labels_slot = files->add_output(a.output, "-o");
             centres_slot = files->add_output(centres_path, "the centres file named after -o " + a.output);
             modes_slot = a.modes_output.empty() ? 0 : files->add_output(a.modes_output, "--modes");
-            data = to_float(read_matrix(a.input), a.input);
-            bandwidth = make_bandwidth(a, data, bandwidth_description);
-            if (!bandwidth.shared())
-                throw meanshift::NotSupported("--bandwidth " + a.bandwidth +
-                                              " gives per-point bandwidths: not supported under mpirun yet");
+            if (slices) {
+                layout = read_npy_layout(a.input);
+            } else {
+                data = to_float(read_matrix(a.input), a.input);
+                bandwidth = make_bandwidth(a, data, bandwidth_description);
+                if (!bandwidth.shared())
+                    throw meanshift::NotSupported("--bandwidth " + a.bandwidth +
+                                                  " gives per-point bandwidths: not supported under mpirun yet");
+            }
         } catch (...) {
             err = std::current_exception();
         }
@@ -116,16 +128,18 @@ void run_cluster_mpi(const ClusterArgs& a)
     meanshift::mpi::agree(comm, err);
 
     // Shape and bandwidth from rank 0; the other options come from the same command line.
-    long long shape[3] = {static_cast<long long>(data.rows()), static_cast<long long>(data.cols()),
+    long long shape[3] = {static_cast<long long>(slices ? layout.rows : data.rows()),
+                          static_cast<long long>(slices ? layout.cols : data.cols()),
                           static_cast<long long>(bandwidth.parameters().size())};
     MPI_Bcast(shape, 3, MPI_LONG_LONG, 0, comm);
     const long long n = shape[0];
     const int k = static_cast<int>(shape[1]);
     std::vector<double> h = bandwidth.parameters();
-    h.resize(static_cast<std::size_t>(shape[2]));
-    MPI_Bcast(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, 0, comm);
+    if (!slices) {
+        h.resize(static_cast<std::size_t>(shape[2]));
+        MPI_Bcast(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, 0, comm);
+    }
     meanshift::Options opt;
-    opt.bandwidth = h.size() == 1 ? meanshift::Bandwidth::isotropic(h[0]) : meanshift::Bandwidth::diagonal(h);
     a.run.apply(opt);
     a.conv.apply(opt);
     a.approx.apply(opt);
@@ -142,8 +156,29 @@ void run_cluster_mpi(const ClusterArgs& a)
     MPI_Datatype row;
     MPI_Type_contiguous(k, MPI_FLOAT, &row);
     MPI_Type_commit(&row);
-    MPI_Scatterv(rank == 0 ? data.data() : nullptr, counts.data(), displs.data(), row, local.data(), mine, row, 0,
-                 comm);
+    if (slices) {
+        // Every rank: the layout again (one small read) and its own rows; the bandwidth from the
+        // command line (a number, or one per dimension), checked against k on every rank.
+        err = nullptr;
+        try {
+            const NpyLayout mine_layout = read_npy_layout(a.input);
+            local = to_float(read_npy_rows(a.input, mine_layout, displs[static_cast<std::size_t>(rank)], mine), a.input);
+            bandwidth = make_bandwidth(a, local, bandwidth_description);
+        } catch (...) {
+            err = std::current_exception();
+        }
+        try {
+            meanshift::mpi::agree(comm, err);
+        } catch (...) {
+            MPI_Type_free(&row);
+            throw;
+        }
+        h = bandwidth.parameters();
+    } else {
+        MPI_Scatterv(rank == 0 ? data.data() : nullptr, counts.data(), displs.data(), row, local.data(), mine, row, 0,
+                     comm);
+    }
+    opt.bandwidth = h.size() == 1 ? meanshift::Bandwidth::isotropic(h[0]) : meanshift::Bandwidth::diagonal(h);
 
     meanshift::mpi::DistributedResult r;
     try {
@@ -187,7 +222,8 @@ void run_cluster_mpi(const ClusterArgs& a)
     if (rank != 0) return;
 
     const meanshift::mpi::DistributedTiming& t = r.distributed;
-    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows)\n", n, k, size, static_cast<long long>(mine));
+    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows; %s)\n", n, k, size, static_cast<long long>(mine),
+                slices ? "each rank read its own rows of the NPY file" : "read by rank 0 and scattered");
     std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
     if (r.strategy == meanshift::mpi::Strategy::DomainDecomposition)

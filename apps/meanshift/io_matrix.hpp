@@ -35,6 +35,27 @@ meanshift::MatrixD read_npy(const std::string& path);
 /// Parses NPY bytes (same rules as read_npy); `name` is used in messages.
 meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& name);
 
+/// An NPY file's array, from its header: rows × cols of one dtype at `data_offset`.
+struct NpyLayout {
+    meanshift::Index rows = 0, cols = 0;
+    bool fortran = false;  ///< column-major data
+    int element_size = 0;  ///< bytes per element
+    bool swap = false;     ///< byte order differs from the host's
+    std::string descr;     ///< e.g. "<f4"
+    double (*load)(const unsigned char*, bool) = nullptr;
+    std::size_t data_offset = 0;
+};
+/// The header of `bytes` (at least the preamble and the header), checked as read_npy checks it,
+/// with the shape checked against `file_size`. Throws IoError.
+NpyLayout parse_npy_layout(const std::string& bytes, const std::string& name, std::size_t file_size);
+/// Reads only an NPY file's header (the shape, for splitting the rows between MPI ranks).
+NpyLayout read_npy_layout(const std::string& path);
+/// Rows [first, first + count) of the array `layout` describes, reading only their bytes
+/// (C order: one block; Fortran order: one block per column). NaN/Inf and rows outside the array
+/// are IoError.
+meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& layout, meanshift::Index first,
+                                 meanshift::Index count);
+
 /// File contents, for OutputFiles (output_files.hpp). NPY: format 1.0, little-endian, C order.
 std::string npy_float_bytes(const meanshift::MatrixF& m);                       ///< '<f4'
 std::string npy_int_bytes(const std::vector<int>& values, const std::vector<meanshift::Index>& shape);  ///< '<i4'

@@ -7,11 +7,13 @@
 
 #include <meanshift/errors.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -126,9 +128,7 @@ std::string npy_header(const std::string& descr, const std::vector<Index>& shape
 
 }  // namespace
 
-meanshift::MatrixD read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
-
-meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
+NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, std::size_t file_size)
 {
     const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
     if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0)
@@ -158,7 +158,8 @@ meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
     const std::string fortran_text = dict_value(header, "fortran_order", path);
     if (fortran_text != "True" && fortran_text != "False")
         throw IoError(path + ": NPY 'fortran_order' must be True or False, got " + clip(fortran_text));
-    const bool fortran = fortran_text == "True";
+    NpyLayout L;
+    L.fortran = fortran_text == "True";
     const std::vector<Index> shape = parse_shape(dict_value(header, "shape", path), path);
 
     const std::string bad_dtype =
@@ -169,32 +170,35 @@ meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
     const char kind = descr[1];
     const int size = descr[2] - '0';
     const bool big = order == '>' || (order == '=' && !host_is_little_endian());
-    const bool swap = size > 1 && (big == host_is_little_endian());
+    L.swap = size > 1 && (big == host_is_little_endian());
+    L.element_size = size;
+    L.descr = descr;
 
     if (shape.empty() || shape.size() > 2)
         throw IoError(path + ": expected a 1-D or 2-D array, got " + std::to_string(shape.size()) + "-D");
     const Index n = shape[0];
     const Index k = shape.size() == 2 ? shape[1] : 1;
     if (n == 0 || k == 0) throw IoError(path + ": the array is empty (shape " + std::to_string(n) + " x " + std::to_string(k) + ")");
+    L.rows = n;
+    L.cols = k;
 
-    double (*load)(const unsigned char*, bool) = nullptr;
-    if (kind == 'f' && size == 4) load = load_as_double<float>;
-    else if (kind == 'f' && size == 8) load = load_as_double<double>;
-    else if (kind == 'i' && size == 1) load = load_as_double<std::int8_t>;
-    else if (kind == 'i' && size == 2) load = load_as_double<std::int16_t>;
-    else if (kind == 'i' && size == 4) load = load_as_double<std::int32_t>;
-    else if (kind == 'i' && size == 8) load = load_as_double<std::int64_t>;
-    else if (kind == 'u' && size == 1) load = load_as_double<std::uint8_t>;
-    else if (kind == 'u' && size == 2) load = load_as_double<std::uint16_t>;
-    else if (kind == 'u' && size == 4) load = load_as_double<std::uint32_t>;
-    else if (kind == 'u' && size == 8) load = load_as_double<std::uint64_t>;
-    else if (kind == 'b' && size == 1) load = load_as_double<std::uint8_t>;
+    if (kind == 'f' && size == 4) L.load = load_as_double<float>;
+    else if (kind == 'f' && size == 8) L.load = load_as_double<double>;
+    else if (kind == 'i' && size == 1) L.load = load_as_double<std::int8_t>;
+    else if (kind == 'i' && size == 2) L.load = load_as_double<std::int16_t>;
+    else if (kind == 'i' && size == 4) L.load = load_as_double<std::int32_t>;
+    else if (kind == 'i' && size == 8) L.load = load_as_double<std::int64_t>;
+    else if (kind == 'u' && size == 1) L.load = load_as_double<std::uint8_t>;
+    else if (kind == 'u' && size == 2) L.load = load_as_double<std::uint16_t>;
+    else if (kind == 'u' && size == 4) L.load = load_as_double<std::uint32_t>;
+    else if (kind == 'u' && size == 8) L.load = load_as_double<std::uint64_t>;
+    else if (kind == 'b' && size == 1) L.load = load_as_double<std::uint8_t>;
     else
         throw IoError(bad_dtype);
 
     // The shape must fit in the bytes that follow the header: checked before anything is allocated
     // (and without overflow: n and k come from the file).
-    const std::size_t have = bytes.size() - offset;
+    const std::size_t have = file_size - offset;
     const std::size_t elements_there = have / static_cast<std::size_t>(size);
     if (static_cast<std::size_t>(n) > elements_there / static_cast<std::size_t>(k)) {
         std::ostringstream msg;
@@ -209,19 +213,115 @@ meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
         msg << ", but the file has " << have << " after the header";
         throw IoError(msg.str());
     }
+    L.data_offset = offset;
+    return L;
+}
 
-    meanshift::MatrixD m(n, k);
-    for (Index i = 0; i < n; ++i) {
-        for (Index d = 0; d < k; ++d) {
-            const Index src = fortran ? d * n + i : i * k + d;
-            const double v = load(u + offset + static_cast<std::size_t>(src) * static_cast<std::size_t>(size), swap);
+namespace {
+
+// Decodes `count` rows starting at row `first` from `data`, which holds the file's data bytes
+// [begin, begin + data.size()) relative to the data section; NaN/Inf are errors.
+meanshift::MatrixD decode_rows(const NpyLayout& L, const unsigned char* data, std::size_t begin, Index first,
+                               Index count, const std::string& path)
+{
+    const std::size_t size = static_cast<std::size_t>(L.element_size);
+    meanshift::MatrixD m(count, L.cols);
+    for (Index i = 0; i < count; ++i) {
+        for (Index d = 0; d < L.cols; ++d) {
+            const Index row = first + i;
+            const Index src = L.fortran ? d * L.rows + row : row * L.cols + d;
+            const double v = L.load(data + (static_cast<std::size_t>(src) * size - begin), L.swap);
             if (!std::isfinite(v)) {
                 std::ostringstream msg;
-                msg << path << ": element [" << i << ", " << d << "] (0-based) is " << v
+                msg << path << ": element [" << row << ", " << d << "] (0-based) is " << v
                     << " (NaN and Inf are not allowed)";
                 throw IoError(msg.str());
             }
             m(i, d) = v;
+        }
+    }
+    return m;
+}
+
+}  // namespace
+
+meanshift::MatrixD read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
+{
+    const NpyLayout L = parse_npy_layout(bytes, path, bytes.size());
+    const auto* u = reinterpret_cast<const unsigned char*>(bytes.data()) + L.data_offset;
+    return decode_rows(L, u, 0, 0, L.rows, path);
+}
+
+NpyLayout read_npy_layout(const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw IoError(path + ": cannot open: " + std::strerror(errno));
+    f.seekg(0, std::ios::end);
+    const std::size_t file_size = static_cast<std::size_t>(f.tellg());
+    f.seekg(0);
+    // Preamble, then the header it declares (at most 4 GiB in format 2/3; bounded by the file).
+    std::string head(std::min<std::size_t>(file_size, 12), '\0');
+    f.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (head.size() >= 10 && head.compare(0, 6, "\x93NUMPY") == 0) {
+        const auto* u = reinterpret_cast<const unsigned char*>(head.data());
+        const std::size_t header_len = u[6] == 1 ? read_le(u + 8, 2) : head.size() >= 12 ? read_le(u + 8, 4) : 0;
+        const std::size_t want = std::min(file_size, (u[6] == 1 ? 10 : 12) + header_len);
+        if (want > head.size()) {
+            head.resize(want);
+            f.seekg(0);
+            f.read(head.data(), static_cast<std::streamsize>(want));
+        }
+    }
+    if (!f) throw IoError(path + ": read failed: " + std::strerror(errno));
+    return parse_npy_layout(head, path, file_size);
+}
+
+meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& L, Index first, Index count)
+{
+    if (first < 0 || count < 0 || first > L.rows || count > L.rows - first)
+        throw IoError(path + ": rows [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                      ") are outside the array's " + std::to_string(L.rows) + " rows");
+    if (count == 0) return meanshift::MatrixD(0, L.cols);
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw IoError(path + ": cannot open: " + std::strerror(errno));
+    const std::size_t size = static_cast<std::size_t>(L.element_size), k = static_cast<std::size_t>(L.cols);
+    const std::size_t n = static_cast<std::size_t>(L.rows);
+    auto read_at = [&](std::size_t begin, std::size_t length) {
+        std::string bytes(length, '\0');
+        f.seekg(static_cast<std::streamoff>(L.data_offset + begin));
+        f.read(bytes.data(), static_cast<std::streamsize>(length));
+        if (!f) throw IoError(path + ": read failed (rows from " + std::to_string(first) + "): " + std::strerror(errno));
+        return bytes;
+    };
+    if (!L.fortran) {  // C order: the rows are one contiguous block
+        const std::size_t begin = static_cast<std::size_t>(first) * k * size;
+        const std::string bytes = read_at(begin, static_cast<std::size_t>(count) * k * size);
+        return decode_rows(L, reinterpret_cast<const unsigned char*>(bytes.data()), begin, first, count, path);
+    }
+    // Fortran order: one block per column.
+    meanshift::MatrixD m(count, L.cols);
+    NpyLayout column = L;
+    column.cols = 1;
+    column.fortran = false;
+    for (Index d = 0; d < L.cols; ++d) {
+        const std::size_t begin = (static_cast<std::size_t>(d) * n + static_cast<std::size_t>(first)) * size;
+        const std::string bytes = read_at(begin, static_cast<std::size_t>(count) * size);
+        try {
+            m.col(d) = decode_rows(column, reinterpret_cast<const unsigned char*>(bytes.data()),
+                                   static_cast<std::size_t>(first) * size, first, count, path);
+        } catch (const IoError&) {  // name the element in the 2-D array
+            for (Index i = 0; i < count; ++i) {
+                const double v = L.load(reinterpret_cast<const unsigned char*>(bytes.data()) + static_cast<std::size_t>(i) * size, L.swap);
+                if (!std::isfinite(v)) {
+                    std::ostringstream msg;
+                    msg << path << ": element [" << first + i << ", " << d << "] (0-based) is " << v
+                        << " (NaN and Inf are not allowed)";
+                    throw IoError(msg.str());
+                }
+            }
+            throw;
         }
     }
     return m;

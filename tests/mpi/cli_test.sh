@@ -15,6 +15,21 @@ timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dis
 cmp one.csv dist.csv || { echo "labels differ from one process's"; exit 1; }
 [ -f dist.centres.csv ] || { echo "no centres file"; exit 1; }
 
+# 1a. an NPY input with a numeric bandwidth: every rank reads its own rows (same labels).
+python3 - blobs.csv blobs.npy <<'PY' || { echo "could not write blobs.npy"; exit 1; }
+import struct, sys
+rows = [[float(v) for v in line.split(",")] for line in open(sys.argv[1]) if line.strip()]
+head = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (len(rows), len(rows[0]))
+head += " " * (63 - (10 + len(head)) % 64) + "\n"
+with open(sys.argv[2], "wb") as f:
+    f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head.encode())
+    for r in rows: f.write(struct.pack("<%df" % len(r), *r))
+PY
+timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.npy -o dist-npy.csv --bandwidth 1 --exact --threads 1 \
+  > dist-npy.log || { cat dist-npy.log; echo "mpirun cluster blobs.npy failed"; exit 1; }
+grep -q "each rank read its own rows" dist-npy.log || { cat dist-npy.log; echo "the ranks did not read slices"; exit 1; }
+cmp one.csv dist-npy.csv || { echo "NPY slices: labels differ from one process's"; exit 1; }
+
 # 1b. the truncated kernel (cutoff 3) by domain decomposition: the same labels as one process.
 "$tool" cluster blobs.csv -o one-t.csv --bandwidth 1 --cutoff 3 --seeding all --data-bin-size off -q > /dev/null \
   || { echo "single truncated run failed"; exit 1; }

@@ -11,6 +11,7 @@
 #include <meanshift/errors.hpp>
 
 #include <cstdio>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -81,6 +82,59 @@ TEST_CASE("CSV: errors name the line and column")
     CHECK(message_of("a,b\n").find("no data rows") != std::string::npos);
     CHECK(message_of("a,1\n").find("'a' is not a number") != std::string::npos);  // mixed: not a header
     CHECK(message_of("1,\"2\n").find("malformed CSV") != std::string::npos);     // unterminated quote
+}
+
+TEST_CASE("NPY: row slices (each MPI rank reads its own rows) equal the whole array's rows")
+{
+    // C order, float32, 7 x 3.
+    meanshift::MatrixF m(7, 3);
+    for (int i = 0; i < 7; ++i)
+        for (int d = 0; d < 3; ++d) m(i, d) = static_cast<float>(10 * i + d) + 0.25f;
+    const std::string p = temp_path("slices.npy");
+    mscli::write_matrix(p, m);
+    const mscli::NpyLayout L = mscli::read_npy_layout(p);
+    CHECK(L.rows == 7);
+    CHECK(L.cols == 3);
+    CHECK_FALSE(L.fortran);
+    const meanshift::MatrixD whole = mscli::read_matrix(p);
+    for (meanshift::Index first = 0; first <= 7; ++first)
+        for (meanshift::Index count = 0; first + count <= 7; ++count) {
+            const meanshift::MatrixD part = mscli::read_npy_rows(p, L, first, count);
+            REQUIRE(part.rows() == count);
+            REQUIRE(part.cols() == 3);
+            CHECK(part == whole.middleRows(first, count));
+        }
+    CHECK_THROWS_AS(mscli::read_npy_rows(p, L, 5, 3), IoError);
+    CHECK_THROWS_AS(mscli::read_npy_rows(p, L, -1, 1), IoError);
+
+    // Fortran order, big-endian float64, 3 x 2 [[1, 2], [3, 4], [5, NaN]]: one block per column,
+    // and a NaN in the slice is named by its element.
+    std::string dict = "{'descr': '>f8', 'fortran_order': True, 'shape': (3, 2), }";
+    dict.append(118 - dict.size(), ' ');
+    dict += '\n';
+    std::string f("\x93NUMPY\x01\x00", 8);
+    f.push_back(static_cast<char>(dict.size()));
+    f.push_back(0);
+    f += dict;
+    for (double v : {1.0, 3.0, 5.0, 2.0, 4.0, std::nan("")}) {  // column-major
+        unsigned char b[8];
+        std::memcpy(b, &v, 8);
+        for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>(b[i]));
+    }
+    write_text(temp_path("fs.npy"), f);
+    const mscli::NpyLayout F = mscli::read_npy_layout(temp_path("fs.npy"));
+    CHECK(F.fortran);
+    const meanshift::MatrixD top = mscli::read_npy_rows(temp_path("fs.npy"), F, 0, 2);
+    CHECK(top(0, 0) == 1);
+    CHECK(top(0, 1) == 2);
+    CHECK(top(1, 0) == 3);
+    CHECK(top(1, 1) == 4);
+    CHECK_THROWS_WITH_AS(mscli::read_npy_rows(temp_path("fs.npy"), F, 1, 2),
+                         doctest::Contains("element [2, 1] (0-based) is nan"), IoError);
+    // A truncated file fails at the header, before any slice is read.
+    write_text(temp_path("fs-trunc.npy"), f.substr(0, f.size() - 9));
+    CHECK_THROWS_WITH_AS(mscli::read_npy_layout(temp_path("fs-trunc.npy")), doctest::Contains("truncated NPY data"),
+                         IoError);
 }
 
 TEST_CASE("NPY: float32 round trip, int labels, 1-D, Fortran order, errors")
