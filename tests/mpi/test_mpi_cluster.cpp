@@ -11,8 +11,12 @@
 //   test_mpi_cluster throw-uncaught rank 1's error is not caught: mpirun must end non-zero (no hang)
 #include <meanshift/mpi.hpp>
 
-#include <mpi.h>
+#include <meanshift/registry.hpp>
 
+#include <mpi.h>
+#include <sched.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -193,6 +197,34 @@ bool test_weights()
     return true;
 }
 
+// Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it
+// may use (at least 1); an explicit thread count is kept.
+bool test_placement()
+{
+    bool has_openmp = false;
+    for (const auto& b : meanshift::list_backends()) has_openmp |= b.name == "openmp" && b.usable;
+    if (!has_openmp) return true;
+    const meanshift::MatrixF all = blobs(90);
+    meanshift::Index first = 0, count = 0;
+    share(90, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    meanshift::Options opt = options();
+    opt.backend = "openmp";
+    const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    sched_getaffinity(0, sizeof(set), &set);
+    const int share_of_cpus = std::max(1, CPU_COUNT(&set) / size_);
+    std::printf("[rank %d] placement: local rank %d of %d, %d openmp threads (CPUs here %d)\n", rank_, r.local_rank,
+                r.local_ranks, r.topology.ppus, CPU_COUNT(&set));
+    if (r.local_ranks != size_) return fail("all ranks of this test run on one node");
+    if (r.topology.ppus != share_of_cpus) return fail("threads " + std::to_string(r.topology.ppus) + ", expected " +
+                                                      std::to_string(share_of_cpus));
+    opt.backend_options.threads = 2;
+    if (meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt).topology.ppus != 2) return fail("explicit threads not kept");
+    return true;
+}
+
 // Every rank must catch DistributedError naming rank 1 and containing `needle`.
 bool expect_error(meanshift::MatrixF mine, const meanshift::Options& opt, const std::string& needle)
 {
@@ -228,7 +260,7 @@ int main(int argc, char** argv)
             ok = false;
         } else if (mode == "equal") {
             ok = test_equal(meanshift::GroupingMethod::Sequential) &&
-                 test_equal(meanshift::GroupingMethod::ConnectedComponents);
+                 test_equal(meanshift::GroupingMethod::ConnectedComponents) && test_placement();
         } else if (mode == "domain") {
             ok = test_domain();
         } else if (mode == "weights") {

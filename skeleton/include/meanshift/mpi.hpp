@@ -101,6 +101,8 @@ struct DistributedResult : Result {
     Strategy strategy = Strategy::ReplicatedPoints;  ///< the strategy that ran (Auto resolved)
     Index local_points_held = 0;  ///< points this rank's ascent ran against (n replicated; slab + halo for domain)
     Index modes_migrated = 0;     ///< domain: hand-overs of modes between ranks, all ranks together
+    int local_rank = 0;           ///< this rank among the ranks of its node (MPI_COMM_TYPE_SHARED)
+    int local_ranks = 1;          ///< ranks on this rank's node
     DistributedTiming distributed;
 };
 
@@ -109,6 +111,10 @@ struct DistributedResult : Result {
 /// options except backend / backend_options / topology / progress (checked: a mismatch throws
 /// DistributedError on every rank). Shared bandwidths only (isotropic, diagonal; per-point
 /// -> InvalidArgument on every rank); sample weights: the overload below.
+/// Placement: with several ranks on a node, what the caller leaves open is shared out: threads = 0
+/// becomes the CPUs this rank may use divided by the node's ranks (at least 1), and the cuda backend
+/// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},
+/// one GPU per rank. Explicit BackendOptions::threads / devices / device_spec are kept.
 /// Results equal cluster(all_points, options, &all_points) of one process (same grouping order);
 /// with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
 /// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with

@@ -180,6 +180,12 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             }
         }));
     }
+    // One device and a share of the cores per rank on a shared node, where the caller left them open.
+    Options run_options = options;
+    detail::NodePlacement placement;
+    agree(comm, attempt([&] { placement = detail::place_on_node(comm, run_options); }));
+    out.local_rank = placement.local_rank;
+    out.local_ranks = placement.local_size;
     out.distributed.seconds_check = since(t);
 
     // 2. Row counts, the global bounding box (the grouping's units, the slabs), the strategy.
@@ -236,7 +242,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     Result local;
     const MatrixF mine_rows = local_points;  // contiguous row-major copy
     if (chosen == Strategy::DomainDecomposition) {
-        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, options, h, slabs, first_rows);
+        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, h, slabs, first_rows);
         out.distributed.seconds_allgather = a.seconds_exchange;
         out.distributed.seconds_migrate = a.seconds_migrate;
         out.local_points_held = a.points_held;
@@ -261,7 +267,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         out.distributed.seconds_allgather = since(t);
         out.local_points_held = static_cast<Index>(total);
         t = Clock::now();
-        Options local_options = options;
+        Options local_options = run_options;
         local_options.grouping = GroupingMethod::None;
         std::exception_ptr ascent_error = attempt([&] {
             if (n_local > 0) {

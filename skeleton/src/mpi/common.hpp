@@ -71,6 +71,18 @@ struct Slabs {
     double largest_share = 1;      ///< estimated largest (slab + halo) share of the points
 };
 
+/// Where this rank runs on its node (placement.cpp).
+struct NodePlacement {
+    int local_rank = 0, local_size = 1;  ///< among the ranks of this node (MPI_COMM_TYPE_SHARED)
+    bool threads_set = false;            ///< BackendOptions::threads was 0 and is now this rank's share
+    int device = -1;                     ///< the CUDA device given to this rank, −1 = not set here
+};
+
+/// Collective: with several ranks on a node, fills in what the caller left open in `options`:
+/// threads = the CPUs this rank may use / the node's ranks (at least 1), and for the cuda backend
+/// (named or chosen by auto) devices = {local rank mod device count}. May throw (probing).
+NodePlacement place_on_node(MPI_Comm comm, Options& options);
+
 /// Collective: chooses the cut dimension from the global bounding box (lo, hi: data units) and
 /// places the boundaries at weighted quantiles of a sample of that coordinate.
 Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& h,
