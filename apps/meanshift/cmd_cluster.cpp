@@ -83,8 +83,6 @@ void run_cluster_mpi(const ClusterArgs& a)
     int rank = 0, size = 1;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &size);
-    if (!a.per_point.empty())  // the same on every rank: no collective needed
-        throw meanshift::NotSupported("--per-point-bandwidths is not supported under mpirun yet (docs/mpi.md)");
     const MatrixFormat out_format = format_of(a.output);
     const MatrixFormat modes_format = a.modes_output.empty() ? out_format : format_of(a.modes_output);
     format_of(a.input);
@@ -94,7 +92,7 @@ void run_cluster_mpi(const ClusterArgs& a)
     // as auto or scott needs all the data, so then rank 0 reads everything and scatters the rows).
     BandwidthSpec spec;
     BandwidthSpec::parse(a.bandwidth, spec);
-    const bool slices = format_of(a.input) == MatrixFormat::Npy &&
+    const bool slices = format_of(a.input) == MatrixFormat::Npy && a.per_point.empty() &&
                         (!a.bandwidths.empty() || spec.kind == BandwidthSpec::Kind::Number);
 
     // Rank 0: files (and, without slices, the input and the bandwidth).
@@ -109,6 +107,7 @@ void run_cluster_mpi(const ClusterArgs& a)
         try {
             files.emplace();
             files->add_input(a.input, "the input");
+            if (!a.per_point.empty()) files->add_input(a.per_point, "the --per-point-bandwidths file");
             labels_slot = files->add_output(a.output, "-o");
             centres_slot = files->add_output(centres_path, "the centres file named after -o " + a.output);
             modes_slot = a.modes_output.empty() ? 0 : files->add_output(a.modes_output, "--modes");
@@ -117,9 +116,10 @@ void run_cluster_mpi(const ClusterArgs& a)
             } else {
                 data = to_float(read_matrix(a.input), a.input);
                 bandwidth = make_bandwidth(a, data, bandwidth_description);
-                if (!bandwidth.shared())
-                    throw meanshift::NotSupported("--bandwidth " + a.bandwidth +
-                                                  " gives per-point bandwidths: not supported under mpirun yet");
+                if (!bandwidth.shared() && data.rows() < size)
+                    throw meanshift::InvalidArgument("per-point bandwidths under mpirun need at least one point per "
+                                                     "rank: " + std::to_string(data.rows()) + " points, " +
+                                                     std::to_string(size) + " ranks");
             }
         } catch (...) {
             err = std::current_exception();
@@ -130,12 +130,13 @@ void run_cluster_mpi(const ClusterArgs& a)
     // Shape and bandwidth from rank 0; the other options come from the same command line.
     long long shape[3] = {static_cast<long long>(slices ? layout.rows : data.rows()),
                           static_cast<long long>(slices ? layout.cols : data.cols()),
-                          static_cast<long long>(bandwidth.parameters().size())};
+                          bandwidth.shared() ? static_cast<long long>(bandwidth.parameters().size()) : -1};
     MPI_Bcast(shape, 3, MPI_LONG_LONG, 0, comm);
     const long long n = shape[0];
     const int k = static_cast<int>(shape[1]);
+    const bool per_point = shape[2] < 0;  // rows of H_i, scattered with the points below
     std::vector<double> h = bandwidth.parameters();
-    if (!slices) {
+    if (!slices && !per_point) {
         h.resize(static_cast<std::size_t>(shape[2]));
         MPI_Bcast(h.data(), static_cast<int>(h.size()), MPI_DOUBLE, 0, comm);
     }
@@ -178,7 +179,18 @@ void run_cluster_mpi(const ClusterArgs& a)
         MPI_Scatterv(rank == 0 ? data.data() : nullptr, counts.data(), displs.data(), row, local.data(), mine, row, 0,
                      comm);
     }
-    opt.bandwidth = h.size() == 1 ? meanshift::Bandwidth::isotropic(h[0]) : meanshift::Bandwidth::diagonal(h);
+    if (per_point) {
+        MPI_Datatype row_d;
+        MPI_Type_contiguous(k, MPI_DOUBLE, &row_d);
+        MPI_Type_commit(&row_d);
+        meanshift::MatrixD local_h(mine, k);
+        MPI_Scatterv(rank == 0 ? bandwidth.per_point_values().data() : nullptr, counts.data(), displs.data(), row_d,
+                     local_h.data(), mine, row_d, 0, comm);
+        MPI_Type_free(&row_d);
+        opt.bandwidth = meanshift::Bandwidth::per_point(std::move(local_h));
+    } else {
+        opt.bandwidth = h.size() == 1 ? meanshift::Bandwidth::isotropic(h[0]) : meanshift::Bandwidth::diagonal(h);
+    }
 
     meanshift::mpi::DistributedResult r;
     try {

@@ -38,6 +38,16 @@ timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dis
 grep -q "domain decomposition" dist-t.log || { cat dist-t.log; echo "the domain decomposition did not run"; exit 1; }
 cmp one-t.csv dist-t.csv || { echo "domain decomposition: labels differ from one process's"; exit 1; }
 
+# 1c. per-point bandwidths (the adaptive rule, computed by rank 0 on all the data, rows scattered
+#     with the points): both strategies give one process's labels.
+"$tool" cluster blobs.csv -o one-a.csv --bandwidth adaptive --seeding all --data-bin-size off -q > /dev/null \
+  || { echo "single adaptive run failed"; exit 1; }
+for s in replicated domain; do
+  timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-a-$s.csv --bandwidth adaptive \
+    --mpi-strategy $s --threads 1 > /dev/null || { echo "mpirun cluster --bandwidth adaptive ($s) failed"; exit 1; }
+  cmp one-a.csv dist-a-$s.csv || { echo "per-point bandwidths ($s): labels differ from one process's"; exit 1; }
+done
+
 (head -3 blobs.csv; echo "nan,1"; tail -3 blobs.csv) > bad.csv
 timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster bad.csv -o bad-out.csv --bandwidth 1 > bad.log 2>&1
 rc=$?

@@ -5,6 +5,8 @@
 //                                   Auto's choice; the exact kernel refused for it on every rank
 //   test_mpi_cluster weights        sample weights, both strategies: the same labels as one process's
 //                                   weighted run; weights on some ranks only -> error on every rank
+//   test_mpi_cluster perpoint       per-point H_i (the paper's model) in both strategies, and Sec. IV's
+//                                   exponential-last model (replicated), against one process
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -197,6 +199,76 @@ bool test_weights()
     return true;
 }
 
+// Per-point diagonal H_i: each rank passes its rows' standard deviations; both strategies give one
+// process's labels (the domain halo uses the largest sigma, the shifts are measured in one process's
+// units). Sec. IV's model runs replicated; the decomposition refuses it on every rank.
+bool test_per_point()
+{
+    const meanshift::Index n = 1202;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::MatrixD H(n, 2);
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const double s = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);  // sigmas differ 2.8x
+        H(i, 0) = s;
+        H(i, 1) = 1.3 * s;
+    }
+    meanshift::Options opt = options();
+    opt.cutoff = 3.0;
+    meanshift::Options opt_all = opt;
+    opt_all.bandwidth = meanshift::Bandwidth::per_point(H);
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    const meanshift::Result ref = meanshift::cluster(all, opt_all, &seeds);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    meanshift::Options opt_mine = opt;
+    opt_mine.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+        const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt_mine, s);
+        const std::string name = meanshift::mpi::to_string(s);
+        if (r.strategy != s) return fail(name + ": strategy");
+        if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
+        for (meanshift::Index i = 0; i < count; ++i)
+            if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
+                return fail(name + ": label differs at row " + std::to_string(first + i));
+        const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
+        const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+        std::printf("[rank %d] per-point, %s: %lld points held, modes within %.2e, centres %.2e\n", rank_,
+                    name.c_str(), static_cast<long long>(r.local_points_held), dm, dc);
+        if (!(dm <= 5e-3)) return fail(name + ": modes differ by " + std::to_string(dm));
+        if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+    }
+    // A rank passing the wrong number of rows of H: named on every rank.
+    meanshift::Options wrong = opt;
+    wrong.bandwidth = meanshift::Bandwidth::per_point(H.topRows(count + (rank_ == 1 ? 1 : 0)));
+    try {
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, wrong);
+        if (size_ > 1) return fail("per-point rows != local rows: no exception");
+    } catch (const meanshift::mpi::DistributedError& e) {
+        if (std::string(e.what()).find("one row per local point") == std::string::npos)
+            return fail(std::string("wrong error: ") + e.what());
+    }
+    // Sec. IV, H_i = diag(s_1 e^{y_2}, s_2): replicated equals one process; the decomposition refuses.
+    meanshift::MatrixF shifted = all;
+    shifted.col(1) = shifted.col(1) * 0.1f;  // keep e^{y_2} moderate
+    meanshift::Options ex = options();
+    ex.bandwidth = meanshift::Bandwidth::exponential_last({0.5, 0.3});
+    const Eigen::Ref<const meanshift::MatrixF> sseeds(shifted);
+    const meanshift::Result eref = meanshift::cluster(shifted, ex, &sseeds);
+    const meanshift::MatrixF smine = shifted.middleRows(first, count);
+    const auto e = meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex);
+    if (e.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("exponential-last: Auto must replicate");
+    if (e.cluster_sizes != eref.cluster_sizes) return fail("exponential-last: cluster sizes differ");
+    try {
+        meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition);
+        return fail("exponential-last with the domain decomposition: no exception");
+    } catch (const meanshift::mpi::DistributedError& x) {
+        if (std::string(x.what()).find("exponential-last") == std::string::npos)
+            return fail(std::string("wrong error: ") + x.what());
+    }
+    return true;
+}
+
 // Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it
 // may use (at least 1); an explicit thread count is kept.
 bool test_placement()
@@ -265,6 +337,8 @@ int main(int argc, char** argv)
             ok = test_domain();
         } else if (mode == "weights") {
             ok = test_weights();
+        } else if (mode == "perpoint") {
+            ok = test_per_point();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

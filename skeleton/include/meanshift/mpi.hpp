@@ -109,8 +109,11 @@ struct DistributedResult : Result {
 /// Collective over `comm`. `local_points`: this rank's rows (n_r × k, may be 0 × k); the global data
 /// are the ranks' rows concatenated in rank order. Every rank must pass the same k and the same
 /// options except backend / backend_options / topology / progress (checked: a mismatch throws
-/// DistributedError on every rank). Shared bandwidths only (isotropic, diagonal; per-point
-/// -> InvalidArgument on every rank); sample weights: the overload below.
+/// DistributedError on every rank). Every bandwidth model: shared (isotropic, diagonal); per-point
+/// diagonal H_i with `options.bandwidth = Bandwidth::per_point(H_r)`, H_r this rank's rows'
+/// standard deviations (n_r × k; another shape -> InvalidArgument on every rank; n_r ≥ 1, since an
+/// empty per-point matrix cannot be built); the exponential-last model (replicated only). Sample
+/// weights: the overload below.
 /// Placement: with several ranks on a node, what the caller leaves open is shared out: threads = 0
 /// becomes the CPUs this rank may use divided by the node's ranks (at least 1), and the cuda backend
 /// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},

@@ -144,9 +144,12 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     auto t = Clock::now();
     agree(comm, attempt([&] {
         if (k < 1) throw InvalidArgument("the points must have at least one column, got " + std::to_string(k));
-        if (!options.bandwidth.shared())
-            throw InvalidArgument("meanshift::mpi::cluster supports shared bandwidths (isotropic, diagonal) only "
-                                  "in this version; per-point bandwidths are not distributed yet");
+        if (options.bandwidth.kind() == BandwidthKind::PerPoint &&
+            (options.bandwidth.per_point_values().rows() != n_local || options.bandwidth.per_point_values().cols() != k))
+            throw InvalidArgument("per-point bandwidths: each rank passes one row per local point, " +
+                                  std::to_string(n_local) + " x " + std::to_string(k) + " here, got " +
+                                  std::to_string(options.bandwidth.per_point_values().rows()) + " x " +
+                                  std::to_string(options.bandwidth.per_point_values().cols()));
         for (Index i = 0; i < n_local; ++i)
             for (int d = 0; d < k; ++d)
                 if (!std::isfinite(local_points(i, d)))
@@ -223,16 +226,44 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         }
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, lo.data(), k, MPI_DOUBLE, MPI_MIN, comm), "MPI_Allreduce (bounding box)");
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, hi.data(), k, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce (bounding box)");
-    std::vector<double> h(static_cast<std::size_t>(k));
+    // One process's prepared units, (x − centre) · scale_d (prepare.cpp): scale_d = 1/h_d for a shared
+    // bandwidth, the geometric mean of the points' precisions 1/σ_id² (square-rooted) for per-point
+    // H_i; and reach_d, the largest σ_id of any point (h_d when shared), for the slabs' halos.
+    std::vector<double> scale(static_cast<std::size_t>(k)), reach(static_cast<std::size_t>(k), 0);
     {
+        std::vector<double> log_precision(static_cast<std::size_t>(k), 0), var(static_cast<std::size_t>(k)),
+            x(static_cast<std::size_t>(k));
+        agree(comm, attempt([&] {
+            for (Index i = 0; i < n_local; ++i) {
+                for (int d = 0; d < k; ++d) x[std::size_t(d)] = local_points(i, d);
+                options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());  // throws for a singular H_i
+                for (int d = 0; d < k; ++d) {
+                    log_precision[std::size_t(d)] -= std::log(var[std::size_t(d)]);
+                    reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
+                }
+            }
+        }));
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, log_precision.data(), k, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce (precisions)");
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, reach.data(), k, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce (reach)");
         const std::vector<double>& p = options.bandwidth.parameters();
-        for (int d = 0; d < k; ++d) h[std::size_t(d)] = p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)];
+        for (int d = 0; d < k; ++d)
+            scale[std::size_t(d)] = options.bandwidth.shared()
+                                        ? 1.0 / (p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)])
+                                        : std::sqrt(std::exp(log_precision[std::size_t(d)] / static_cast<double>(total)));
     }
     detail::Slabs slabs;
     Strategy chosen = Strategy::ReplicatedPoints;
     // Asked for explicitly, the decomposition also runs on one rank (one slab: a test of the path).
-    if (truncated && strategy != Strategy::ReplicatedPoints && (size > 1 || strategy == Strategy::DomainDecomposition)) {
-        slabs = detail::plan_slabs(comm, local_points, h, lo, hi, options.cutoff);
+    // Sec. IV's exponential-last model moves H_i with the coordinates: no fixed halo bounds it.
+    const bool decomposable = options.bandwidth.kind() != BandwidthKind::ExponentialLast;
+    agree(comm, attempt([&] {
+        if (strategy == Strategy::DomainDecomposition && !decomposable)
+            throw InvalidArgument("the domain decomposition does not take the exponential-last bandwidth model "
+                                  "(H_i depends on the mode's coordinates); use the replicated strategy");
+    }));
+    if (truncated && decomposable && strategy != Strategy::ReplicatedPoints &&
+        (size > 1 || strategy == Strategy::DomainDecomposition)) {
+        slabs = detail::plan_slabs(comm, local_points, reach, lo, hi, options.cutoff);
         if (strategy == Strategy::DomainDecomposition || slabs.largest_share <= kDomainMaxShare)
             chosen = Strategy::DomainDecomposition;
     }
@@ -242,7 +273,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     Result local;
     const MatrixF mine_rows = local_points;  // contiguous row-major copy
     if (chosen == Strategy::DomainDecomposition) {
-        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, h, slabs, first_rows);
+        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows);
         out.distributed.seconds_allgather = a.seconds_exchange;
         out.distributed.seconds_migrate = a.seconds_migrate;
         out.local_points_held = a.points_held;
@@ -260,6 +291,17 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                                  all.data(), counts.data(), displs.data(), row_f.type, comm),
                   "MPI_Allgatherv (points)");
         std::vector<float> all_weights(local_weights ? static_cast<std::size_t>(total) : 0);
+        Options local_options = run_options;
+        local_options.grouping = GroupingMethod::None;
+        if (options.bandwidth.kind() == BandwidthKind::PerPoint) {  // every point's H_i, as its rows
+            MatrixD all_h(static_cast<Index>(total), k);
+            const MatrixD mine_h = options.bandwidth.per_point_values();  // contiguous row-major
+            const RowType row_d(k, MPI_DOUBLE);
+            check_mpi(MPI_Allgatherv(n_local ? mine_h.data() : nullptr, static_cast<int>(n_local), row_d.type,
+                                     all_h.data(), counts.data(), displs.data(), row_d.type, comm),
+                      "MPI_Allgatherv (per-point bandwidths)");
+            local_options.bandwidth = Bandwidth::per_point(std::move(all_h));
+        }
         if (local_weights)
             check_mpi(MPI_Allgatherv(n_local ? local_weights : nullptr, static_cast<int>(n_local), MPI_FLOAT,
                                      all_weights.data(), counts.data(), displs.data(), MPI_FLOAT, comm),
@@ -267,8 +309,6 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         out.distributed.seconds_allgather = since(t);
         out.local_points_held = static_cast<Index>(total);
         t = Clock::now();
-        Options local_options = run_options;
-        local_options.grouping = GroupingMethod::None;
         std::exception_ptr ascent_error = attempt([&] {
             if (n_local > 0) {
                 const Eigen::Ref<const MatrixF> seeds(mine_rows);
@@ -301,10 +341,10 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         Eigen::VectorXd centre(k);
         for (int d = 0; d < k; ++d) centre[d] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
         MatrixD Y = modes_all.cast<double>();
-        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) / h[std::size_t(d)]).matrix();
+        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) * scale[std::size_t(d)]).matrix();
         Grouping g = group_modes(Y, options.merge_eps, options.grouping);
         centres = g.centres;
-        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() * h[std::size_t(d)] + centre[d]).matrix();
+        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + centre[d]).matrix();
         labels_all = std::move(g.labels);
         sizes.assign(g.sizes.begin(), g.sizes.end());
     }));

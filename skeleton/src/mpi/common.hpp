@@ -84,13 +84,17 @@ struct NodePlacement {
 NodePlacement place_on_node(MPI_Comm comm, Options& options);
 
 /// Collective: chooses the cut dimension from the global bounding box (lo, hi: data units) and
-/// places the boundaries at weighted quantiles of a sample of that coordinate.
-Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& h,
+/// places the boundaries at weighted quantiles of a sample of that coordinate. `reach`: per
+/// dimension, the largest standard deviation of any point's H_i (h_d for a shared bandwidth), so
+/// that a pair within the cutoff is within cutoff · reach_d in every dimension.
+Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& reach,
                  const std::vector<double>& lo, const std::vector<double>& hi, double cutoff);
 
 /// Collective: the domain-decomposition ascent of every point (docs/mpi.md); returns this rank's
 /// rows' results. `first_rows`: each rank's first global row (rank order), size R + 1 with n last.
+/// `scale`: the prepared units one process would use for all the data ((x − centre) · scale_d),
+/// in which the shifts are measured against the tolerance.
 LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
-                          const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows);
+                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows);
 
 }  // namespace meanshift::mpi::detail

@@ -91,7 +91,7 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
 
 }  // namespace
 
-Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& h,
+Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& reach,
                  const std::vector<double>& lo, const std::vector<double>& hi, double cutoff)
 {
     int size = 1;
@@ -100,13 +100,13 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     Slabs s;
     double widest = -1;
     for (int d = 0; d < k; ++d) {
-        const double w = (hi[std::size_t(d)] - lo[std::size_t(d)]) / h[std::size_t(d)];
+        const double w = (hi[std::size_t(d)] - lo[std::size_t(d)]) / reach[std::size_t(d)];
         if (w > widest) {
             widest = w;
             s.dim = d;
         }
     }
-    s.scale = 1.0 / h[std::size_t(s.dim)];
+    s.scale = 1.0 / reach[std::size_t(s.dim)];
     // A float32 margin: the backends decide D ≤ c in float32 prepared units.
     s.halo = cutoff * (1 + 1e-4) + 1e-4;
 
@@ -154,7 +154,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 }
 
 LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
-                          const std::vector<double>& h, const Slabs& slabs, const std::vector<long long>& first_rows)
+                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -182,6 +182,10 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     MatrixF send_rows(static_cast<Index>(nsend), k);
     std::vector<long long> send_ids(static_cast<std::size_t>(nsend));
     std::vector<float> send_w(weights ? static_cast<std::size_t>(nsend) : 0);
+    // Per-point bandwidths travel with their points (k standard deviations per row).
+    const bool per_point = options.bandwidth.kind() == BandwidthKind::PerPoint;
+    const MatrixD& H = options.bandwidth.per_point_values();
+    MatrixD send_h(per_point ? static_cast<Index>(nsend) : 0, k);
     {
         std::vector<int> fill(send_displs);
         for (Index i = 0; i < n_local; ++i) {
@@ -192,12 +196,14 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
                 send_rows.row(at) = rows.row(i);
                 send_ids[std::size_t(at)] = r == own ? first + i : -(first + i) - 1;
                 if (weights) send_w[std::size_t(at)] = weights[i];
+                if (per_point) send_h.row(at) = H.row(i);
             }
         }
     }
     MatrixF held(static_cast<Index>(nrecv), k);
     std::vector<long long> held_ids(static_cast<std::size_t>(nrecv));
     std::vector<float> held_w(weights ? static_cast<std::size_t>(nrecv) : 0);
+    MatrixD held_h(per_point ? static_cast<Index>(nrecv) : 0, k);
     {
         const RowType row_f(k, MPI_FLOAT);
         check_mpi(MPI_Alltoallv(send_rows.data(), send_counts.data(), send_displs.data(), row_f.type, held.data(),
@@ -210,6 +216,12 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
             check_mpi(MPI_Alltoallv(send_w.data(), send_counts.data(), send_displs.data(), MPI_FLOAT, held_w.data(),
                                     recv_counts.data(), recv_displs.data(), MPI_FLOAT, comm),
                       "MPI_Alltoallv (point weights)");
+        if (per_point) {
+            const RowType row_d(k, MPI_DOUBLE);
+            check_mpi(MPI_Alltoallv(send_h.data(), send_counts.data(), send_displs.data(), row_d.type, held_h.data(),
+                                    recv_counts.data(), recv_displs.data(), row_d.type, comm),
+                      "MPI_Alltoallv (per-point bandwidths)");
+        }
     }
     out.points_held = static_cast<Index>(nrecv);
     out.seconds_exchange = since(t);
@@ -221,9 +233,10 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     bind_options.fixed_iterations = 1;
     bind_options.progress = nullptr;
     std::optional<Clusterer> clusterer;
-    std::vector<double> centre(static_cast<std::size_t>(k), 0);
+    std::vector<double> centre(static_cast<std::size_t>(k), 0), unit(static_cast<std::size_t>(k), 1);
     agree(comm, attempt([&] {
         if (nrecv == 0) return;
+        if (per_point) bind_options.bandwidth = Bandwidth::per_point(held_h);
         clusterer.emplace(bind_options);
         if (!clusterer->backend().supports_cutoff())
             throw InvalidArgument("the domain decomposition needs a backend with the truncated kernel; " +
@@ -231,11 +244,23 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
         const MatrixF seed = held.topRows(1);
         const Eigen::Ref<const MatrixF> seed_ref(seed);
         out.bind_info = clusterer->fit(held, weights ? held_w.data() : nullptr, &seed_ref);
-        // Prepared units: (x − centre) / h (backend.hpp, PreparedData); the centre from one row.
+        // This rank's prepared units, (x − centre) · unit per dimension (backend.hpp, PreparedData:
+        // whitened by h, or by the held points' geometric-mean precision for per-point H_i), read
+        // back from the two held points farthest apart in each dimension.
         const PreparedData& D = clusterer->binding().data();
-        const Index caller_row = D.original.empty() ? 0 : D.original[0];
-        for (int d = 0; d < k; ++d)
-            centre[std::size_t(d)] = static_cast<double>(held(caller_row, d)) - D.points(0, d) * h[std::size_t(d)];
+        for (int d = 0; d < k; ++d) {
+            Index lo_row = 0, hi_row = 0;
+            for (Index i = 1; i < D.n(); ++i) {
+                if (D.points(i, d) < D.points(lo_row, d)) lo_row = i;
+                if (D.points(i, d) > D.points(hi_row, d)) hi_row = i;
+            }
+            auto x_of = [&](Index i) {
+                return static_cast<double>(held(D.original.empty() ? i : D.original[std::size_t(i)], d));
+            };
+            const double dx = x_of(hi_row) - x_of(lo_row);
+            unit[std::size_t(d)] = dx > 0 ? (D.points(hi_row, d) - D.points(lo_row, d)) / dx : scale[std::size_t(d)];
+            centre[std::size_t(d)] = x_of(lo_row) - D.points(lo_row, d) / unit[std::size_t(d)];
+        }
     }));
 
     // 3. The ascents, one iteration at a time on every rank (a collective count ends them). The
@@ -275,7 +300,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     };
     const auto t_ascent = Clock::now();
     StepReport report;
-    std::vector<double> Y;
+    std::vector<double> Y, metric;
     double pairs = 0, kernel_seconds = 0;
     long long migrated = 0;
     int iterations = 0;
@@ -299,8 +324,20 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
                 retire_finished();
                 Y.resize(pos.size());
                 for (std::size_t i = 0; i < pos.size(); ++i)
-                    Y[i] = (pos[i] - centre[i % std::size_t(k)]) / h[i % std::size_t(k)];
-                b.set_modes(Y.data(), static_cast<Index>(modes.size()));
+                    Y[i] = (pos[i] - centre[i % std::size_t(k)]) * unit[i % std::size_t(k)];
+                // Shifts in one process's units (the tolerance's): per-dimension weights
+                // (scale / unit)², 1 for a shared bandwidth (both are 1/h).
+                bool own_units = true;
+                for (int d = 0; d < k; ++d)
+                    own_units &= std::abs(scale[std::size_t(d)] / unit[std::size_t(d)] - 1) < 1e-12;
+                metric.clear();
+                if (!own_units)
+                    for (std::size_t i = 0; i < modes.size(); ++i)
+                        for (int d = 0; d < k; ++d) {
+                            const double q = scale[std::size_t(d)] / unit[std::size_t(d)];
+                            metric.push_back(q * q);
+                        }
+                b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
                 bound = true;
             }
             const Index stepped = b.active_count();
@@ -308,7 +345,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
             Y.resize(pos.size());
             b.read_modes(Y.data());
             for (std::size_t i = 0; i < pos.size(); ++i)
-                pos[i] = Y[i] * h[i % std::size_t(k)] + centre[i % std::size_t(k)];
+                pos[i] = Y[i] / unit[i % std::size_t(k)] + centre[i % std::size_t(k)];
             for (std::size_t j = 0; j < report.mode.size(); ++j) {
                 Mode& md = modes[std::size_t(report.mode[j])];
                 ++md.iterations;
