@@ -101,6 +101,39 @@ bool test_equal(meanshift::GroupingMethod method)
     return true;
 }
 
+// `r` (this rank's rows [first, first + count)) against one process's `ref`: the same cluster sizes
+// and labels, modes within `mode_tol`, centres within 1e-3. Prints the deviations under `name`.
+bool matches(const meanshift::Result& ref, const meanshift::mpi::DistributedResult& r, meanshift::Index first,
+             meanshift::Index count, const std::string& name, double mode_tol)
+{
+    if (static_cast<meanshift::Index>(r.labels.size()) != count || r.modes.rows() != count) return fail(name + ": sizes");
+    if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
+    for (meanshift::Index i = 0; i < count; ++i)
+        if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
+            return fail(name + ": label differs at row " + std::to_string(first + i));
+    const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
+    const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+    std::printf("[rank %d] %s: %lld points held, %lld modes migrated, modes within %.2e, centres %.2e\n", rank_,
+                name.c_str(), static_cast<long long>(r.local_points_held), static_cast<long long>(r.modes_migrated), dm,
+                dc);
+    if (!(dm <= mode_tol)) return fail(name + ": modes differ by " + std::to_string(dm));
+    if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+    return true;
+}
+
+// `call` must throw DistributedError on every rank, with `needle` in its message.
+template <class F>
+bool fails_everywhere(F&& call, const std::string& needle, const std::string& what)
+{
+    try {
+        call();
+    } catch (const meanshift::mpi::DistributedError& e) {
+        if (std::string(e.what()).find(needle) != std::string::npos) return true;
+        return fail(what + ": wrong error: " + e.what());
+    }
+    return fail(what + ": no exception");
+}
+
 // Domain decomposition (truncated kernel, cutoff 3): the same labels and cluster sizes as one
 // process, modes and centres within float32 rounding of its prepared units (each rank centres its
 // own points), every mode accounted for; the halo is checked by the equality itself (a missing
@@ -118,24 +151,9 @@ bool test_domain()
     const meanshift::MatrixF mine = all.middleRows(first, count);
     const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::DomainDecomposition);
     if (r.strategy != meanshift::mpi::Strategy::DomainDecomposition) return fail("strategy");
-    if (static_cast<meanshift::Index>(r.labels.size()) != count || r.modes.rows() != count) return fail("sizes");
-    if (r.cluster_sizes != ref.cluster_sizes) return fail("cluster sizes differ");
-    for (meanshift::Index i = 0; i < count; ++i)
-        if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
-            return fail("label differs at row " + std::to_string(first + i));
-    const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
-    const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
-    int it_diff = 0;
-    for (meanshift::Index i = 0; i < count; ++i)
-        it_diff = std::max(it_diff, std::abs(r.iterations[std::size_t(i)] - ref.iterations[std::size_t(first + i)]));
-    std::printf("[rank %d] domain: %lld of %lld points held, %lld modes migrated, largest mode deviation %.2e, "
-                "centres %.2e, iterations differ by <= %d\n",
-                rank_, static_cast<long long>(r.local_points_held), static_cast<long long>(n),
-                static_cast<long long>(r.modes_migrated), dm, dc, it_diff);
     // The ascent stops when a shift is <= tolerance (1e-3 bandwidths); a float32 difference may end
     // a trajectory one iteration earlier or later, a few tolerances from the other's end.
-    if (!(dm <= 5e-3)) return fail("modes differ by " + std::to_string(dm));
-    if (!(dc <= 1e-3)) return fail("centres differ by " + std::to_string(dc));
+    if (!matches(ref, r, first, count, "domain", 5e-3)) return false;
     if (size_ > 1 && r.local_points_held >= n) return fail("a rank holds every point: no decomposition");
     // Auto: the exact kernel keeps the replicated points.
     meanshift::Options exact = opt;
@@ -145,14 +163,9 @@ bool test_domain()
     std::printf("[rank %d] auto with cutoff 3 chose %s\n", rank_,
                 meanshift::mpi::to_string(meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt).strategy));
     // Asked for with the exact kernel: an InvalidArgument on every rank, no hang.
-    try {
-        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, exact, meanshift::mpi::Strategy::DomainDecomposition);
-        return fail("domain decomposition with the exact kernel: no exception");
-    } catch (const meanshift::mpi::DistributedError& x) {
-        if (x.kind() != "InvalidArgument" || std::string(x.what()).find("truncated kernel") == std::string::npos)
-            return fail(std::string("wrong error: ") + x.what());
-    }
-    return true;
+    return fails_everywhere(
+        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, exact, meanshift::mpi::Strategy::DomainDecomposition); },
+        "truncated kernel", "domain decomposition with the exact kernel");
 }
 
 // Sample weights travel with the points: both strategies give one process's weighted labels, and
@@ -177,26 +190,13 @@ bool test_weights()
     const meanshift::MatrixF mine = all.middleRows(first, count);
     for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
         const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, opt, s);
-        const std::string name = meanshift::mpi::to_string(s);
-        if (r.strategy != s) return fail(name + ": strategy");
-        if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
-        for (meanshift::Index i = 0; i < count; ++i)
-            if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
-                return fail(name + ": label differs at row " + std::to_string(first + i));
-        const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
-        std::printf("[rank %d] weights, %s: centres within %.2e of one process's (weights moved them %.2f)\n", rank_,
-                    name.c_str(), dc, moved);
-        if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+        if (r.strategy != s) return fail("weights: strategy");
+        if (!matches(ref, r, first, count, std::string("weights, ") + meanshift::mpi::to_string(s), 5e-3)) return false;
     }
     // Weights on rank 0 only: the option check names them on every rank.
-    try {
-        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, rank_ == 0 ? w.data() + first : nullptr, opt);
-        return fail("weights on one rank only: no exception");
-    } catch (const meanshift::mpi::DistributedError& e) {
-        if (std::string(e.what()).find("sample weights") == std::string::npos)
-            return fail(std::string("wrong error: ") + e.what());
-    }
-    return true;
+    return fails_everywhere(
+        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, rank_ == 0 ? w.data() + first : nullptr, opt); },
+        "sample weights", "weights on one rank only");
 }
 
 // Per-point diagonal H_i: each rank passes its rows' standard deviations; both strategies give one
@@ -225,29 +225,16 @@ bool test_per_point()
     opt_mine.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
     for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
         const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt_mine, s);
-        const std::string name = meanshift::mpi::to_string(s);
-        if (r.strategy != s) return fail(name + ": strategy");
-        if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
-        for (meanshift::Index i = 0; i < count; ++i)
-            if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
-                return fail(name + ": label differs at row " + std::to_string(first + i));
-        const double dm = (r.modes - ref.modes.middleRows(first, count)).cwiseAbs().maxCoeff();
-        const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
-        std::printf("[rank %d] per-point, %s: %lld points held, modes within %.2e, centres %.2e\n", rank_,
-                    name.c_str(), static_cast<long long>(r.local_points_held), dm, dc);
-        if (!(dm <= 5e-3)) return fail(name + ": modes differ by " + std::to_string(dm));
-        if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+        if (r.strategy != s) return fail("per-point: strategy");
+        if (!matches(ref, r, first, count, std::string("per-point, ") + meanshift::mpi::to_string(s), 5e-3))
+            return false;
     }
     // A rank passing the wrong number of rows of H: named on every rank.
     meanshift::Options wrong = opt;
     wrong.bandwidth = meanshift::Bandwidth::per_point(H.topRows(count + (rank_ == 1 ? 1 : 0)));
-    try {
-        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, wrong);
-        if (size_ > 1) return fail("per-point rows != local rows: no exception");
-    } catch (const meanshift::mpi::DistributedError& e) {
-        if (std::string(e.what()).find("one row per local point") == std::string::npos)
-            return fail(std::string("wrong error: ") + e.what());
-    }
+    if (size_ > 1 && !fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, wrong); },
+                                       "one row per local point", "per-point rows != local rows"))
+        return false;
     // Sec. IV, H_i = diag(s_1 e^{y_2}, s_2): replicated equals one process; the decomposition refuses.
     meanshift::MatrixF shifted = all;
     shifted.col(1) = shifted.col(1) * 0.1f;  // keep e^{y_2} moderate
@@ -259,14 +246,9 @@ bool test_per_point()
     const auto e = meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex);
     if (e.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("exponential-last: Auto must replicate");
     if (e.cluster_sizes != eref.cluster_sizes) return fail("exponential-last: cluster sizes differ");
-    try {
-        meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition);
-        return fail("exponential-last with the domain decomposition: no exception");
-    } catch (const meanshift::mpi::DistributedError& x) {
-        if (std::string(x.what()).find("exponential-last") == std::string::npos)
-            return fail(std::string("wrong error: ") + x.what());
-    }
-    return true;
+    return fails_everywhere(
+        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition); },
+        "exponential-last", "exponential-last with the domain decomposition");
 }
 
 // Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it

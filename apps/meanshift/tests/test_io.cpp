@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 #include <vector>
 #include <sys/stat.h>
@@ -40,6 +41,25 @@ std::string message_of(const std::string& text)
         return e.what();
     }
     return "";
+}
+
+// A hand-made NPY file: big-endian float64 in Fortran order, `shape` rows x cols, `column_major`
+// the values column by column (the byte order and layout the writer never produces).
+std::string fortran_be_f8(const std::string& shape, std::initializer_list<double> column_major)
+{
+    std::string dict = "{'descr': '>f8', 'fortran_order': True, 'shape': " + shape + ", }";
+    dict.append(118 - dict.size(), ' ');
+    dict += '\n';
+    std::string f("\x93NUMPY\x01\x00", 8);
+    f.push_back(static_cast<char>(dict.size()));
+    f.push_back(0);
+    f += dict;
+    for (double v : column_major) {
+        unsigned char b[8];
+        std::memcpy(b, &v, 8);
+        for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>(b[i]));
+    }
+    return f;
 }
 
 }  // namespace
@@ -109,18 +129,7 @@ TEST_CASE("NPY: row slices (each MPI rank reads its own rows) equal the whole ar
 
     // Fortran order, big-endian float64, 3 x 2 [[1, 2], [3, 4], [5, NaN]]: one block per column,
     // and a NaN in the slice is named by its element.
-    std::string dict = "{'descr': '>f8', 'fortran_order': True, 'shape': (3, 2), }";
-    dict.append(118 - dict.size(), ' ');
-    dict += '\n';
-    std::string f("\x93NUMPY\x01\x00", 8);
-    f.push_back(static_cast<char>(dict.size()));
-    f.push_back(0);
-    f += dict;
-    for (double v : {1.0, 3.0, 5.0, 2.0, 4.0, std::nan("")}) {  // column-major
-        unsigned char b[8];
-        std::memcpy(b, &v, 8);
-        for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>(b[i]));
-    }
+    const std::string f = fortran_be_f8("(3, 2)", {1.0, 3.0, 5.0, 2.0, 4.0, std::nan("")});
     write_text(temp_path("fs.npy"), f);
     const mscli::NpyLayout F = mscli::read_npy_layout(temp_path("fs.npy"));
     CHECK(F.fortran);
@@ -160,18 +169,7 @@ TEST_CASE("NPY: float32 round trip, int labels, 1-D, Fortran order, errors")
     CHECK(labels(1, 0) == 2);
 
     // Hand-made big-endian float64 Fortran-order 2 x 2 array [[1, 2], [3, 4]].
-    std::string dict = "{'descr': '>f8', 'fortran_order': True, 'shape': (2, 2), }";
-    dict.append(118 - dict.size(), ' ');
-    dict += '\n';
-    std::string f("\x93NUMPY\x01\x00", 8);
-    f.push_back(static_cast<char>(dict.size()));
-    f.push_back(0);
-    f += dict;
-    for (double v : {1.0, 3.0, 2.0, 4.0}) {  // column-major
-        unsigned char b[8];
-        std::memcpy(b, &v, 8);
-        for (int i = 7; i >= 0; --i) f.push_back(static_cast<char>(b[i]));
-    }
+    const std::string f = fortran_be_f8("(2, 2)", {1.0, 3.0, 2.0, 4.0});
     write_text(temp_path("f.npy"), f);
     auto fm = mscli::read_matrix(temp_path("f.npy"));
     CHECK(fm(0, 1) == 2);
