@@ -268,27 +268,23 @@ class MeanShift(ClusterMixin, BaseEstimator):
             if arg == "per-dim":
                 return np.ascontiguousarray(_core.rule_bandwidths(Xf, name), dtype=np.float64)
             raise ValueError(usage)
-        if name == "adaptive":
+        if name in ("adaptive", "abramson"):
+            # adaptive[:K[:C]] (K an int, defaults: automatic K, C = 1.5); abramson[:C[:P]]
+            # (defaults: C = 2, P = 0, the pilot from Silverman's rule).
+            types, defaults = ((int, float), [0, 1.5]) if name == "adaptive" else ((float, float), [2.0, 0.0])
             parts = arg.split(":") if arg else []
+            if len(parts) > len(types):
+                raise ValueError(usage)
             try:
-                k = int(parts[0]) if parts else 0
-                c = float(parts[1]) if len(parts) > 1 else 1.5
+                values = [t(v) for t, v in zip(types, parts)] + defaults[len(parts):]
             except ValueError:
                 raise ValueError(usage) from None
-            if len(parts) > 2 or (parts and k < 1):
-                raise ValueError(usage)
-            flat = _core.adaptive_bandwidths(Xf, k, c, False, 0.1)
-            return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
-        if name == "abramson":
-            parts = arg.split(":") if arg else []
-            try:
-                c = float(parts[0]) if parts else 2.0
-                pilot = float(parts[1]) if len(parts) > 1 else 0.0
-            except ValueError:
-                raise ValueError(usage) from None
-            if len(parts) > 2:
-                raise ValueError(usage)
-            flat = _core.abramson_bandwidths(Xf, c, pilot)
+            if name == "adaptive":
+                if parts and values[0] < 1:
+                    raise ValueError(usage)
+                flat = _core.adaptive_bandwidths(Xf, values[0], values[1], False, 0.1)
+            else:
+                flat = _core.abramson_bandwidths(Xf, values[0], values[1])
             return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
         raise ValueError(usage)
 
