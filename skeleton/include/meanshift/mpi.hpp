@@ -21,16 +21,21 @@
 /// Strategy "domain decomposition" (truncated kernel only: finite Options::cutoff c, not exact):
 /// the ranks cut the data into R slabs along the dimension of largest extent in bandwidth units
 /// (boundaries at quantiles of a sample of that coordinate), send every point to the rank owning
-/// its slab and, as a halo, to every rank whose slab lies within c bandwidths; a rank then holds
+/// its slab and, as a halo, to every rank whose slab lies within c bandwidths (c times the largest
+/// σ of any point in that dimension for per-point H_i); a rank then holds
 /// n/R + halo points instead of n. Each rank advances the modes that lie in its slab one
 /// iteration at a time on its own binding (Clusterer::binding(): the library's step, neighbour
 /// search included); a step moves a mode at most c bandwidths (the new mode is a mean of points
 /// within c), and every point within c of a mode in the slab is local, so each step is the one
 /// process's step. After each iteration the modes that left a slab are handed to its owner.
-/// Communication: once n·k floats (+ halo) in an all-to-all, then per iteration one MPI_Allreduce
-/// and an all-to-all of the migrating modes (k doubles each); at the end the modes go to rank 0
-/// (n·k floats) for the grouping, as above. Results equal one process's within float32
-/// rounding (each rank's prepared units are centred on its own points).
+/// Communication: once n·k floats (+ halo; + weights and H_i rows when given) in an all-to-all, then
+/// per iteration one MPI_Allreduce and an all-to-all of the migrating modes (k doubles each); the
+/// modes back to their rows' ranks (n·k doubles), then to rank 0 (n·k floats) for the grouping, as
+/// above. Results equal one process's within float32 rounding (each rank's prepared units are
+/// centred on its own points; shifts are measured in one process's units).
+///
+/// Sample weights and per-point H_i travel with the points in both strategies (strategy 1 allgathers
+/// n more floats / n·k more doubles).
 ///
 /// Explicit seeds disable bin seeding (Options::seeding) and data binning: every point is the seed
 /// of its own ascent, as Seeding::AllPoints. Options::cutoff / search apply as in one process.
