@@ -240,11 +240,11 @@ void run_cluster_mpi(const ClusterArgs& a)
     std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
     if (r.strategy == meanshift::mpi::Strategy::DomainDecomposition)
         std::printf("method      domain decomposition (slabs, halo = cutoff): at most %lld points on a rank, "
-                    "%lld mode hand-overs; every point its own seed; search %s\n",
+                    "%lld mode hand-overs; search %s\n",
                     held_max, static_cast<long long>(r.modes_migrated), r.search.c_str());
     else
-        std::printf("method      replicated points, modes split; every point its own seed; search %s\n",
-                    r.search.c_str());
+        std::printf("method      replicated points, modes split; search %s\n", r.search.c_str());
+    std::printf("seeding     %s\n", r.seeding.c_str());
     std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));

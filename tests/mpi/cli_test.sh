@@ -34,7 +34,7 @@ cmp one.csv dist-npy.csv || { echo "NPY slices: labels differ from one process's
 "$tool" cluster blobs.csv -o one-t.csv --bandwidth 1 --cutoff 3 --seeding all --data-bin-size off -q > /dev/null \
   || { echo "single truncated run failed"; exit 1; }
 timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-t.csv --bandwidth 1 --cutoff 3 \
-  --mpi-strategy domain --threads 1 > dist-t.log || { echo "mpirun cluster --mpi-strategy domain failed: $?"; exit 1; }
+  --seeding all --mpi-strategy domain --threads 1 > dist-t.log || { echo "mpirun cluster --mpi-strategy domain failed: $?"; exit 1; }
 grep -q "domain decomposition" dist-t.log || { cat dist-t.log; echo "the domain decomposition did not run"; exit 1; }
 cmp one-t.csv dist-t.csv || { echo "domain decomposition: labels differ from one process's"; exit 1; }
 
@@ -44,8 +44,19 @@ cmp one-t.csv dist-t.csv || { echo "domain decomposition: labels differ from one
   || { echo "single adaptive run failed"; exit 1; }
 for s in replicated domain; do
   timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-a-$s.csv --bandwidth adaptive \
-    --mpi-strategy $s --threads 1 > /dev/null || { echo "mpirun cluster --bandwidth adaptive ($s) failed"; exit 1; }
+    --seeding all --mpi-strategy $s --threads 1 > /dev/null || { echo "mpirun cluster --bandwidth adaptive ($s) failed"; exit 1; }
   cmp one-a.csv dist-a-$s.csv || { echo "per-point bandwidths ($s): labels differ from one process's"; exit 1; }
+done
+
+# 1d. the defaults (bin seeding): one process's bin seeding without its boundary refinement and data
+#     binning, which the ranks do not do (docs/mpi.md), for both strategies.
+"$tool" cluster blobs.csv -o one-b.csv --bandwidth 1 --no-refine --data-bin-size off -q > /dev/null \
+  || { echo "single bin-seeding run failed"; exit 1; }
+for s in replicated domain; do
+  timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-b-$s.csv --bandwidth 1 \
+    --mpi-strategy $s --threads 1 > dist-b-$s.log || { echo "mpirun cluster (bins, $s) failed"; exit 1; }
+  grep -q "seeding     bins" dist-b-$s.log || { cat dist-b-$s.log; echo "bin seeding did not run"; exit 1; }
+  cmp one-b.csv dist-b-$s.csv || { echo "bin seeding ($s): labels differ from one process's"; exit 1; }
 done
 
 (head -3 blobs.csv; echo "nan,1"; tail -3 blobs.csv) > bad.csv

@@ -7,6 +7,8 @@
 //                                   weighted run; weights on some ranks only -> error on every rank
 //   test_mpi_cluster perpoint       per-point H_i (the paper's model) in both strategies, and Sec. IV's
 //                                   exponential-last model (replicated), against one process
+//   test_mpi_cluster bins           bin seeding across ranks (both strategies) against one process's
+//                                   bin seeding without boundary refinement and data binning
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -55,6 +57,7 @@ meanshift::Options options()
     meanshift::Options opt;
     opt.bandwidth = meanshift::Bandwidth::isotropic(1.0);
     opt.backend = "auto";
+    opt.seeding = meanshift::Seeding::AllPoints;  // compared with one process's cluster(all, opt, &all)
     return opt;
 }
 
@@ -251,6 +254,36 @@ bool test_per_point()
         "exponential-last", "exponential-last with the domain decomposition");
 }
 
+// Bin seeding: the bins counted on every rank and merged give one process's seeds; every point takes
+// its bin's seed's label, as one process does with refine_boundaries = false.
+bool test_bins()
+{
+    const meanshift::Index n = 2401;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::Options opt = options();
+    opt.seeding = meanshift::Seeding::Bins;
+    opt.refine_boundaries = false;
+    opt.data_bin_size = -1;  // off: the distributed ascents run on the points
+    opt.min_bin_count = 3;   // some bins take the nearest seed's label
+    const meanshift::Result ref = meanshift::cluster(all, opt);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+        const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, s);
+        const std::string name = std::string("bins, ") + meanshift::mpi::to_string(s);
+        if (r.strategy != s) return fail(name + ": strategy");
+        if (r.seed_count != ref.seed_count)
+            return fail(name + ": " + std::to_string(r.seed_count) + " seeds, one process " + std::to_string(ref.seed_count));
+        if (!matches(ref, r, first, count, name, 5e-3)) return false;
+    }
+    // min_bin_count above every bin: no seed, a named error on every rank.
+    meanshift::Options none = opt;
+    none.min_bin_count = n + 1;
+    return fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, none); }, "no seeds",
+                            "min_bin_count above every bin");
+}
+
 // Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it
 // may use (at least 1); an explicit thread count is kept.
 bool test_placement()
@@ -321,6 +354,8 @@ int main(int argc, char** argv)
             ok = test_weights();
         } else if (mode == "perpoint") {
             ok = test_per_point();
+        } else if (mode == "bins") {
+            ok = test_bins();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

@@ -4,7 +4,7 @@
 /// -DMEANSHIFT_MPI=ON/AUTO (Open MPI found), in the separate library meanshift_mpi
 /// (CMake target meanshift::mpi), which links meanshift and MPI::MPI_CXX.
 ///
-/// Two strategies (Strategy below); both use every point as a seed and give every point a label.
+/// Two strategies (Strategy below); both take every seeding below and give every point a label.
 ///
 /// Strategy "replicated points, modes split": every rank passes its share of the rows; the ranks
 /// allgather the points, each rank runs the library's ascent (any backend, its own device) with its
@@ -37,8 +37,11 @@
 /// Sample weights and per-point H_i travel with the points in both strategies (strategy 1 allgathers
 /// n more floats / n·k more doubles).
 ///
-/// Explicit seeds disable bin seeding (Options::seeding) and data binning: every point is the seed
-/// of its own ascent, as Seeding::AllPoints. Options::cutoff / search apply as in one process.
+/// Seeding: Seeding::AllPoints (and the exact kernel) makes every point the seed of its own ascent.
+/// Seeding::Bins (the default) bins every rank's rows in one process's units, merges the bins on
+/// rank 0 and ascends their seeds (split over the ranks); every point takes its bin's seed's label
+/// and mode: one process's bin seeding with refine_boundaries = false and no data binning (both
+/// are ignored here; bin_data -> InvalidArgument). Options::cutoff / search apply as in one process.
 ///
 /// Failures: after every phase the ranks agree on success (MPI_Allreduce of an error flag); if any
 /// rank failed, every rank throws DistributedError with the message of the lowest failing rank
@@ -123,8 +126,9 @@ struct DistributedResult : Result {
 /// becomes the CPUs this rank may use divided by the node's ranks (at least 1), and the cuda backend
 /// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},
 /// one GPU per rank. Explicit BackendOptions::threads / devices / device_spec are kept.
-/// Results equal cluster(all_points, options, &all_points) of one process (same grouping order);
-/// with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
+/// Results equal one process's (same grouping order): cluster(all_points, options, &all_points)
+/// with Seeding::AllPoints, cluster(all_points, options with refine_boundaries = false and data
+/// binning off) with Seeding::Bins; with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
 /// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with
 /// the exact kernel or a backend without the truncated kernel).
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <typeinfo>
 #include <vector>
 
@@ -144,6 +145,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     auto t = Clock::now();
     agree(comm, attempt([&] {
         if (k < 1) throw InvalidArgument("the points must have at least one column, got " + std::to_string(k));
+        if (options.bin_data && !options.exact)
+            throw InvalidArgument("Options::bin_data is not distributed; bin seeding (Options::seeding = Bins) is");
         if (options.bandwidth.kind() == BandwidthKind::PerPoint &&
             (options.bandwidth.per_point_values().rows() != n_local || options.bandwidth.per_point_values().cols() != k))
             throw InvalidArgument("per-point bandwidths: each rank passes one row per local point, " +
@@ -269,11 +272,33 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     }
     out.strategy = chosen;
 
-    // 3. The ascent of every point, by the chosen strategy, into this rank's rows' results.
-    Result local;
+    // 3. The queries: every point (Seeding::AllPoints, exact) or the bins' seeds (Seeding::Bins),
+    //    split evenly over the ranks; their ascents by the chosen strategy.
     const MatrixF mine_rows = local_points;  // contiguous row-major copy
+    std::vector<double> mid(static_cast<std::size_t>(k));
+    for (int d = 0; d < k; ++d) mid[std::size_t(d)] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
+    const bool seeded = !options.exact && options.seeding == Seeding::Bins;
+    detail::BinSeeds bins;
+    MatrixF my_queries;
+    std::vector<int> qcounts = counts, qdispls = displs;
+    std::vector<long long> qfirst = first_rows;
+    if (seeded) {
+        bins = detail::plan_bin_seeds(comm, mine_rows, options, mid, scale);
+        const Index S = bins.seeds.rows();
+        for (int r = 0; r < size; ++r) {
+            qcounts[std::size_t(r)] = static_cast<int>(S / size + (r < S % size ? 1 : 0));
+            qfirst[std::size_t(r + 1)] = qfirst[std::size_t(r)] + qcounts[std::size_t(r)];
+            qdispls[std::size_t(r)] = static_cast<int>(qfirst[std::size_t(r)]);
+        }
+        my_queries = bins.seeds.middleRows(qfirst[std::size_t(rank)], qcounts[std::size_t(rank)]);
+    }
+    const MatrixF& queries = seeded ? my_queries : mine_rows;
+    const Index q_local = queries.rows();
+    const long long q_total = qfirst[std::size_t(size)];
+    Result local;
     if (chosen == Strategy::DomainDecomposition) {
-        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows);
+        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
+                                                      seeded ? &my_queries : nullptr, qfirst);
         out.distributed.seconds_allgather = a.seconds_exchange;
         out.distributed.seconds_migrate = a.seconds_migrate;
         out.local_points_held = a.points_held;
@@ -310,8 +335,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         out.local_points_held = static_cast<Index>(total);
         t = Clock::now();
         std::exception_ptr ascent_error = attempt([&] {
-            if (n_local > 0) {
-                const Eigen::Ref<const MatrixF> seeds(mine_rows);
+            if (q_local > 0) {
+                const Eigen::Ref<const MatrixF> seeds(queries);
                 local = meanshift::cluster(all, local_options, local_weights ? all_weights.data() : nullptr, &seeds);
             } else {
                 local.modes = MatrixF(0, k);
@@ -325,10 +350,30 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
 
     // 4. Modes to rank 0, grouped there in whitened units (as cluster() groups them).
     t = Clock::now();
-    MatrixF modes_all = rank == 0 ? MatrixF(static_cast<Index>(total), k) : MatrixF(0, k);
-    check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
-                          rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0, comm),
-              "MPI_Gatherv (modes)");
+    // Every point's mode to rank 0; the seeds' modes (few) and their ascents' outcomes to every rank,
+    // which labels its own points from them.
+    MatrixF modes_all = rank == 0 || seeded ? MatrixF(static_cast<Index>(q_total), k) : MatrixF(0, k);
+    std::vector<int> seed_state;  // per seed: iterations, converged, no support
+    if (seeded) {
+        check_mpi(MPI_Allgatherv(q_local ? local.modes.data() : nullptr, static_cast<int>(q_local), row_f.type,
+                                 modes_all.data(), qcounts.data(), qdispls.data(), row_f.type, comm),
+                  "MPI_Allgatherv (seed modes)");
+        std::vector<int> mine_state;
+        for (Index s = 0; s < q_local; ++s) {
+            mine_state.push_back(local.iterations[std::size_t(s)]);
+            mine_state.push_back(local.converged[std::size_t(s)] ? 1 : 0);
+            mine_state.push_back(local.no_support[std::size_t(s)] ? 1 : 0);
+        }
+        seed_state.resize(static_cast<std::size_t>(q_total) * 3);
+        const RowType triple(3, MPI_INT);
+        check_mpi(MPI_Allgatherv(mine_state.data(), static_cast<int>(q_local), triple.type, seed_state.data(),
+                                 qcounts.data(), qdispls.data(), triple.type, comm),
+                  "MPI_Allgatherv (seed outcomes)");
+    } else {
+        check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
+                              rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0, comm),
+                  "MPI_Gatherv (modes)");
+    }
     out.distributed.seconds_gather = since(t);
 
     t = Clock::now();
@@ -337,16 +382,34 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     std::vector<long long> sizes;
     agree(comm, attempt([&] {
         if (rank != 0 || options.grouping == GroupingMethod::None) return;
-        // The prepared units of a shared bandwidth: (x - mid-range) / h_d (prepare.cpp).
-        Eigen::VectorXd centre(k);
-        for (int d = 0; d < k; ++d) centre[d] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
+        // One process's prepared units: (x - mid-range) · scale_d (prepare.cpp).
         MatrixD Y = modes_all.cast<double>();
-        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - centre[d]) * scale[std::size_t(d)]).matrix();
+        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - mid[std::size_t(d)]) * scale[std::size_t(d)]).matrix();
         Grouping g = group_modes(Y, options.merge_eps, options.grouping);
+        if (seeded) {
+            // As one process labels by seed: clusters renumbered by their points (stable, largest first).
+            std::vector<long long> points(g.sizes.size(), 0);
+            for (std::size_t b = 0; b < bins.count.size(); ++b)
+                points[std::size_t(g.labels[std::size_t(bins.seed_of_bin[b])])] += bins.count[b];
+            std::vector<int> by(points.size());
+            std::iota(by.begin(), by.end(), 0);
+            std::stable_sort(by.begin(), by.end(), [&](int x, int y) { return points[std::size_t(x)] > points[std::size_t(y)]; });
+            std::vector<int> renumber(points.size());
+            MatrixD sorted(static_cast<Index>(points.size()), k);
+            for (std::size_t j = 0; j < by.size(); ++j) {
+                renumber[std::size_t(by[j])] = static_cast<int>(j);
+                sorted.row(static_cast<Index>(j)) = g.centres.row(by[j]);
+                sizes.push_back(points[std::size_t(by[j])]);
+            }
+            g.centres = std::move(sorted);
+            for (int& l : g.labels) l = renumber[std::size_t(l)];
+        } else {
+            sizes.assign(g.sizes.begin(), g.sizes.end());
+        }
         centres = g.centres;
-        for (int d = 0; d < k; ++d) centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + centre[d]).matrix();
+        for (int d = 0; d < k; ++d)
+            centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + mid[std::size_t(d)]).matrix();
         labels_all = std::move(g.labels);
-        sizes.assign(g.sizes.begin(), g.sizes.end());
     }));
     out.distributed.seconds_group = since(t);
 
@@ -362,9 +425,14 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             check_mpi(MPI_Bcast(centres.data(), static_cast<int>(c * k), MPI_DOUBLE, 0, comm), "MPI_Bcast (centres)");
         }
         out.labels.resize(static_cast<std::size_t>(n_local));
-        check_mpi(MPI_Scatterv(rank == 0 ? labels_all.data() : nullptr, counts.data(), displs.data(), MPI_INT,
-                               n_local ? out.labels.data() : nullptr, static_cast<int>(n_local), MPI_INT, 0, comm),
-                  "MPI_Scatterv (labels)");
+        if (seeded) {  // the seeds' labels to every rank; each point takes its bin's seed's
+            labels_all.resize(static_cast<std::size_t>(q_total));
+            check_mpi(MPI_Bcast(labels_all.data(), static_cast<int>(q_total), MPI_INT, 0, comm), "MPI_Bcast (seed labels)");
+        } else {
+            check_mpi(MPI_Scatterv(rank == 0 ? labels_all.data() : nullptr, counts.data(), displs.data(), MPI_INT,
+                                   n_local ? out.labels.data() : nullptr, static_cast<int>(n_local), MPI_INT, 0, comm),
+                      "MPI_Scatterv (labels)");
+        }
         out.centres = centres.cast<float>();
         out.cluster_sizes.assign(sizes.begin(), sizes.end());
     } else {
@@ -372,18 +440,38 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     }
     out.distributed.seconds_broadcast = since(t);
 
-    out.modes = std::move(local.modes);
-    out.iterations = std::move(local.iterations);
-    out.converged = std::move(local.converged);
-    out.no_support = std::move(local.no_support);
+    if (seeded) {
+        // Every point: its bin's seed's mode, label and ascent (docs/mpi.md, "Bin seeding").
+        out.modes.resize(n_local, k);
+        out.iterations.assign(static_cast<std::size_t>(n_local), 0);
+        out.converged.assign(static_cast<std::size_t>(n_local), false);
+        out.no_support.assign(static_cast<std::size_t>(n_local), false);
+        agree(comm, attempt([&] {
+            for (Index i = 0; i < n_local; ++i) {
+                const Index s = bins.seed_of(mine_rows.data() + i * k, mid, scale);
+                out.modes.row(i) = modes_all.row(s);
+                if (!out.labels.empty()) out.labels[std::size_t(i)] = labels_all[std::size_t(s)];
+                out.iterations[std::size_t(i)] = seed_state[std::size_t(3 * s)];
+                out.converged[std::size_t(i)] = seed_state[std::size_t(3 * s + 1)] != 0;
+                out.no_support[std::size_t(i)] = seed_state[std::size_t(3 * s + 2)] != 0;
+            }
+        }));
+    } else {
+        out.modes = std::move(local.modes);
+        out.iterations = std::move(local.iterations);
+        out.converged = std::move(local.converged);
+        out.no_support = std::move(local.no_support);
+    }
     out.modes_without_support = 0;
     out.timing = local.timing;
     out.backend = local.backend;
     out.topology = local.topology;
     out.search = local.search;
     out.cutoff = local.cutoff;
-    out.seed_count = n_local;
-    out.seeding = "explicit (each rank's rows)";
+    out.seed_count = seeded ? static_cast<Index>(q_total) : n_local;
+    out.seeding = seeded ? "bins of " + std::to_string(options.bin_size) + " bandwidths (" + std::to_string(q_total) +
+                               " seeds over all ranks), every point labelled by its bin's seed (no boundary refinement)"
+                         : "every point its own seed";
     for (bool none : out.no_support) if (none) ++out.modes_without_support;
     out.distributed.seconds_total = since(t_start);
     return out;

@@ -5,6 +5,7 @@
 #include <meanshift/mpi.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -71,6 +72,23 @@ struct Slabs {
     double largest_share = 1;      ///< estimated largest (slab + halo) share of the points
 };
 
+/// Bin seeding across ranks (bins.cpp): the merged bins of all ranks, in one process's order.
+struct BinSeeds {
+    double side = 0;                     ///< bin side, bandwidth units (Options::bin_size)
+    std::vector<std::int64_t> keys;      ///< B × k cell coordinates, lexicographically increasing
+    std::vector<long long> count;        ///< B: points per bin, all ranks together
+    std::vector<Index> seed_of_bin;      ///< B: the seed labelling each bin (nearest seed below min_bin_count)
+    MatrixF seeds;                       ///< S × k, data units: the means of the bins with ≥ min_bin_count points
+    /// The seed of the bin of point x (k values, data units). Throws Error if its bin is unknown.
+    Index seed_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const;
+};
+
+/// Collective: bins every rank's rows in one process's prepared units ((x − centre) · scale),
+/// merges them on rank 0 and gives every rank the bin table and the seeds. InvalidArgument on every
+/// rank when min_bin_count leaves no seed.
+BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+                        const std::vector<double>& centre, const std::vector<double>& scale);
+
 /// Where this rank runs on its node (placement.cpp).
 struct NodePlacement {
     int local_rank = 0, local_size = 1;  ///< among the ranks of this node (MPI_COMM_TYPE_SHARED)
@@ -93,8 +111,11 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 /// Collective: the domain-decomposition ascent of every point (docs/mpi.md); returns this rank's
 /// rows' results. `first_rows`: each rank's first global row (rank order), size R + 1 with n last.
 /// `scale`: the prepared units one process would use for all the data ((x − centre) · scale_d),
-/// in which the shifts are measured against the tolerance.
+/// in which the shifts are measured against the tolerance. `queries` (this rank's q_r × k, data
+/// units; nullptr = every point is its own query) with `query_first` (each rank's first query,
+/// size R + 1): explicit starting points (bin seeds); the results are then those of the queries.
 LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
-                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows);
+                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
+                          const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {});
 
 }  // namespace meanshift::mpi::detail

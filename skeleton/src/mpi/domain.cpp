@@ -154,7 +154,8 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 }
 
 LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
-                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows)
+                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
+                          const MatrixF* queries, const std::vector<long long>& query_first)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -194,7 +195,8 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
             for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r) {
                 const int at = fill[std::size_t(r)]++;
                 send_rows.row(at) = rows.row(i);
-                send_ids[std::size_t(at)] = r == own ? first + i : -(first + i) - 1;
+                // With explicit queries every point is only data (a halo id): the queries are the modes.
+                send_ids[std::size_t(at)] = r == own && !queries ? first + i : -(first + i) - 1;
                 if (weights) send_w[std::size_t(at)] = weights[i];
                 if (per_point) send_h.row(at) = H.row(i);
             }
@@ -277,6 +279,36 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
             modes.push_back({held_ids[std::size_t(j)], 0, ModeStatus::Active});
             for (int d = 0; d < k; ++d) pos.push_back(static_cast<double>(held(j, d)));
         }
+    }
+    if (queries) {
+        // Explicit queries (bin seeds): each to the owner of its slab, then in the order of their
+        // cells of side c (lexicographic), so that nearby modes are stepped together.
+        const long long qfirst = query_first[std::size_t(rank)];
+        std::vector<int> qdest(static_cast<std::size_t>(queries->rows()));
+        for (Index i = 0; i < queries->rows(); ++i) {
+            modes.push_back({qfirst + i, 0, ModeStatus::Active});
+            for (int d = 0; d < k; ++d) pos.push_back(static_cast<double>((*queries)(i, d)));
+            qdest[std::size_t(i)] = owner_of(slabs.bounds, static_cast<double>((*queries)(i, slabs.dim)) * slabs.scale);
+        }
+        exchange_modes(comm, size, k, modes, pos, qdest);
+        const double side = std::max(slabs.halo, 1e-12);
+        std::vector<std::vector<long long>> key(modes.size(), std::vector<long long>(static_cast<std::size_t>(k)));
+        for (std::size_t i = 0; i < modes.size(); ++i)
+            for (int d = 0; d < k; ++d)
+                key[i][std::size_t(d)] = static_cast<long long>(
+                    std::floor(pos[i * std::size_t(k) + std::size_t(d)] * scale[std::size_t(d)] / side));
+        std::vector<std::size_t> order(modes.size());
+        std::iota(order.begin(), order.end(), std::size_t{0});
+        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+        std::vector<Mode> sorted;
+        std::vector<double> sorted_pos;
+        for (std::size_t i : order) {
+            sorted.push_back(modes[i]);
+            sorted_pos.insert(sorted_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                              pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+        }
+        modes = std::move(sorted);
+        pos = std::move(sorted_pos);
     }
     std::vector<Mode> done;
     std::vector<double> done_pos;
@@ -398,21 +430,25 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     out.bind_info.timing.pair_interactions = pairs;
     check_mpi(MPI_Allreduce(&migrated, &out.migrated, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (migrations)");
 
-    // 4. Every mode back to the rank that passed its row.
+    // 4. Every mode back to the rank that passed its row (or its query).
+    const std::vector<long long>& origin_first = queries ? query_first : first_rows;
+    const Index n_out = queries ? queries->rows() : n_local;
+    const long long out_first = origin_first[std::size_t(rank)];
     std::vector<int> dest(done.size());
     for (std::size_t i = 0; i < done.size(); ++i)
-        dest[i] = static_cast<int>(std::upper_bound(first_rows.begin(), first_rows.end(), done[i].gid) - first_rows.begin()) - 1;
+        dest[i] = static_cast<int>(std::upper_bound(origin_first.begin(), origin_first.end(), done[i].gid) -
+                                   origin_first.begin()) - 1;
     exchange_modes(comm, size, k, done, done_pos, dest);
-    out.modes = MatrixF(n_local, k);
-    out.iterations.assign(static_cast<std::size_t>(n_local), 0);
-    out.converged.assign(static_cast<std::size_t>(n_local), false);
-    out.no_support.assign(static_cast<std::size_t>(n_local), false);
+    out.modes = MatrixF(n_out, k);
+    out.iterations.assign(static_cast<std::size_t>(n_out), 0);
+    out.converged.assign(static_cast<std::size_t>(n_out), false);
+    out.no_support.assign(static_cast<std::size_t>(n_out), false);
     agree(comm, attempt([&] {
-        if (static_cast<Index>(done.size()) != n_local)
+        if (static_cast<Index>(done.size()) != n_out)
             throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
-                        std::to_string(n_local) + " rows");
+                        std::to_string(n_out) + " rows");
         for (std::size_t i = 0; i < done.size(); ++i) {
-            const Index row = static_cast<Index>(done[i].gid - first);
+            const Index row = static_cast<Index>(done[i].gid - out_first);
             for (int d = 0; d < k; ++d) out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
             out.iterations[std::size_t(row)] = done[i].iterations;
             const bool none = done[i].status == ModeStatus::NoSupport;

@@ -1,0 +1,160 @@
+// Bin seeding across ranks (include/meanshift/mpi.hpp, docs/mpi.md): scikit-learn's bin_seeding
+// as one process does it (Options::seeding = Bins: bins of side bin_size in one process's prepared
+// units, a seed at the mean of every bin with ≥ min_bin_count points, smaller bins labelled by the
+// nearest seed), with the bins counted on every rank and merged on rank 0.
+#include "common.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace meanshift::mpi::detail {
+namespace {
+
+using Key = std::vector<std::int64_t>;
+
+struct Cell {
+    long long count = 0;
+    std::vector<double> sum;  ///< Σ prepared coordinates
+};
+
+}  // namespace
+
+BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
+                        const std::vector<double>& centre, const std::vector<double>& scale)
+{
+    int rank = 0, size = 1;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    const int k = static_cast<int>(local.cols());
+    const std::size_t K = static_cast<std::size_t>(k);
+    BinSeeds b;
+    b.side = options.bin_size;
+
+    // 1. This rank's bins (prepared units (x − centre) · scale, cells ⌊p / side⌋).
+    std::map<Key, Cell> mine;
+    Key key(K);
+    std::vector<double> p(K);
+    for (Index i = 0; i < local.rows(); ++i) {
+        for (int d = 0; d < k; ++d) {
+            p[std::size_t(d)] = (static_cast<double>(local(i, d)) - centre[std::size_t(d)]) * scale[std::size_t(d)];
+            key[std::size_t(d)] = static_cast<std::int64_t>(std::floor(p[std::size_t(d)] / b.side));
+        }
+        Cell& c = mine[key];
+        if (c.sum.empty()) c.sum.assign(K, 0.0);
+        ++c.count;
+        for (int d = 0; d < k; ++d) c.sum[std::size_t(d)] += p[std::size_t(d)];
+    }
+
+    // 2. Gathered on rank 0 (keys, sums, counts) and merged there, in lexicographic key order.
+    const int nb = static_cast<int>(mine.size());
+    std::vector<std::int64_t> keys_out;
+    std::vector<double> sums_out;
+    std::vector<long long> counts_out;
+    for (const auto& [kk, c] : mine) {
+        keys_out.insert(keys_out.end(), kk.begin(), kk.end());
+        sums_out.insert(sums_out.end(), c.sum.begin(), c.sum.end());
+        counts_out.push_back(c.count);
+    }
+    std::vector<int> nbs(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
+    check_mpi(MPI_Gather(&nb, 1, MPI_INT, nbs.data(), 1, MPI_INT, 0, comm), "MPI_Gather (bin counts)");
+    long long total = 0;
+    for (int r = 0; r < size; ++r) {
+        displs[std::size_t(r)] = static_cast<int>(total);
+        total += nbs[std::size_t(r)];
+    }
+    std::vector<std::int64_t> keys_in(rank == 0 ? static_cast<std::size_t>(total) * K : 0);
+    std::vector<double> sums_in(rank == 0 ? static_cast<std::size_t>(total) * K : 0);
+    std::vector<long long> counts_in(rank == 0 ? static_cast<std::size_t>(total) : 0);
+    {
+        const RowType key_row(k, MPI_INT64_T), sum_row(k, MPI_DOUBLE);
+        check_mpi(MPI_Gatherv(keys_out.data(), nb, key_row.type, keys_in.data(), nbs.data(), displs.data(), key_row.type,
+                              0, comm),
+                  "MPI_Gatherv (bin keys)");
+        check_mpi(MPI_Gatherv(sums_out.data(), nb, sum_row.type, sums_in.data(), nbs.data(), displs.data(), sum_row.type,
+                              0, comm),
+                  "MPI_Gatherv (bin sums)");
+        check_mpi(MPI_Gatherv(counts_out.data(), nb, MPI_LONG_LONG, counts_in.data(), nbs.data(), displs.data(),
+                              MPI_LONG_LONG, 0, comm),
+                  "MPI_Gatherv (bin sizes)");
+    }
+    std::vector<float> seeds_flat;
+    long long S = 0;
+    if (rank == 0) {
+        std::map<Key, Cell> all;
+        for (long long j = 0; j < total; ++j) {
+            const std::size_t at = static_cast<std::size_t>(j) * K;
+            Cell& c = all[Key(keys_in.begin() + static_cast<std::ptrdiff_t>(at),
+                              keys_in.begin() + static_cast<std::ptrdiff_t>(at + K))];
+            if (c.sum.empty()) c.sum.assign(K, 0.0);
+            c.count += counts_in[std::size_t(j)];
+            for (std::size_t d = 0; d < K; ++d) c.sum[d] += sums_in[at + d];
+        }
+        // Seeds: bins of ≥ min_bin_count points, at their means; smaller bins take the nearest seed.
+        MatrixD means(static_cast<Index>(all.size()), k);
+        Index j = 0;
+        for (const auto& [kk, c] : all) {
+            b.keys.insert(b.keys.end(), kk.begin(), kk.end());
+            b.count.push_back(c.count);
+            for (int d = 0; d < k; ++d) means(j, d) = c.sum[std::size_t(d)] / static_cast<double>(c.count);
+            b.seed_of_bin.push_back(c.count >= options.min_bin_count ? S++ : -1);
+            ++j;
+        }
+        if (S > 0) {
+            MatrixD seeds(S, k);
+            for (Index q = 0; q < means.rows(); ++q)
+                if (b.seed_of_bin[std::size_t(q)] >= 0) seeds.row(b.seed_of_bin[std::size_t(q)]) = means.row(q);
+            for (Index q = 0; q < means.rows(); ++q) {
+                if (b.seed_of_bin[std::size_t(q)] >= 0) continue;
+                Index best = 0;
+                (seeds.rowwise() - means.row(q)).rowwise().squaredNorm().minCoeff(&best);
+                b.seed_of_bin[std::size_t(q)] = best;
+            }
+            for (Index q = 0; q < S; ++q)
+                for (int d = 0; d < k; ++d)
+                    seeds_flat.push_back(static_cast<float>(seeds(q, d) / scale[std::size_t(d)] + centre[std::size_t(d)]));
+        }
+    }
+    agree(comm, attempt([&] {
+        if (rank == 0 && S == 0)
+            throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
+                                  ": no bin holds that many points (no seeds)");
+    }));
+
+    // 3. Every rank gets the bin table (to label its points) and the seeds.
+    long long dims[2] = {static_cast<long long>(b.count.size()), S};
+    check_mpi(MPI_Bcast(dims, 2, MPI_LONG_LONG, 0, comm), "MPI_Bcast (bins)");
+    b.keys.resize(static_cast<std::size_t>(dims[0]) * K);
+    b.count.resize(static_cast<std::size_t>(dims[0]));
+    b.seed_of_bin.resize(static_cast<std::size_t>(dims[0]));
+    seeds_flat.resize(static_cast<std::size_t>(dims[1]) * K);
+    static_assert(sizeof(Index) == sizeof(long long), "Index is a 64-bit integer");
+    check_mpi(MPI_Bcast(b.keys.data(), static_cast<int>(b.keys.size()), MPI_INT64_T, 0, comm), "MPI_Bcast (bin keys)");
+    check_mpi(MPI_Bcast(b.count.data(), static_cast<int>(b.count.size()), MPI_LONG_LONG, 0, comm), "MPI_Bcast (bin sizes)");
+    check_mpi(MPI_Bcast(b.seed_of_bin.data(), static_cast<int>(b.seed_of_bin.size()), MPI_LONG_LONG, 0, comm),
+              "MPI_Bcast (seed of each bin)");
+    check_mpi(MPI_Bcast(seeds_flat.data(), static_cast<int>(seeds_flat.size()), MPI_FLOAT, 0, comm), "MPI_Bcast (seeds)");
+    b.seeds = Eigen::Map<const MatrixF>(seeds_flat.data(), static_cast<Index>(dims[1]), k);
+    return b;
+}
+
+Index BinSeeds::seed_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
+{
+    const std::size_t K = centre.size();
+    Key key(K);
+    for (std::size_t d = 0; d < K; ++d)
+        key[d] = static_cast<std::int64_t>(std::floor((static_cast<double>(x[d]) - centre[d]) * scale[d] / side));
+    Index lo = 0, hi = static_cast<Index>(count.size());
+    while (lo < hi) {  // first bin whose key is not less than `key`
+        const Index mid = lo + (hi - lo) / 2;
+        const std::int64_t* km = keys.data() + std::size_t(mid) * K;
+        if (std::lexicographical_compare(km, km + K, key.begin(), key.end())) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo >= static_cast<Index>(count.size()) || !std::equal(key.begin(), key.end(), keys.data() + std::size_t(lo) * K))
+        throw Error("bin seeding: a point's bin is missing from the merged bin table");
+    return seed_of_bin[std::size_t(lo)];
+}
+
+}  // namespace meanshift::mpi::detail
