@@ -158,12 +158,12 @@ void run_cluster_mpi(const ClusterArgs& a)
     MPI_Type_contiguous(k, MPI_FLOAT, &row);
     MPI_Type_commit(&row);
     if (slices) {
-        // Every rank: the layout again (one small read) and its own rows; the bandwidth from the
-        // command line (a number, or one per dimension), checked against k on every rank.
+        // Every rank its own rows (the other ranks read the header too: one small read); the
+        // bandwidth from the command line (a number, or one per dimension), checked against k.
         err = nullptr;
         try {
-            const NpyLayout mine_layout = read_npy_layout(a.input);
-            local = to_float(read_npy_rows(a.input, mine_layout, displs[static_cast<std::size_t>(rank)], mine), a.input);
+            if (rank != 0) layout = read_npy_layout(a.input);
+            local = to_float(read_npy_rows(a.input, layout, displs[static_cast<std::size_t>(rank)], mine), a.input);
             bandwidth = make_bandwidth(a, local, bandwidth_description);
         } catch (...) {
             err = std::current_exception();

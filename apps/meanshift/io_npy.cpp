@@ -220,9 +220,10 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
 namespace {
 
 // Decodes `count` rows starting at row `first` from `data`, which holds the file's data bytes
-// [begin, begin + data.size()) relative to the data section; NaN/Inf are errors.
+// [begin, begin + data.size()) relative to the data section; NaN/Inf are errors, named as element
+// [row, column + d] (`column`: the first column these bytes hold).
 meanshift::MatrixD decode_rows(const NpyLayout& L, const unsigned char* data, std::size_t begin, Index first,
-                               Index count, const std::string& path)
+                               Index count, const std::string& path, Index column = 0)
 {
     const std::size_t size = static_cast<std::size_t>(L.element_size);
     meanshift::MatrixD m(count, L.cols);
@@ -233,7 +234,7 @@ meanshift::MatrixD decode_rows(const NpyLayout& L, const unsigned char* data, st
             const double v = L.load(data + (static_cast<std::size_t>(src) * size - begin), L.swap);
             if (!std::isfinite(v)) {
                 std::ostringstream msg;
-                msg << path << ": element [" << row << ", " << d << "] (0-based) is " << v
+                msg << path << ": element [" << row << ", " << column + d << "] (0-based) is " << v
                     << " (NaN and Inf are not allowed)";
                 throw IoError(msg.str());
             }
@@ -308,21 +309,8 @@ meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& L, In
     for (Index d = 0; d < L.cols; ++d) {
         const std::size_t begin = (static_cast<std::size_t>(d) * n + static_cast<std::size_t>(first)) * size;
         const std::string bytes = read_at(begin, static_cast<std::size_t>(count) * size);
-        try {
-            m.col(d) = decode_rows(column, reinterpret_cast<const unsigned char*>(bytes.data()),
-                                   static_cast<std::size_t>(first) * size, first, count, path);
-        } catch (const IoError&) {  // name the element in the 2-D array
-            for (Index i = 0; i < count; ++i) {
-                const double v = L.load(reinterpret_cast<const unsigned char*>(bytes.data()) + static_cast<std::size_t>(i) * size, L.swap);
-                if (!std::isfinite(v)) {
-                    std::ostringstream msg;
-                    msg << path << ": element [" << first + i << ", " << d << "] (0-based) is " << v
-                        << " (NaN and Inf are not allowed)";
-                    throw IoError(msg.str());
-                }
-            }
-            throw;
-        }
+        m.col(d) = decode_rows(column, reinterpret_cast<const unsigned char*>(bytes.data()),
+                               static_cast<std::size_t>(first) * size, first, count, path, d);
     }
     return m;
 }

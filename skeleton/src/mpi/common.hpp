@@ -114,7 +114,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 /// in which the shifts are measured against the tolerance. `queries` (this rank's q_r × k, data
 /// units; nullptr = every point is its own query) with `query_first` (each rank's first query,
 /// size R + 1): explicit starting points (bin seeds); the results are then those of the queries.
-LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
+LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
                           const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {});
 

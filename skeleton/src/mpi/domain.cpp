@@ -41,14 +41,13 @@ struct Mode {
     ModeStatus status = ModeStatus::Active;
 };
 
-/// All-to-all of modes: `dest[i]` = rank of mode i (or −1 to keep), returns the received ones
-/// appended to `keep_*` (modes staying here first). Two MPI_Alltoallv: metadata and positions.
+/// All-to-all of modes: mode i goes to rank `dest[i]`; `modes`/`pos` become the ones received
+/// (in source-rank order). Two MPI_Alltoallv: metadata and positions.
 void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, std::vector<double>& pos,
                     const std::vector<int>& dest)
 {
     std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
-    for (int d : dest)
-        if (d >= 0) ++send_counts[static_cast<std::size_t>(d)];
+    for (int d : dest) ++send_counts[static_cast<std::size_t>(d)];
     std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
     const long long nsend = displacements(send_counts, send_displs);
     check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (modes)");
@@ -56,16 +55,9 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
 
     std::vector<long long> meta_out(static_cast<std::size_t>(nsend) * 3), meta_in(static_cast<std::size_t>(nrecv) * 3);
     std::vector<double> pos_out(static_cast<std::size_t>(nsend) * std::size_t(k)), pos_in(static_cast<std::size_t>(nrecv) * std::size_t(k));
-    std::vector<Mode> kept;
-    std::vector<double> kept_pos;
     std::vector<int> fill(send_displs);
     for (std::size_t i = 0; i < modes.size(); ++i) {
         const double* y = pos.data() + i * std::size_t(k);
-        if (dest[i] < 0) {
-            kept.push_back(modes[i]);
-            kept_pos.insert(kept_pos.end(), y, y + k);
-            continue;
-        }
         const std::size_t at = static_cast<std::size_t>(fill[static_cast<std::size_t>(dest[i])]++);
         meta_out[3 * at] = modes[i].gid;
         meta_out[3 * at + 1] = modes[i].iterations;
@@ -79,14 +71,10 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
     check_mpi(MPI_Alltoallv(pos_out.data(), send_counts.data(), send_displs.data(), row.type, pos_in.data(),
                             recv_counts.data(), recv_displs.data(), row.type, comm),
               "MPI_Alltoallv (mode positions)");
-    for (long long j = 0; j < nrecv; ++j) {
-        const std::size_t s = static_cast<std::size_t>(j);
-        kept.push_back({meta_in[3 * s], static_cast<int>(meta_in[3 * s + 1]), static_cast<ModeStatus>(meta_in[3 * s + 2])});
-        kept_pos.insert(kept_pos.end(), pos_in.begin() + static_cast<std::ptrdiff_t>(s * std::size_t(k)),
-                        pos_in.begin() + static_cast<std::ptrdiff_t>((s + 1) * std::size_t(k)));
-    }
-    modes = std::move(kept);
-    pos = std::move(kept_pos);
+    modes.resize(static_cast<std::size_t>(nrecv));
+    for (std::size_t s = 0; s < modes.size(); ++s)
+        modes[s] = {meta_in[3 * s], static_cast<int>(meta_in[3 * s + 1]), static_cast<ModeStatus>(meta_in[3 * s + 2])};
+    pos = std::move(pos_in);
 }
 
 }  // namespace
@@ -153,7 +141,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     return s;
 }
 
-LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const float* weights, const Options& options,
+LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
                           const MatrixF* queries, const std::vector<long long>& query_first)
 {
@@ -169,10 +157,9 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     // 1. Every row to the owner of its slab (gid ≥ 0) and, as halo (−gid − 1), to every other rank
     //    whose slab lies within the halo width.
     auto u_of = [&](const float* row) { return static_cast<double>(row[slabs.dim]) * slabs.scale; };
-    const MatrixF rows = local;  // contiguous row-major
     std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
     for (Index i = 0; i < n_local; ++i) {
-        const double u = u_of(rows.data() + i * k);
+        const double u = u_of(local.data() + i * k);
         for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r)
             ++send_counts[std::size_t(r)];
     }
@@ -190,11 +177,11 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     {
         std::vector<int> fill(send_displs);
         for (Index i = 0; i < n_local; ++i) {
-            const double u = u_of(rows.data() + i * k);
+            const double u = u_of(local.data() + i * k);
             const int own = owner_of(slabs.bounds, u);
             for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r) {
                 const int at = fill[std::size_t(r)]++;
-                send_rows.row(at) = rows.row(i);
+                send_rows.row(at) = local.row(i);
                 // With explicit queries every point is only data (a halo id): the queries are the modes.
                 send_ids[std::size_t(at)] = r == own && !queries ? first + i : -(first + i) - 1;
                 if (weights) send_w[std::size_t(at)] = weights[i];
@@ -332,6 +319,15 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
     };
     const auto t_ascent = Clock::now();
     StepReport report;
+    // Shifts in one process's units (the tolerance's): per-dimension weights (scale / unit)², all 1
+    // for a shared bandwidth (both are 1/h), when no metric is passed at all.
+    std::vector<double> weight(static_cast<std::size_t>(k));
+    bool own_units = true;
+    for (int d = 0; d < k; ++d) {
+        const double q = scale[std::size_t(d)] / unit[std::size_t(d)];
+        weight[std::size_t(d)] = q * q;
+        own_units &= std::abs(q - 1) < 1e-12;
+    }
     std::vector<double> Y, metric;
     double pairs = 0, kernel_seconds = 0;
     long long migrated = 0;
@@ -357,24 +353,14 @@ LocalAscent domain_ascent(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local,
                 Y.resize(pos.size());
                 for (std::size_t i = 0; i < pos.size(); ++i)
                     Y[i] = (pos[i] - centre[i % std::size_t(k)]) * unit[i % std::size_t(k)];
-                // Shifts in one process's units (the tolerance's): per-dimension weights
-                // (scale / unit)², 1 for a shared bandwidth (both are 1/h).
-                bool own_units = true;
-                for (int d = 0; d < k; ++d)
-                    own_units &= std::abs(scale[std::size_t(d)] / unit[std::size_t(d)] - 1) < 1e-12;
                 metric.clear();
                 if (!own_units)
-                    for (std::size_t i = 0; i < modes.size(); ++i)
-                        for (int d = 0; d < k; ++d) {
-                            const double q = scale[std::size_t(d)] / unit[std::size_t(d)];
-                            metric.push_back(q * q);
-                        }
+                    for (std::size_t i = 0; i < modes.size(); ++i) metric.insert(metric.end(), weight.begin(), weight.end());
                 b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
                 bound = true;
             }
             const Index stepped = b.active_count();
             b.step(tol2, !fixed, report);
-            Y.resize(pos.size());
             b.read_modes(Y.data());
             for (std::size_t i = 0; i < pos.size(); ++i)
                 pos[i] = Y[i] / unit[i % std::size_t(k)] + centre[i % std::size_t(k)];
