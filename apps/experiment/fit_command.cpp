@@ -124,6 +124,22 @@ int fit_rows(const std::vector<Row>& rows, const FitConfig& cfg, std::ostream& o
     return status;
 }
 
+std::vector<std::size_t> misfits(const std::vector<Row>& rows, double max_relative)
+{
+    std::map<std::string, std::vector<std::size_t>> by_backend;
+    for (std::size_t i = 0; i < rows.size(); ++i)
+        if (rows[i].seconds_min > 0) by_backend[rows[i].backend].push_back(i);
+    std::vector<std::size_t> out;
+    for (const auto& [backend, idx] : by_backend) {
+        std::vector<mm::Sample> samples;
+        for (std::size_t i : idx) samples.push_back({workload_of(rows[i]), rows[i].seconds_min});
+        const mm::FitResult f = mm::fit(samples);
+        for (std::size_t j = 0; j < idx.size(); ++j)
+            if (std::abs(f.predicted[j] - samples[j].seconds) / samples[j].seconds > max_relative) out.push_back(idx[j]);
+    }
+    return out;
+}
+
 int run_fit(const FitConfig& cfg)
 {
     std::vector<Row> rows;

@@ -4,6 +4,7 @@
 
 #include "csv.hpp"
 
+#include <cstddef>
 #include <iosfwd>
 #include <limits>
 #include <string>
@@ -27,6 +28,10 @@ struct FitConfig {
 /// Fits every backend found in `rows`; prints a report to `os`. Returns 0 when every fit meets
 /// the thresholds, 1 otherwise (2 when no row could be fitted).
 int fit_rows(const std::vector<Row>& rows, const FitConfig& cfg, std::ostream& os);
+
+/// Indices into `rows` of the samples whose relative residual exceeds `max_relative` when each
+/// backend's rows are fitted on their `seconds_min` (the CI gate's statistic).
+std::vector<std::size_t> misfits(const std::vector<Row>& rows, double max_relative);
 
 /// Reads cfg.inputs and calls fit_rows.
 int run_fit(const FitConfig& cfg);

@@ -161,9 +161,7 @@ int run_ci(Cli& c, double min_r2_log, double max_worst)
     if (backends.empty())
         for (const auto& s : meanshift::list_backends())
             if ((s.name == "serial" || s.name == "openmp") && s.usable) backends.push_back(s.name);
-    experiment::CsvWriter out(c.out);
-    std::vector<experiment::Row> rows;
-    for (const std::string& b : backends) {
+    auto config_for = [&](const std::string& b) {
         SweepConfig cfg = c.cfg;
         cfg.backend = b;
         if (b == "serial") {
@@ -177,7 +175,26 @@ int run_ci(Cli& c, double min_r2_log, double max_worst)
             // f_load, waves) is still exercised inside the SIMD lanes.
             cfg.backend_options.threads = 1;
         }
+        return cfg;
+    };
+    experiment::CsvWriter out(c.out);
+    std::vector<experiment::Row> rows;
+    for (const std::string& b : backends) {
+        const SweepConfig cfg = config_for(b);
         experiment::sweep_model(cfg, out, &rows);
+    }
+    // A sample past the threshold is timed again (at most twice): one descheduling or cache
+    // flush by another job must not fail the gate, a model that misses a cost still does.
+    for (int round = 0; round < 2; ++round) {
+        const std::vector<std::size_t> bad = experiment::misfits(rows, max_worst);
+        if (bad.empty()) break;
+        for (const std::string& b : backends) {
+            std::vector<std::size_t> mine;
+            for (std::size_t i : bad)
+                if (rows[i].backend == b) mine.push_back(i);
+            if (mine.empty()) continue;
+            experiment::remeasure_model_rows(config_for(b), rows, mine);
+        }
     }
     experiment::FitConfig fc;
     fc.sweeps = {"model"};

@@ -49,5 +49,10 @@ void sweep_threads(const SweepConfig& c, CsvWriter& out);  ///< (5) OpenMP threa
 void sweep_cutoff(const SweepConfig& c, CsvWriter& out);
 /// Grid of n × m × (f_vppu, f_load) one-step timings for the cost-model fit.
 void sweep_model(const SweepConfig& c, CsvWriter& out, std::vector<Row>* rows = nullptr);
+/// Times the model rows rows[i], i in `which` (all of backend c.backend), again with c.repeats
+/// repeats at their resolved topology and keeps the smaller minimum: other jobs on a shared machine
+/// only ever add time, so a noisy sample converges to its undisturbed time while a true misfit of
+/// the model stays.
+void remeasure_model_rows(const SweepConfig& c, std::vector<Row>& rows, const std::vector<std::size_t>& which);
 
 }  // namespace experiment
