@@ -66,8 +66,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
         - ``'scott'``, ``'silverman'``: normal-reference rules, isotropic; ``'scott:per-dim'``,
           ``'silverman:per-dim'``: one per feature.
         - ``'adaptive'``, ``'adaptive:K'``, ``'adaptive:K:C'``: one per sample, sigma_i = C times the
-          distance from sample i to its K-th nearest neighbour divided by sqrt(n_features)
-          (defaults: K = round(sqrt(n)) clamped to [5, 50], C = 1.5). K should stay below the
+          distance from sample i to its K-th nearest neighbour divided by n_features^(1/5)
+          (defaults: K = round(sqrt(n)) clamped to [5, 50], C = 0.7). K should stay below the
           smallest cluster's size.
         - ``'abramson'``, ``'abramson:C'``, ``'abramson:C:P'``: one per sample from a pilot density
           (Abramson 1982): sigma_i = C sigma_p (f(x_i)/g)^(-1/2), f the pilot Gaussian density with
@@ -269,9 +269,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
                 return np.ascontiguousarray(_core.rule_bandwidths(Xf, name), dtype=np.float64)
             raise ValueError(usage)
         if name in ("adaptive", "abramson"):
-            # adaptive[:K[:C]] (K an int, defaults: automatic K, C = 1.5); abramson[:C[:P]]
+            # adaptive[:K[:C]] (K an int, defaults: automatic K, the library's C); abramson[:C[:P]]
             # (defaults: C = 2, P = 0, the pilot from Silverman's rule).
-            types, defaults = ((int, float), [0, 1.5]) if name == "adaptive" else ((float, float), [2.0, 0.0])
+            types, defaults = ((int, float), [0, _core.default_adaptive_c]) if name == "adaptive" else ((float, float), [2.0, 0.0])
             parts = arg.split(":") if arg else []
             if len(parts) > len(types):
                 raise ValueError(usage)

@@ -446,6 +446,7 @@ NB_MODULE(_core, m)
     m.def("abramson_bandwidths", &abramson_bandwidths, nb::arg("data"), nb::arg("c"), nb::arg("pilot"));
     m.def("default_adaptive_k", &meanshift::default_adaptive_k, nb::arg("n"));
     m.attr("flat_radius_to_sigma") = meanshift::kFlatRadiusToSigma;
+    m.attr("default_adaptive_c") = meanshift::kDefaultAdaptiveC;
     m.def("backends", &backends);
     m.def("resolve_auto_backend", &resolve_auto);
     m.def("compiled_backends", [] { return meanshift::compiled_backends(); });

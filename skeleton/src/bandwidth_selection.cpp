@@ -259,7 +259,7 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
                               "bandwidth");
     std::nth_element(pos.begin(), pos.begin() + std::ptrdiff_t(pos.size() / 2), pos.end());
     const double floor = o.floor_fraction * pos[pos.size() / 2];
-    const double factor = o.c / std::sqrt(double(dims));
+    const double factor = o.c / std::pow(double(dims), 0.2);  // dim^(1/5): see AdaptiveBandwidthOptions::c
     MatrixD h(n, dims);
     for (Index i = 0; i < n; ++i) {
         double d = dk[std::size_t(i)];

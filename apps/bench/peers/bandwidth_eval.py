@@ -11,7 +11,8 @@ and of scikit-learn's MeanShift with its own estimate_bandwidth, all in the same
 
 Usage: /usr/bin/python3 apps/bench/peers/bandwidth_eval.py [--cli build/bin/meanshift]
            [--rules auto,scott,silverman,adaptive,abramson] [--grid 16] [--no-sklearn]
-(--rules abramson:0.5,abramson:1,abramson:2 sweeps a rule's factor; --grid 0 skips the oracle)
+(--rules abramson:0.5,abramson:1,abramson:2 sweeps a rule's factor; --grid 0 skips the oracle;
+ sets marked * are held out: they played no part in choosing the defaults)
 Needs numpy and scikit-learn (Debian: python3-sklearn).
 """
 import argparse
@@ -39,12 +40,23 @@ def multiscale_blobs(seed=0):
     return X, y
 
 
-def sets():
+def sets(held_out=True):
+    """The four sets the adaptive rule's defaults were chosen on, then (held_out) sets that played no
+    part in that choice: breast cancer (30-D, 2 classes) and 8 Gaussian blobs of standard deviations
+    0.5 to 4 in 8, 32 and 128 dimensions."""
     yield "blobs-multiscale", *multiscale_blobs()
     for name, loader in (("iris", datasets.load_iris), ("wine", datasets.load_wine),
                          ("digits", datasets.load_digits)):
         X, y = loader(return_X_y=True)
         yield name, StandardScaler().fit_transform(X), y
+    if not held_out:
+        return
+    X, y = datasets.load_breast_cancer(return_X_y=True)
+    yield "breast-cancer*", StandardScaler().fit_transform(X), y
+    for k in (8, 32, 128):
+        X, y = datasets.make_blobs(n_samples=2000, n_features=k, centers=8, center_box=(-20, 20), random_state=3,
+                                   cluster_std=[0.5, 1, 1.5, 2, 2.5, 3, 3.5, 4])
+        yield f"blobs-{k}d*", X, y
 
 
 def run_cli(cli, path, bandwidth, tmp):
@@ -66,10 +78,11 @@ def main():
     ap.add_argument("--rules", default="auto,scott,silverman,adaptive,abramson",
                     help="comma-separated --bandwidth values to run")
     ap.add_argument("--no-sklearn", action="store_true", help="skip scikit-learn's MeanShift")
+    ap.add_argument("--no-held-out", action="store_true", help="only the four sets the defaults were chosen on")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, X, y in sets():
+        for name, X, y in sets(not args.no_held_out):
             path = os.path.join(tmp, name + ".csv")
             np.savetxt(path, X, delimiter=",")
             # Fixed bandwidths: a geometric grid over 1/50 .. 2 of the data's overall spread.
