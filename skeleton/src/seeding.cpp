@@ -1,6 +1,8 @@
 // Seeding of Alg. 4 (every point, scikit-learn's bin seeding, binned data) and the labelling of
 // every data point from its seed's ascent (docs/truncated-kernel.md).
 #include "seeding.hpp"
+
+#include "boundary_bins.hpp"
 #include "spatial_order.hpp"
 
 #include <algorithm>
@@ -214,43 +216,10 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     std::vector<int> label(static_cast<std::size_t>(B));
     for (Index j = 0; j < B; ++j) label[std::size_t(j)] = g.labels[std::size_t(plan.seed_of_bin[std::size_t(j)])];
 
-    // Neighbour offsets: the 3^k box for k <= 3 (a boundary that clips a corner is caught too);
-    // above, the 2k faces (3^k lookups per bin would cost more than the ascent).
-    std::vector<std::int64_t> offsets;
-    if (k <= 3) {
-        Index total = 1;
-        for (int d = 0; d < k; ++d) total *= 3;
-        for (Index t = 0; t < total; ++t) {
-            Index u = t;
-            bool zero = true;
-            for (int d = 0; d < k; ++d) {
-                const std::int64_t o = u % 3 - 1;
-                u /= 3;
-                offsets.push_back(o);
-                zero = zero && o == 0;
-            }
-            if (zero) offsets.resize(offsets.size() - ks);
-        }
-    } else {
-        for (int d = 0; d < k; ++d)
-            for (int sgn = -1; sgn <= 1; sgn += 2) {
-                for (int e = 0; e < k; ++e) offsets.push_back(e == d ? sgn : 0);
-            }
-    }
-    const std::size_t n_off = offsets.size() / ks;
-    std::vector<char> boundary(static_cast<std::size_t>(B), 0);
-    std::vector<std::int64_t> cell(ks);
+    const std::vector<char> boundary = boundary_bins(b.key, label, b.count, options.min_bin_count, k,
+                                                     [&](const std::int64_t* c) { return b.find(c); });
     Index n_boundary = 0;
-    for (Index j = 0; j < B; ++j) {
-        bool bd = b.count[std::size_t(j)] < options.min_bin_count;
-        for (std::size_t o = 0; o < n_off && !bd; ++o) {
-            for (std::size_t d = 0; d < ks; ++d) cell[d] = b.key[std::size_t(j) * ks + d] + offsets[o * ks + d];
-            const Index nb = b.find(cell.data());
-            bd = nb >= 0 && label[std::size_t(nb)] != label[std::size_t(j)];
-        }
-        boundary[std::size_t(j)] = bd;
-        n_boundary += bd;
-    }
+    for (char bd : boundary) n_boundary += bd;
     if (n_boundary == 0) return out;
 
     // The points of boundary bins (caller rows), binned on the fine cells.
@@ -274,6 +243,7 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     std::vector<ModeStatus> fst(static_cast<std::size_t>(F), ModeStatus::Active);
     std::vector<Index> active(static_cast<std::size_t>(F));
     for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
+    std::vector<std::int64_t> cell(ks);
     auto bin_of = [&](const double* y) {
         for (std::size_t d = 0; d < ks; ++d) cell[d] = static_cast<std::int64_t>(std::floor(y[d] / b.side));
         return b.find(cell.data());

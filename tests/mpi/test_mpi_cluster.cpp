@@ -9,6 +9,7 @@
 //                                   exponential-last model (replicated), against one process
 //   test_mpi_cluster bins           bin seeding across ranks (both strategies) against one process's
 //                                   bin seeding without boundary refinement and data binning
+//   test_mpi_cluster refine         the boundary refinement across ranks against one process's
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -44,12 +45,12 @@ meanshift::MatrixF blobs(meanshift::Index n)
     return x;
 }
 
-// Rows [first, first + count) of rank r's share: uneven on purpose (n % R != 0).
-void share(meanshift::Index n, meanshift::Index& first, meanshift::Index& count)
+// Rows [first, first + count) of rank r's share (this rank's by default): uneven on purpose (n % R != 0).
+void share(meanshift::Index n, meanshift::Index& first, meanshift::Index& count, int r = rank_)
 {
     const meanshift::Index base = n / size_, extra = n % size_;
-    first = rank_ * base + std::min<meanshift::Index>(rank_, extra);
-    count = base + (rank_ < extra ? 1 : 0);
+    first = r * base + std::min<meanshift::Index>(r, extra);
+    count = base + (r < extra ? 1 : 0);
 }
 
 meanshift::Options options()
@@ -254,8 +255,8 @@ bool test_per_point()
         "exponential-last", "exponential-last with the domain decomposition");
 }
 
-// Bin seeding: the bins counted on every rank and merged give one process's seeds; every point takes
-// its bin's seed's label, as one process does with refine_boundaries = false.
+// Bin seeding: the bins counted on every rank and merged give one process's seeds; without the
+// boundary refinement every point takes its bin's seed's label, as one process does.
 bool test_bins()
 {
     const meanshift::Index n = 2401;
@@ -282,6 +283,72 @@ bool test_bins()
     none.min_bin_count = n + 1;
     return fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, none); }, "no seeds",
                             "min_bin_count above every bin");
+}
+
+// Boundary refinement (the default): on blobs that touch, the points of bins on a basin boundary are
+// re-seeded on fine bins across the ranks. The distributed fine seeds ascend to their modes where one
+// process stops each as soon as its trajectory enters a bin off the boundaries, so a label may differ
+// where a trajectory and its mode disagree; the seed count, the cluster count and all but a few
+// labels are one process's, and far more of them than without the refinement.
+bool test_refine()
+{
+    const meanshift::Index n = 6000;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> noise(0.0f, 1.6f);
+    const float centres[3][2] = {{0, 0}, {5, 1}, {2, 5}};
+    meanshift::MatrixF all(n, 2);
+    for (meanshift::Index i = 0; i < n; ++i)
+        for (int d = 0; d < 2; ++d) all(i, d) = centres[i % 3][d] + noise(rng);
+    meanshift::Options opt = options();
+    opt.seeding = meanshift::Seeding::Bins;
+    opt.data_bin_size = -1;  // off: the distributed ascents run on the points
+    opt.cutoff = 3;
+    const meanshift::Result ref = meanshift::cluster(all, opt);
+    meanshift::Options plain = opt;
+    plain.refine_boundaries = false;
+    const meanshift::Result unrefined = meanshift::cluster(all, plain);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    // Points whose label differs from ref's after mapping each cluster to the ref cluster most of its
+    // points have (cluster numbers follow the sizes, which the refinement changes).
+    auto differing = [&](const std::vector<int>& labels) {
+        std::vector<int> all_labels(static_cast<std::size_t>(n));
+        std::vector<int> counts(static_cast<std::size_t>(size_)), displs(static_cast<std::size_t>(size_));
+        for (int r = 0; r < size_; ++r) {
+            meanshift::Index f = 0, c = 0;
+            share(n, f, c, r);
+            counts[std::size_t(r)] = static_cast<int>(c);
+            displs[std::size_t(r)] = static_cast<int>(f);
+        }
+        MPI_Allgatherv(labels.data(), static_cast<int>(count), MPI_INT, all_labels.data(), counts.data(), displs.data(),
+                       MPI_INT, MPI_COMM_WORLD);
+        std::map<std::pair<int, int>, long long> pairs;
+        for (meanshift::Index i = 0; i < n; ++i) ++pairs[{all_labels[std::size_t(i)], ref.labels[std::size_t(i)]}];
+        std::map<int, std::pair<long long, int>> best;  // label -> (points, ref label)
+        for (const auto& [lr, c] : pairs)
+            if (c > best[lr.first].first) best[lr.first] = {c, lr.second};
+        long long d = 0;
+        for (meanshift::Index i = 0; i < n; ++i) d += best[all_labels[std::size_t(i)]].second != ref.labels[std::size_t(i)];
+        return d;
+    };
+    std::vector<int> unrefined_mine(unrefined.labels.begin() + first, unrefined.labels.begin() + first + count);
+    const long long without = differing(unrefined_mine);
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+        const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, s);
+        const std::string name = std::string("refine, ") + meanshift::mpi::to_string(s);
+        const long long d = differing(r.labels);
+        std::printf("[rank %d] %s: %lld seeds (one process %lld), %zu clusters (%zu), %lld labels differ "
+                    "(%lld without the refinement); %s\n",
+                    rank_, name.c_str(), static_cast<long long>(r.seed_count), static_cast<long long>(ref.seed_count),
+                    r.cluster_sizes.size(), ref.cluster_sizes.size(), d, without, r.seeding.c_str());
+        if (r.seeding.find("boundary bins re-seeded") == std::string::npos) return fail(name + ": no refinement ran");
+        if (r.seed_count != ref.seed_count) return fail(name + ": seed count");
+        if (r.cluster_sizes.size() != ref.cluster_sizes.size()) return fail(name + ": cluster count");
+        if (without < 20) return fail(name + ": the data do not exercise the refinement");
+        if (d * 10 > without) return fail(name + ": too many labels differ from one process's");
+    }
+    return true;
 }
 
 // Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it
@@ -356,6 +423,8 @@ int main(int argc, char** argv)
             ok = test_per_point();
         } else if (mode == "bins") {
             ok = test_bins();
+        } else if (mode == "refine") {
+            ok = test_refine();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

@@ -40,8 +40,11 @@
 /// Seeding: Seeding::AllPoints (and the exact kernel) makes every point the seed of its own ascent.
 /// Seeding::Bins (the default) bins every rank's rows in one process's units, merges the bins on
 /// rank 0 and ascends their seeds (split over the ranks); every point takes its bin's seed's label
-/// and mode: one process's bin seeding with refine_boundaries = false and no data binning (both
-/// are ignored here; bin_data -> InvalidArgument). Options::cutoff / search apply as in one process.
+/// and mode. With refine_boundaries (the default) the points of bins on a basin boundary are binned
+/// again at bin_size/4 across the ranks and those fine seeds ascend to their modes (one process stops
+/// each as soon as its trajectory enters a bin off the boundaries, so a label may rarely differ).
+/// Data binning is not done (data_bin_size is ignored; bin_data -> InvalidArgument).
+/// Options::cutoff / search apply as in one process.
 ///
 /// Failures: after every phase the ranks agree on success (MPI_Allreduce of an error flag); if any
 /// rank failed, every rank throws DistributedError with the message of the lowest failing rank
@@ -102,7 +105,8 @@ struct DistributedTiming {
 struct DistributedResult : Result {
     /// In Result: labels, modes, iterations, converged, no_support are those of this rank's rows
     /// (local_points order); centres and cluster_sizes are global (identical on every rank);
-    /// timing is this rank's ascent; seed_count = local rows; backend = this rank's backend.
+    /// timing is this rank's ascent; seed_count = local rows (every point a seed) or all ranks' bin
+    /// seeds (bin seeding, counted as one process counts them); backend = this rank's backend.
     Index global_points = 0;        ///< n, all ranks together
     Index first_row = 0;            ///< global index of this rank's first row (ranks in comm order)
     int ranks = 1;
@@ -127,8 +131,8 @@ struct DistributedResult : Result {
 /// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},
 /// one GPU per rank. Explicit BackendOptions::threads / devices / device_spec are kept.
 /// Results equal one process's (same grouping order): cluster(all_points, options, &all_points)
-/// with Seeding::AllPoints, cluster(all_points, options with refine_boundaries = false and data
-/// binning off) with Seeding::Bins; with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
+/// with Seeding::AllPoints, cluster(all_points, options with data binning off) with Seeding::Bins
+/// (refined boundary points: see Seeding); with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
 /// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with
 /// the exact kernel or a backend without the truncated kernel).
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,

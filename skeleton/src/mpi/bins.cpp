@@ -139,22 +139,29 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     return b;
 }
 
-Index BinSeeds::seed_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
+Index BinSeeds::find(const std::int64_t* cell) const
+{
+    const std::size_t K = count.empty() ? 0 : keys.size() / count.size();
+    Index lo = 0, hi = static_cast<Index>(count.size());
+    while (lo < hi) {  // first bin whose key is not less than `cell`
+        const Index mid = lo + (hi - lo) / 2;
+        const std::int64_t* km = keys.data() + std::size_t(mid) * K;
+        if (std::lexicographical_compare(km, km + K, cell, cell + K)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < static_cast<Index>(count.size()) && std::equal(cell, cell + K, keys.data() + std::size_t(lo) * K)) return lo;
+    return -1;
+}
+
+Index BinSeeds::bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
 {
     const std::size_t K = centre.size();
     Key key(K);
     for (std::size_t d = 0; d < K; ++d)
         key[d] = static_cast<std::int64_t>(std::floor((static_cast<double>(x[d]) - centre[d]) * scale[d] / side));
-    Index lo = 0, hi = static_cast<Index>(count.size());
-    while (lo < hi) {  // first bin whose key is not less than `key`
-        const Index mid = lo + (hi - lo) / 2;
-        const std::int64_t* km = keys.data() + std::size_t(mid) * K;
-        if (std::lexicographical_compare(km, km + K, key.begin(), key.end())) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo >= static_cast<Index>(count.size()) || !std::equal(key.begin(), key.end(), keys.data() + std::size_t(lo) * K))
-        throw Error("bin seeding: a point's bin is missing from the merged bin table");
-    return seed_of_bin[std::size_t(lo)];
+    const Index j = find(key.data());
+    if (j < 0) throw Error("bin seeding: a point's bin is missing from the merged bin table");
+    return j;
 }
 
 }  // namespace meanshift::mpi::detail

@@ -4,6 +4,8 @@
 // the labels of every rank's rows. Only the public API of the library is used.
 #include "common.hpp"
 
+#include "../boundary_bins.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -12,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <typeinfo>
 #include <vector>
 
@@ -57,6 +60,10 @@ std::vector<double> signature(int k, const Options& o, Strategy strategy)
     s.push_back(o.cutoff);
     s.push_back(o.exact ? 1 : 0);
     s.push_back(static_cast<double>(o.search));
+    s.push_back(static_cast<double>(o.seeding));
+    s.push_back(o.bin_size);
+    s.push_back(static_cast<double>(o.min_bin_count));
+    s.push_back(o.refine_boundaries ? 1 : 0);
     s.push_back(static_cast<double>(strategy));
     return s;
 }
@@ -69,7 +76,9 @@ std::string signature_field(std::size_t i, std::size_t nparams)
     if (i < 3 + nparams) return "bandwidth";
     static const char* const rest[] = {"max_iterations", "tolerance", "fixed_iterations", "fixed_iterations",
                                        "grouping",       "merge_eps", "cutoff",           "exact",
-                                       "search",         "strategy",       "sample weights (given or not)"};
+                                       "search",         "seeding",        "bin_size",
+                                       "min_bin_count",  "refine_boundaries", "strategy",
+                                       "sample weights (given or not)"};
     const std::size_t j = i - 3 - nparams;
     return j < sizeof(rest) / sizeof(rest[0]) ? rest[j] : "options";
 }
@@ -278,46 +287,25 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     std::vector<double> mid(static_cast<std::size_t>(k));
     for (int d = 0; d < k; ++d) mid[std::size_t(d)] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
     const bool seeded = !options.exact && options.seeding == Seeding::Bins;
-    detail::BinSeeds bins;
-    MatrixF my_queries;
-    std::vector<int> qcounts = counts, qdispls = displs;
-    std::vector<long long> qfirst = first_rows;
-    if (seeded) {
-        bins = detail::plan_bin_seeds(comm, mine_rows, options, mid, scale);
-        const Index S = bins.seeds.rows();
-        for (int r = 0; r < size; ++r) {
-            qcounts[std::size_t(r)] = static_cast<int>(S / size + (r < S % size ? 1 : 0));
-            qfirst[std::size_t(r + 1)] = qfirst[std::size_t(r)] + qcounts[std::size_t(r)];
-            qdispls[std::size_t(r)] = static_cast<int>(qfirst[std::size_t(r)]);
-        }
-        my_queries = bins.seeds.middleRows(qfirst[std::size_t(rank)], qcounts[std::size_t(rank)]);
-    }
-    const MatrixF& queries = seeded ? my_queries : mine_rows;
-    const Index q_local = queries.rows();
-    const long long q_total = qfirst[std::size_t(size)];
-    Result local;
-    if (chosen == Strategy::DomainDecomposition) {
-        detail::LocalAscent a = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
-                                                      seeded ? &my_queries : nullptr, qfirst);
-        out.distributed.seconds_allgather = a.seconds_exchange;
-        out.distributed.seconds_migrate = a.seconds_migrate;
-        out.local_points_held = a.points_held;
-        out.modes_migrated = a.migrated;
-        local = std::move(a.bind_info);
-        local.modes = std::move(a.modes);
-        local.iterations = std::move(a.iterations);
-        local.converged = std::move(a.converged);
-        local.no_support = std::move(a.no_support);
-        local.modes_without_support = 0;
-        out.distributed.seconds_ascent = since(t) - out.distributed.seconds_allgather;
-    } else {
-        MatrixF all(static_cast<Index>(total), k);
+    // Prepared units of one process, (x − mid) · scale (prepare.cpp), for the grouping and the bins.
+    auto prepared = [&](const MatrixF& y) {
+        MatrixD Y = y.cast<double>();
+        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - mid[std::size_t(d)]) * scale[std::size_t(d)]).matrix();
+        return Y;
+    };
+
+    // The replicated strategy's copy of every point (weights, H_i), gathered once for all ascents.
+    MatrixF all;
+    std::vector<float> all_weights;
+    Options replica_options = run_options;
+    bool replicated = false;
+    auto replicate = [&] {
+        const auto t_r = Clock::now();
+        all.resize(static_cast<Index>(total), k);
         check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type,
                                  all.data(), counts.data(), displs.data(), row_f.type, comm),
                   "MPI_Allgatherv (points)");
-        std::vector<float> all_weights(local_weights ? static_cast<std::size_t>(total) : 0);
-        Options local_options = run_options;
-        local_options.grouping = GroupingMethod::None;
+        replica_options.grouping = GroupingMethod::None;
         if (options.bandwidth.kind() == BandwidthKind::PerPoint) {  // every point's H_i, as its rows
             MatrixD all_h(static_cast<Index>(total), k);
             const MatrixD mine_h = options.bandwidth.per_point_values();  // contiguous row-major
@@ -325,72 +313,201 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             check_mpi(MPI_Allgatherv(n_local ? mine_h.data() : nullptr, static_cast<int>(n_local), row_d.type,
                                      all_h.data(), counts.data(), displs.data(), row_d.type, comm),
                       "MPI_Allgatherv (per-point bandwidths)");
-            local_options.bandwidth = Bandwidth::per_point(std::move(all_h));
+            replica_options.bandwidth = Bandwidth::per_point(std::move(all_h));
         }
-        if (local_weights)
+        if (local_weights) {
+            all_weights.resize(static_cast<std::size_t>(total));
             check_mpi(MPI_Allgatherv(n_local ? local_weights : nullptr, static_cast<int>(n_local), MPI_FLOAT,
                                      all_weights.data(), counts.data(), displs.data(), MPI_FLOAT, comm),
                       "MPI_Allgatherv (weights)");
-        out.distributed.seconds_allgather = since(t);
+        }
+        out.distributed.seconds_allgather += since(t_r);
         out.local_points_held = static_cast<Index>(total);
-        t = Clock::now();
+        replicated = true;
+    };
+
+    // Collective: the ascents of this rank's queries (nullptr: its own rows, the first_rows split) by
+    // the chosen strategy; query_first: each rank's first query (R + 1 values).
+    auto ascend = [&](const MatrixF* queries, const std::vector<long long>& query_first) {
+        Result a;
+        auto t_a = Clock::now();
+        if (chosen == Strategy::DomainDecomposition) {
+            detail::LocalAscent d = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs,
+                                                          first_rows, queries, query_first);
+            out.distributed.seconds_allgather += d.seconds_exchange;
+            out.distributed.seconds_migrate += d.seconds_migrate;
+            out.distributed.seconds_ascent += since(t_a) - d.seconds_exchange;
+            out.local_points_held = d.points_held;
+            out.modes_migrated += d.migrated;
+            a = std::move(d.bind_info);
+            a.modes = std::move(d.modes);
+            a.iterations = std::move(d.iterations);
+            a.converged = std::move(d.converged);
+            a.no_support = std::move(d.no_support);
+            a.modes_without_support = 0;
+            return a;
+        }
+        if (!replicated) replicate();
+        t_a = Clock::now();
+        const MatrixF& q = queries ? *queries : mine_rows;
         std::exception_ptr ascent_error = attempt([&] {
-            if (q_local > 0) {
-                const Eigen::Ref<const MatrixF> seeds(queries);
-                local = meanshift::cluster(all, local_options, local_weights ? all_weights.data() : nullptr, &seeds);
+            if (q.rows() > 0) {
+                const Eigen::Ref<const MatrixF> seeds(q);
+                a = meanshift::cluster(all, replica_options, local_weights ? all_weights.data() : nullptr, &seeds);
             } else {
-                local.modes = MatrixF(0, k);
+                a.modes = MatrixF(0, k);
             }
         });
-        out.distributed.seconds_ascent = since(t);
-        t = Clock::now();
+        out.distributed.seconds_ascent += since(t_a);
+        t_a = Clock::now();
         agree(comm, ascent_error);
-        out.distributed.seconds_wait = since(t);
-    }
+        out.distributed.seconds_wait += since(t_a);
+        return a;
+    };
 
-    // 4. Modes to rank 0, grouped there in whitened units (as cluster() groups them).
-    t = Clock::now();
-    // Every point's mode to rank 0; the seeds' modes (few) and their ascents' outcomes to every rank,
-    // which labels its own points from them.
-    MatrixF modes_all = rank == 0 || seeded ? MatrixF(static_cast<Index>(q_total), k) : MatrixF(0, k);
-    std::vector<int> seed_state;  // per seed: iterations, converged, no support
-    if (seeded) {
-        check_mpi(MPI_Allgatherv(q_local ? local.modes.data() : nullptr, static_cast<int>(q_local), row_f.type,
-                                 modes_all.data(), qcounts.data(), qdispls.data(), row_f.type, comm),
+    // Seeds split evenly over the ranks; their ascents; every seed's mode and outcome (iterations,
+    // converged, no support) to every rank, which labels its own points from them.
+    struct SeedAscent {
+        MatrixF modes;           ///< S × k, data units, every rank
+        std::vector<int> state;  ///< S × 3
+        Result local;            ///< this rank's share (backend, timing)
+    };
+    auto ascend_seeds = [&](const MatrixF& seeds) {
+        const long long S = seeds.rows();
+        std::vector<int> qcounts(static_cast<std::size_t>(size)), qdispls(static_cast<std::size_t>(size));
+        std::vector<long long> qfirst(static_cast<std::size_t>(size) + 1, 0);
+        for (int r = 0; r < size; ++r) {
+            qcounts[std::size_t(r)] = static_cast<int>(S / size + (r < S % size ? 1 : 0));
+            qfirst[std::size_t(r + 1)] = qfirst[std::size_t(r)] + qcounts[std::size_t(r)];
+            qdispls[std::size_t(r)] = static_cast<int>(qfirst[std::size_t(r)]);
+        }
+        const MatrixF mine = seeds.middleRows(qfirst[std::size_t(rank)], qcounts[std::size_t(rank)]);
+        SeedAscent s;
+        s.local = ascend(&mine, qfirst);
+        const auto t_g = Clock::now();
+        const Index q_local = mine.rows();
+        s.modes = MatrixF(static_cast<Index>(S), k);
+        check_mpi(MPI_Allgatherv(q_local ? s.local.modes.data() : nullptr, static_cast<int>(q_local), row_f.type,
+                                 s.modes.data(), qcounts.data(), qdispls.data(), row_f.type, comm),
                   "MPI_Allgatherv (seed modes)");
         std::vector<int> mine_state;
-        for (Index s = 0; s < q_local; ++s) {
-            mine_state.push_back(local.iterations[std::size_t(s)]);
-            mine_state.push_back(local.converged[std::size_t(s)] ? 1 : 0);
-            mine_state.push_back(local.no_support[std::size_t(s)] ? 1 : 0);
+        for (Index q = 0; q < q_local; ++q) {
+            mine_state.push_back(s.local.iterations[std::size_t(q)]);
+            mine_state.push_back(s.local.converged[std::size_t(q)] ? 1 : 0);
+            mine_state.push_back(s.local.no_support[std::size_t(q)] ? 1 : 0);
         }
-        seed_state.resize(static_cast<std::size_t>(q_total) * 3);
+        s.state.resize(static_cast<std::size_t>(S) * 3);
         const RowType triple(3, MPI_INT);
-        check_mpi(MPI_Allgatherv(mine_state.data(), static_cast<int>(q_local), triple.type, seed_state.data(),
+        check_mpi(MPI_Allgatherv(mine_state.data(), static_cast<int>(q_local), triple.type, s.state.data(),
                                  qcounts.data(), qdispls.data(), triple.type, comm),
                   "MPI_Allgatherv (seed outcomes)");
+        out.distributed.seconds_gather += since(t_g);
+        return s;
+    };
+
+    Result local;
+    detail::BinSeeds bins;
+    SeedAscent coarse;
+    MatrixF modes_all;  // not seeded: every point's mode, on rank 0
+    if (seeded) {
+        bins = detail::plan_bin_seeds(comm, mine_rows, options, mid, scale);
+        coarse = ascend_seeds(bins.seeds);
+        local = coarse.local;
     } else {
+        local = ascend(nullptr, first_rows);
+        t = Clock::now();
+        modes_all = rank == 0 ? MatrixF(static_cast<Index>(total), k) : MatrixF(0, k);
         check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
                               rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0, comm),
                   "MPI_Gatherv (modes)");
+        out.distributed.seconds_gather += since(t);
     }
-    out.distributed.seconds_gather = since(t);
+    const long long S = seeded ? coarse.modes.rows() : 0;
 
+    // 4. The modes grouped on rank 0 in one process's prepared units (as cluster() groups them).
     t = Clock::now();
-    std::vector<int> labels_all;
+    const bool grouped = options.grouping != GroupingMethod::None;
+    Grouping g;
+    agree(comm, attempt([&] {
+        if (rank == 0 && grouped) g = group_modes(prepared(seeded ? coarse.modes : modes_all), options.merge_eps, options.grouping);
+    }));
+    out.distributed.seconds_group += since(t);
+
+    // 4b. Boundary refinement (Options::refine_boundaries, as one process does it, docs/mpi.md): the
+    //     points of bins on a basin boundary are binned again at bin_size/4 across the ranks; those
+    //     fine seeds ascend by the same strategy, and each takes the label of the coarse bin its mode
+    //     lies in when that bin is off the boundaries, else that of the nearest cluster centre.
+    std::vector<char> boundary;
+    detail::BinSeeds fine;
+    SeedAscent refined;
+    std::vector<int> fine_labels;
+    long long n_boundary = 0;
+    if (seeded && grouped && options.refine_boundaries) {
+        t = Clock::now();
+        const std::size_t B = bins.count.size();
+        std::vector<int> bin_label(rank == 0 ? B : 0);
+        boundary.assign(B, 0);
+        if (rank == 0) {
+            for (std::size_t j = 0; j < B; ++j) bin_label[j] = g.labels[std::size_t(bins.seed_of_bin[j])];
+            boundary = ::meanshift::detail::boundary_bins(bins.keys, bin_label, bins.count, options.min_bin_count, k,
+                                                          [&](const std::int64_t* c) { return bins.find(c); });
+        }
+        check_mpi(MPI_Bcast(boundary.data(), static_cast<int>(B), MPI_CHAR, 0, comm), "MPI_Bcast (boundary bins)");
+        for (char bd : boundary) n_boundary += bd;
+        out.distributed.seconds_group += since(t);
+        if (n_boundary > 0) {
+            std::vector<Index> rows;
+            agree(comm, attempt([&] {
+                for (Index i = 0; i < n_local; ++i)
+                    if (boundary[std::size_t(bins.bin_of(mine_rows.data() + i * k, mid, scale))]) rows.push_back(i);
+            }));
+            MatrixF mine_boundary(static_cast<Index>(rows.size()), k);
+            for (std::size_t r = 0; r < rows.size(); ++r) mine_boundary.row(static_cast<Index>(r)) = mine_rows.row(rows[r]);
+            Options fine_options = options;
+            fine_options.bin_size = options.bin_size / 4;
+            fine_options.min_bin_count = 1;
+            fine = detail::plan_bin_seeds(comm, mine_boundary, fine_options, mid, scale);
+            refined = ascend_seeds(fine.seeds);
+            local.timing.pair_interactions += refined.local.timing.pair_interactions;
+            local.timing.seconds_kernels += refined.local.timing.seconds_kernels;
+            local.timing.iterations += refined.local.timing.iterations;
+            t = Clock::now();
+            const Index F = refined.modes.rows();
+            fine_labels.assign(static_cast<std::size_t>(F), 0);
+            agree(comm, attempt([&] {
+                if (rank != 0) return;
+                const MatrixD Z = prepared(refined.modes);
+                std::vector<std::int64_t> cell(static_cast<std::size_t>(k));
+                for (Index f = 0; f < F; ++f) {
+                    for (int d = 0; d < k; ++d) cell[std::size_t(d)] = static_cast<std::int64_t>(std::floor(Z(f, d) / bins.side));
+                    const Index j = bins.find(cell.data());
+                    if (j >= 0 && !boundary[std::size_t(j)]) {
+                        fine_labels[std::size_t(f)] = bin_label[std::size_t(j)];
+                    } else {
+                        Index best = 0;
+                        (g.centres.rowwise() - Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
+                        fine_labels[std::size_t(f)] = static_cast<int>(best);
+                    }
+                }
+            }));
+            out.distributed.seconds_group += since(t);
+        }
+    }
+    const bool refine = n_boundary > 0;
+
+    // 5. Clusters renumbered by their points (stable, largest first) as one process numbers them;
+    //    centres, sizes and labels to every rank.
+    t = Clock::now();
+    std::vector<int> seed_labels;  // per seed (seeded) or per point (on rank 0)
     MatrixD centres;
     std::vector<long long> sizes;
     agree(comm, attempt([&] {
-        if (rank != 0 || options.grouping == GroupingMethod::None) return;
-        // One process's prepared units: (x - mid-range) · scale_d (prepare.cpp).
-        MatrixD Y = modes_all.cast<double>();
-        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - mid[std::size_t(d)]) * scale[std::size_t(d)]).matrix();
-        Grouping g = group_modes(Y, options.merge_eps, options.grouping);
+        if (rank != 0 || !grouped) return;
         if (seeded) {
-            // As one process labels by seed: clusters renumbered by their points (stable, largest first).
             std::vector<long long> points(g.sizes.size(), 0);
             for (std::size_t b = 0; b < bins.count.size(); ++b)
-                points[std::size_t(g.labels[std::size_t(bins.seed_of_bin[b])])] += bins.count[b];
+                if (!refine || !boundary[b]) points[std::size_t(g.labels[std::size_t(bins.seed_of_bin[b])])] += bins.count[b];
+            for (std::size_t f = 0; f < fine_labels.size(); ++f) points[std::size_t(fine_labels[f])] += fine.count[f];
             std::vector<int> by(points.size());
             std::iota(by.begin(), by.end(), 0);
             std::stable_sort(by.begin(), by.end(), [&](int x, int y) { return points[std::size_t(x)] > points[std::size_t(y)]; });
@@ -401,21 +518,24 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 sorted.row(static_cast<Index>(j)) = g.centres.row(by[j]);
                 sizes.push_back(points[std::size_t(by[j])]);
             }
-            g.centres = std::move(sorted);
+            // Clusters no point maps to (possible through min_bin_count or the refinement) are
+            // dropped, as one process drops them: they sort last.
+            while (!sizes.empty() && sizes.back() == 0) sizes.pop_back();
+            g.centres = sorted.topRows(static_cast<Index>(sizes.size()));
             for (int& l : g.labels) l = renumber[std::size_t(l)];
+            for (int& l : fine_labels) l = renumber[std::size_t(l)];
         } else {
             sizes.assign(g.sizes.begin(), g.sizes.end());
         }
         centres = g.centres;
         for (int d = 0; d < k; ++d)
             centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + mid[std::size_t(d)]).matrix();
-        labels_all = std::move(g.labels);
+        seed_labels = std::move(g.labels);
     }));
-    out.distributed.seconds_group = since(t);
+    out.distributed.seconds_group += since(t);
 
-    // 5. Centres, sizes and each rank's labels.
     t = Clock::now();
-    if (options.grouping != GroupingMethod::None) {
+    if (grouped) {
         long long c = static_cast<long long>(sizes.size());
         check_mpi(MPI_Bcast(&c, 1, MPI_LONG_LONG, 0, comm), "MPI_Bcast (cluster count)");
         sizes.resize(static_cast<std::size_t>(c));
@@ -426,10 +546,13 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         }
         out.labels.resize(static_cast<std::size_t>(n_local));
         if (seeded) {  // the seeds' labels to every rank; each point takes its bin's seed's
-            labels_all.resize(static_cast<std::size_t>(q_total));
-            check_mpi(MPI_Bcast(labels_all.data(), static_cast<int>(q_total), MPI_INT, 0, comm), "MPI_Bcast (seed labels)");
+            seed_labels.resize(static_cast<std::size_t>(S));
+            check_mpi(MPI_Bcast(seed_labels.data(), static_cast<int>(S), MPI_INT, 0, comm), "MPI_Bcast (seed labels)");
+            if (refine)
+                check_mpi(MPI_Bcast(fine_labels.data(), static_cast<int>(fine_labels.size()), MPI_INT, 0, comm),
+                          "MPI_Bcast (fine seed labels)");
         } else {
-            check_mpi(MPI_Scatterv(rank == 0 ? labels_all.data() : nullptr, counts.data(), displs.data(), MPI_INT,
+            check_mpi(MPI_Scatterv(rank == 0 ? seed_labels.data() : nullptr, counts.data(), displs.data(), MPI_INT,
                                    n_local ? out.labels.data() : nullptr, static_cast<int>(n_local), MPI_INT, 0, comm),
                       "MPI_Scatterv (labels)");
         }
@@ -441,19 +564,25 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     out.distributed.seconds_broadcast = since(t);
 
     if (seeded) {
-        // Every point: its bin's seed's mode, label and ascent (docs/mpi.md, "Bin seeding").
+        // Every point: its bin's seed's (or, on a boundary, its fine bin's seed's) mode, label and
+        // ascent (docs/mpi.md, "Bin seeding").
         out.modes.resize(n_local, k);
         out.iterations.assign(static_cast<std::size_t>(n_local), 0);
         out.converged.assign(static_cast<std::size_t>(n_local), false);
         out.no_support.assign(static_cast<std::size_t>(n_local), false);
         agree(comm, attempt([&] {
             for (Index i = 0; i < n_local; ++i) {
-                const Index s = bins.seed_of(mine_rows.data() + i * k, mid, scale);
-                out.modes.row(i) = modes_all.row(s);
-                if (!out.labels.empty()) out.labels[std::size_t(i)] = labels_all[std::size_t(s)];
-                out.iterations[std::size_t(i)] = seed_state[std::size_t(3 * s)];
-                out.converged[std::size_t(i)] = seed_state[std::size_t(3 * s + 1)] != 0;
-                out.no_support[std::size_t(i)] = seed_state[std::size_t(3 * s + 2)] != 0;
+                const float* x = mine_rows.data() + i * k;
+                const Index j = bins.bin_of(x, mid, scale);
+                const bool on_boundary = refine && boundary[std::size_t(j)];
+                const SeedAscent& a = on_boundary ? refined : coarse;
+                const Index s = on_boundary ? fine.seed_of(x, mid, scale) : bins.seed_of_bin[std::size_t(j)];
+                out.modes.row(i) = a.modes.row(s);
+                if (!out.labels.empty())
+                    out.labels[std::size_t(i)] = on_boundary ? fine_labels[std::size_t(s)] : seed_labels[std::size_t(s)];
+                out.iterations[std::size_t(i)] = a.state[std::size_t(3 * s)];
+                out.converged[std::size_t(i)] = a.state[std::size_t(3 * s + 1)] != 0;
+                out.no_support[std::size_t(i)] = a.state[std::size_t(3 * s + 2)] != 0;
             }
         }));
     } else {
@@ -468,10 +597,25 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     out.topology = local.topology;
     out.search = local.search;
     out.cutoff = local.cutoff;
-    out.seed_count = seeded ? static_cast<Index>(q_total) : n_local;
-    out.seeding = seeded ? "bins of " + std::to_string(options.bin_size) + " bandwidths (" + std::to_string(q_total) +
-                               " seeds over all ranks), every point labelled by its bin's seed (no boundary refinement)"
-                         : "every point its own seed";
+    const long long F = refine ? refined.modes.rows() : 0;
+    out.seed_count = seeded ? static_cast<Index>(S) : n_local;  // one process counts the bins' seeds
+    if (seeded) {
+        auto number = [](double v) {
+            std::ostringstream o;
+            o << v;
+            return o.str();
+        };
+        out.seeding = "bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(S) +
+                      " seeds over all ranks), every point labelled by its bin's seed";
+        if (refine)
+            out.seeding += "; " + std::to_string(n_boundary) + " boundary bins re-seeded at " +
+                           number(options.bin_size / 4) + " (" + std::to_string(F) +
+                           " seeds, each ascending to its mode)";
+        else if (!options.refine_boundaries)
+            out.seeding += " (no boundary refinement)";
+    } else {
+        out.seeding = "every point its own seed";
+    }
     for (bool none : out.no_support) if (none) ++out.modes_without_support;
     out.distributed.seconds_total = since(t_start);
     return out;

@@ -79,8 +79,15 @@ struct BinSeeds {
     std::vector<long long> count;        ///< B: points per bin, all ranks together
     std::vector<Index> seed_of_bin;      ///< B: the seed labelling each bin (nearest seed below min_bin_count)
     MatrixF seeds;                       ///< S × k, data units: the means of the bins with ≥ min_bin_count points
-    /// The seed of the bin of point x (k values, data units). Throws Error if its bin is unknown.
-    Index seed_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const;
+    /// The bin of k integer cell coordinates, or -1 when no point lies in it.
+    Index find(const std::int64_t* cell) const;
+    /// The bin of point x (k values, data units). Throws Error if its bin is unknown.
+    Index bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const;
+    /// The seed labelling the bin of point x.
+    Index seed_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
+    {
+        return seed_of_bin[static_cast<std::size_t>(bin_of(x, centre, scale))];
+    }
 };
 
 /// Collective: bins every rank's rows in one process's prepared units ((x − centre) · scale),
