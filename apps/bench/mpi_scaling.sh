@@ -3,8 +3,8 @@
 # strategies, against one process, on one machine (R ranks = R cores, one openmp thread each).
 #   apps/bench/mpi_scaling.sh [build-dir] [ranks...]      e.g. apps/bench/mpi_scaling.sh build 1 2
 # Data: 2-D Gaussian blobs (sigma 1) in a row along x, 5,000 points each; bandwidth 1, cutoff 3,
-# every point its own seed (--seeding all, no data binning); then the default bin seeding with its
-# boundary refinement against one process's without data binning (which the ranks do not do).
+# every point its own seed (--seeding all, no data binning); then the defaults (bin seeding, data
+# binning, boundary refinement) against one process's defaults.
 # Strong: 100,000 points for every R (N_STRONG). Weak: 50,000 points per rank (N_WEAK).
 set -eu
 build="${1:-build}"; shift || true
@@ -36,9 +36,9 @@ echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(nproc) co
 blobs "${N_STRONG:-100000}" "$work/strong.csv"
 run strong "$work/strong.csv" 0 -
 for np in "${ranks[@]}"; do for s in replicated domain; do run strong "$work/strong.csv" "$np" "$s"; done; done
-# Bin seeding (the default, with its boundary refinement): one process without data binning (which
-# the ranks do not do) against mpirun's default, both strategies; labels that differ are counted.
-t0=$(date +%s.%N); "$tool" cluster "$work/strong.csv" -o "$work/one-b.csv" "${common[@]}" --data-bin-size off >/dev/null
+# Bin seeding (the default, with data binning and boundary refinement): one process's default against
+# mpirun's, both strategies; labels that differ are counted.
+t0=$(date +%s.%N); "$tool" cluster "$work/strong.csv" -o "$work/one-b.csv" "${common[@]}" >/dev/null
 t1=$(date +%s.%N); printf '%-8s np=0 %-10s wall %6.2f s  one process, bins\n' bins - "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
 for np in "${ranks[@]}"; do for s in replicated domain; do
   t0=$(date +%s.%N)

@@ -10,6 +10,7 @@
 //   test_mpi_cluster bins           bin seeding across ranks (both strategies) against one process's
 //                                   bin seeding without boundary refinement and data binning
 //   test_mpi_cluster refine         the boundary refinement across ranks against one process's
+//   test_mpi_cluster databins       data binning across ranks (with and without sample weights) against one process's
 //   test_mpi_cluster nan            rank 1 passes a NaN: every rank must get DistributedError "rank 1: ..."
 //   test_mpi_cluster backend        rank 1 asks for a backend that does not exist: same, from the ascent
 //   test_mpi_cluster mismatch       rank 1 passes another bandwidth: every rank gets the mismatch error
@@ -351,6 +352,43 @@ bool test_refine()
     return true;
 }
 
+// Data binning (Options::data_bin_size = 0, automatic, the default): the ascents run on the merged
+// cells' means weighted by their counts (× sample weights), as in one process; labels, cluster sizes
+// and centres equal one process's default run, with and without sample weights.
+bool test_data_bins()
+{
+    const meanshift::Index n = 20000;
+    const meanshift::MatrixF all = blobs(n);
+    std::vector<float> w(static_cast<std::size_t>(n));
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(0.5f, 1.5f);
+    for (float& v : w) v = u(rng);
+    meanshift::Options opt = options();
+    opt.seeding = meanshift::Seeding::Bins;
+    opt.cutoff = 3;
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    for (const bool weighted : {false, true}) {
+        const meanshift::Result ref = meanshift::cluster(all, opt, weighted ? w.data() : nullptr);
+        for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+            const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, weighted ? w.data() + first : nullptr, opt, s);
+            const std::string name = std::string("data bins, ") + (weighted ? "weighted, " : "") +
+                                     meanshift::mpi::to_string(s);
+            std::printf("[rank %d] %s: %s | one process: %s\n", rank_, name.c_str(), r.seeding.c_str(), ref.seeding.c_str());
+            if (r.seeding.find("data binned") == std::string::npos || ref.seeding.find("data binned") == std::string::npos)
+                return fail(name + ": the data were not binned");
+            if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
+            for (meanshift::Index i = 0; i < count; ++i)
+                if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
+                    return fail(name + ": label differs at row " + std::to_string(first + i));
+            const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
+            if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
+        }
+    }
+    return true;
+}
+
 // Ranks on one node share it: with threads left at 0 each openmp rank takes its share of the CPUs it
 // may use (at least 1); an explicit thread count is kept.
 bool test_placement()
@@ -425,6 +463,8 @@ int main(int argc, char** argv)
             ok = test_bins();
         } else if (mode == "refine") {
             ok = test_refine();
+        } else if (mode == "databins") {
+            ok = test_data_bins();
         } else if (mode == "nan") {
             if (rank_ == 1) mine(0, 1) = std::nanf("");
             ok = expect_error(mine, opt, "non-finite");

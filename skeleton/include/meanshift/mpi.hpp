@@ -43,8 +43,9 @@
 /// and mode. With refine_boundaries (the default) the points of bins on a basin boundary are binned
 /// again at bin_size/4 across the ranks and those fine seeds ascend to their modes (one process stops
 /// each as soon as its trajectory enters a bin off the boundaries, so a label may rarely differ).
-/// Data binning is not done (data_bin_size is ignored; bin_data -> InvalidArgument).
-/// Options::cutoff / search apply as in one process.
+/// Data binning (data_bin_size, automatic by default) as in one process: the ascents run on the
+/// merged cells' weighted means (bin_data -> InvalidArgument). Options::cutoff / search apply as in
+/// one process.
 ///
 /// Failures: after every phase the ranks agree on success (MPI_Allreduce of an error flag); if any
 /// rank failed, every rank throws DistributedError with the message of the lowest failing rank
@@ -131,8 +132,8 @@ struct DistributedResult : Result {
 /// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},
 /// one GPU per rank. Explicit BackendOptions::threads / devices / device_spec are kept.
 /// Results equal one process's (same grouping order): cluster(all_points, options, &all_points)
-/// with Seeding::AllPoints, cluster(all_points, options with data binning off) with Seeding::Bins
-/// (refined boundary points: see Seeding); with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
+/// with Seeding::AllPoints, cluster(all_points, options) with Seeding::Bins (refined boundary
+/// points: see Seeding); with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.
 /// Throws DistributedError on every rank (InvalidArgument kind: DomainDecomposition asked for with
 /// the exact kernel or a backend without the truncated kernel).
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const Options& options,

@@ -16,13 +16,27 @@ using Key = std::vector<std::int64_t>;
 
 struct Cell {
     long long count = 0;
-    std::vector<double> sum;  ///< Σ prepared coordinates
+    double weight = 0;        ///< Σ sample weights (the count without them)
+    std::vector<double> sum;  ///< Σ weight · prepared coordinates
 };
 
 }  // namespace
 
+Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std::vector<double>& centre,
+                  const std::vector<double>& scale)
+{
+    const std::size_t K = static_cast<std::size_t>(local.cols());
+    std::vector<Key> keys(static_cast<std::size_t>(local.rows()), Key(K));
+    for (Index i = 0; i < local.rows(); ++i)
+        for (std::size_t d = 0; d < K; ++d)
+            keys[std::size_t(i)][d] = static_cast<std::int64_t>(
+                std::floor((static_cast<double>(local(i, Index(d))) - centre[d]) * scale[d] / side));
+    std::sort(keys.begin(), keys.end());
+    return static_cast<Index>(std::unique(keys.begin(), keys.end()) - keys.begin());
+}
+
 BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
-                        const std::vector<double>& centre, const std::vector<double>& scale)
+                        const std::vector<double>& centre, const std::vector<double>& scale, const float* weights)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -43,8 +57,10 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
         }
         Cell& c = mine[key];
         if (c.sum.empty()) c.sum.assign(K, 0.0);
+        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
         ++c.count;
-        for (int d = 0; d < k; ++d) c.sum[std::size_t(d)] += p[std::size_t(d)];
+        c.weight += w;
+        for (int d = 0; d < k; ++d) c.sum[std::size_t(d)] += w * p[std::size_t(d)];
     }
 
     // 2. Gathered on rank 0 (keys, sums, counts) and merged there, in lexicographic key order.
@@ -52,10 +68,12 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     std::vector<std::int64_t> keys_out;
     std::vector<double> sums_out;
     std::vector<long long> counts_out;
+    std::vector<double> weights_out;
     for (const auto& [kk, c] : mine) {
         keys_out.insert(keys_out.end(), kk.begin(), kk.end());
         sums_out.insert(sums_out.end(), c.sum.begin(), c.sum.end());
         counts_out.push_back(c.count);
+        weights_out.push_back(c.weight);
     }
     std::vector<int> nbs(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
     check_mpi(MPI_Gather(&nb, 1, MPI_INT, nbs.data(), 1, MPI_INT, 0, comm), "MPI_Gather (bin counts)");
@@ -67,6 +85,7 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     std::vector<std::int64_t> keys_in(rank == 0 ? static_cast<std::size_t>(total) * K : 0);
     std::vector<double> sums_in(rank == 0 ? static_cast<std::size_t>(total) * K : 0);
     std::vector<long long> counts_in(rank == 0 ? static_cast<std::size_t>(total) : 0);
+    std::vector<double> weights_in(rank == 0 ? static_cast<std::size_t>(total) : 0);
     {
         const RowType key_row(k, MPI_INT64_T), sum_row(k, MPI_DOUBLE);
         check_mpi(MPI_Gatherv(keys_out.data(), nb, key_row.type, keys_in.data(), nbs.data(), displs.data(), key_row.type,
@@ -78,6 +97,9 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
         check_mpi(MPI_Gatherv(counts_out.data(), nb, MPI_LONG_LONG, counts_in.data(), nbs.data(), displs.data(),
                               MPI_LONG_LONG, 0, comm),
                   "MPI_Gatherv (bin sizes)");
+        check_mpi(MPI_Gatherv(weights_out.data(), nb, MPI_DOUBLE, weights_in.data(), nbs.data(), displs.data(),
+                              MPI_DOUBLE, 0, comm),
+                  "MPI_Gatherv (bin weights)");
     }
     std::vector<float> seeds_flat;
     long long S = 0;
@@ -89,6 +111,7 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
                               keys_in.begin() + static_cast<std::ptrdiff_t>(at + K))];
             if (c.sum.empty()) c.sum.assign(K, 0.0);
             c.count += counts_in[std::size_t(j)];
+            c.weight += weights_in[std::size_t(j)];
             for (std::size_t d = 0; d < K; ++d) c.sum[d] += sums_in[at + d];
         }
         // Seeds: bins of ≥ min_bin_count points, at their means; smaller bins take the nearest seed.
@@ -97,7 +120,9 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
         for (const auto& [kk, c] : all) {
             b.keys.insert(b.keys.end(), kk.begin(), kk.end());
             b.count.push_back(c.count);
-            for (int d = 0; d < k; ++d) means(j, d) = c.sum[std::size_t(d)] / static_cast<double>(c.count);
+            b.weight.push_back(c.weight);
+            // A bin whose weights are all 0 adds nothing to any sum: its position is immaterial.
+            for (int d = 0; d < k; ++d) means(j, d) = c.weight > 0 ? c.sum[std::size_t(d)] / c.weight : 0.0;
             b.seed_of_bin.push_back(c.count >= options.min_bin_count ? S++ : -1);
             ++j;
         }
@@ -127,11 +152,13 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     check_mpi(MPI_Bcast(dims, 2, MPI_LONG_LONG, 0, comm), "MPI_Bcast (bins)");
     b.keys.resize(static_cast<std::size_t>(dims[0]) * K);
     b.count.resize(static_cast<std::size_t>(dims[0]));
+    b.weight.resize(static_cast<std::size_t>(dims[0]));
     b.seed_of_bin.resize(static_cast<std::size_t>(dims[0]));
     seeds_flat.resize(static_cast<std::size_t>(dims[1]) * K);
     static_assert(sizeof(Index) == sizeof(long long), "Index is a 64-bit integer");
     check_mpi(MPI_Bcast(b.keys.data(), static_cast<int>(b.keys.size()), MPI_INT64_T, 0, comm), "MPI_Bcast (bin keys)");
     check_mpi(MPI_Bcast(b.count.data(), static_cast<int>(b.count.size()), MPI_LONG_LONG, 0, comm), "MPI_Bcast (bin sizes)");
+    check_mpi(MPI_Bcast(b.weight.data(), static_cast<int>(b.weight.size()), MPI_DOUBLE, 0, comm), "MPI_Bcast (bin weights)");
     check_mpi(MPI_Bcast(b.seed_of_bin.data(), static_cast<int>(b.seed_of_bin.size()), MPI_LONG_LONG, 0, comm),
               "MPI_Bcast (seed of each bin)");
     check_mpi(MPI_Bcast(seeds_flat.data(), static_cast<int>(seeds_flat.size()), MPI_FLOAT, 0, comm), "MPI_Bcast (seeds)");

@@ -294,6 +294,15 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         return Y;
     };
 
+    // Data binning (Options::data_bin_size, set below): the ascents run on the merged cells' means,
+    // weighted by their counts (× sample weights), instead of the points.
+    detail::BinSeeds cells;
+    bool binned = false;
+    MatrixF my_cells;                 // this rank's share of the cells (domain decomposition)
+    std::vector<float> my_cell_weights;
+    std::vector<long long> cell_first;  // each rank's first cell, R + 1 values
+    float no_cells = 0;  // a weight pointer for a rank without cells: every rank must pass weights or none
+
     // The replicated strategy's copy of every point (weights, H_i), gathered once for all ascents.
     MatrixF all;
     std::vector<float> all_weights;
@@ -301,11 +310,18 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     bool replicated = false;
     auto replicate = [&] {
         const auto t_r = Clock::now();
+        replica_options.grouping = GroupingMethod::None;
+        replicated = true;
+        if (binned) {  // every rank already holds every cell (plan_bin_seeds broadcasts them)
+            all = cells.seeds;
+            all_weights.assign(cells.weight.begin(), cells.weight.end());
+            out.local_points_held = all.rows();
+            return;
+        }
         all.resize(static_cast<Index>(total), k);
         check_mpi(MPI_Allgatherv(n_local ? mine_rows.data() : nullptr, static_cast<int>(n_local), row_f.type,
                                  all.data(), counts.data(), displs.data(), row_f.type, comm),
                   "MPI_Allgatherv (points)");
-        replica_options.grouping = GroupingMethod::None;
         if (options.bandwidth.kind() == BandwidthKind::PerPoint) {  // every point's H_i, as its rows
             MatrixD all_h(static_cast<Index>(total), k);
             const MatrixD mine_h = options.bandwidth.per_point_values();  // contiguous row-major
@@ -323,7 +339,6 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         }
         out.distributed.seconds_allgather += since(t_r);
         out.local_points_held = static_cast<Index>(total);
-        replicated = true;
     };
 
     // Collective: the ascents of this rank's queries (nullptr: its own rows, the first_rows split) by
@@ -332,8 +347,11 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         Result a;
         auto t_a = Clock::now();
         if (chosen == Strategy::DomainDecomposition) {
-            detail::LocalAscent d = detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs,
-                                                          first_rows, queries, query_first);
+            detail::LocalAscent d =
+                binned ? detail::domain_ascent(comm, my_cells, my_cell_weights.empty() ? &no_cells : my_cell_weights.data(), run_options, scale, slabs,
+                                               cell_first, queries, query_first)
+                       : detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
+                                               queries, query_first);
             out.distributed.seconds_allgather += d.seconds_exchange;
             out.distributed.seconds_migrate += d.seconds_migrate;
             out.distributed.seconds_ascent += since(t_a) - d.seconds_exchange;
@@ -353,7 +371,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         std::exception_ptr ascent_error = attempt([&] {
             if (q.rows() > 0) {
                 const Eigen::Ref<const MatrixF> seeds(q);
-                a = meanshift::cluster(all, replica_options, local_weights ? all_weights.data() : nullptr, &seeds);
+                a = meanshift::cluster(all, replica_options, all_weights.empty() ? nullptr : all_weights.data(), &seeds);
             } else {
                 a.modes = MatrixF(0, k);
             }
@@ -411,6 +429,31 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     MatrixF modes_all;  // not seeded: every point's mode, on rank 0
     if (seeded) {
         bins = detail::plan_bin_seeds(comm, mine_rows, options, mid, scale);
+        // Data binning as one process does it (shared bandwidths; 0 = automatic: cells of bin_size/4
+        // when they leave at most n/4 weighted points). Automatic skips the merge when one rank alone
+        // has more cells than that (a lower bound of the merged count), else decides on the merge.
+        const double s = options.data_bin_size;
+        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s)) {
+            const bool automatic = s == 0;
+            Options cell_options = options;
+            cell_options.bin_size = automatic ? options.bin_size / 4 : s;
+            cell_options.min_bin_count = 1;
+            long long lower = automatic ? detail::count_cells(mine_rows, cell_options.bin_size, mid, scale) : 0;
+            check_mpi(MPI_Allreduce(MPI_IN_PLACE, &lower, 1, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce (cells)");
+            if (!automatic || 4 * lower <= total) {
+                cells = detail::plan_bin_seeds(comm, mine_rows, cell_options, mid, scale, local_weights);
+                binned = !automatic || 4 * static_cast<long long>(cells.seeds.rows()) <= total;
+            }
+            if (binned) {
+                const long long B = cells.seeds.rows();
+                cell_first.assign(static_cast<std::size_t>(size) + 1, 0);
+                for (int r = 0; r < size; ++r)
+                    cell_first[std::size_t(r + 1)] = cell_first[std::size_t(r)] + B / size + (r < B % size ? 1 : 0);
+                const long long c0 = cell_first[std::size_t(rank)], c1 = cell_first[std::size_t(rank + 1)];
+                my_cells = cells.seeds.middleRows(c0, c1 - c0);
+                my_cell_weights.assign(cells.weight.begin() + c0, cells.weight.begin() + c1);
+            }
+        }
         coarse = ascend_seeds(bins.seeds);
         local = coarse.local;
     } else {
@@ -607,6 +650,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         };
         out.seeding = "bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(S) +
                       " seeds over all ranks), every point labelled by its bin's seed";
+        if (binned)
+            out.seeding += "; data binned at " + number(cells.side) + " bandwidths: " + std::to_string(total) + " -> " +
+                           std::to_string(cells.seeds.rows()) + " weighted points";
         if (refine)
             out.seeding += "; " + std::to_string(n_boundary) + " boundary bins re-seeded at " +
                            number(options.bin_size / 4) + " (" + std::to_string(F) +

@@ -77,8 +77,11 @@ struct BinSeeds {
     double side = 0;                     ///< bin side, bandwidth units (Options::bin_size)
     std::vector<std::int64_t> keys;      ///< B × k cell coordinates, lexicographically increasing
     std::vector<long long> count;        ///< B: points per bin, all ranks together
+    std::vector<double> weight;          ///< B: Σ sample weights per bin (= count without weights)
     std::vector<Index> seed_of_bin;      ///< B: the seed labelling each bin (nearest seed below min_bin_count)
-    MatrixF seeds;                       ///< S × k, data units: the means of the bins with ≥ min_bin_count points
+    /// S × k, data units: the means (weighted by the sample weights, if given) of the bins with
+    /// ≥ min_bin_count points.
+    MatrixF seeds;
     /// The bin of k integer cell coordinates, or -1 when no point lies in it.
     Index find(const std::int64_t* cell) const;
     /// The bin of point x (k values, data units). Throws Error if its bin is unknown.
@@ -90,11 +93,17 @@ struct BinSeeds {
     }
 };
 
-/// Collective: bins every rank's rows in one process's prepared units ((x − centre) · scale),
-/// merges them on rank 0 and gives every rank the bin table and the seeds. InvalidArgument on every
-/// rank when min_bin_count leaves no seed.
+/// Collective: bins every rank's rows in one process's prepared units ((x − centre) · scale) on
+/// cells of side options.bin_size, merges them on rank 0 and gives every rank the bin table and the
+/// seeds; `weights` (this rank's n_r sample weights, or nullptr) weigh the means and the bin
+/// weights. InvalidArgument on every rank when min_bin_count leaves no seed.
 BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
-                        const std::vector<double>& centre, const std::vector<double>& scale);
+                        const std::vector<double>& centre, const std::vector<double>& scale,
+                        const float* weights = nullptr);
+
+/// This rank's occupied cells of side `side` (the same units), without communication.
+Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std::vector<double>& centre,
+                  const std::vector<double>& scale);
 
 /// Where this rank runs on its node (placement.cpp).
 struct NodePlacement {
