@@ -54,6 +54,7 @@ std::vector<ClDeviceEntry> enumerate_cl_devices()
                 e.platform_name = pname;
                 e.handle = devices[d];
                 e.info.index = static_cast<int>(out.size());
+                e.info.spec = std::to_string(p) + ":" + std::to_string(d);
                 e.info.name = trim(devices[d].getInfo<CL_DEVICE_NAME>()) + " (" + pname + ", " +
                               std::to_string(p) + ":" + std::to_string(d) + ")";
                 e.info.kind = kind_of(devices[d].getInfo<CL_DEVICE_TYPE>());

@@ -19,6 +19,8 @@
 
 #include <meanshift/registry.hpp>
 
+#include "../../skeleton/src/mpi/common.hpp"  // detail::gpu_of_rank (placement rule)
+
 #include <mpi.h>
 #include <sched.h>
 
@@ -414,6 +416,20 @@ bool test_placement()
                                                       std::to_string(share_of_cpus));
     opt.backend_options.threads = 2;
     if (meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt).topology.ppus != 2) return fail("explicit threads not kept");
+    // OpenCL: with two or more GPUs the node's ranks take them in turn (a CPU device is skipped);
+    // one GPU or none stays with the backend's default.
+    auto dev = [](const char* kind, const char* spec) {
+        meanshift::DeviceInfo d;
+        d.kind = kind;
+        d.spec = spec;
+        return d;
+    };
+    const std::vector<meanshift::DeviceInfo> two = {dev("cpu", "0:0"), dev("gpu", "1:0"), dev("gpu", "1:1")};
+    using meanshift::mpi::detail::gpu_of_rank;
+    if (gpu_of_rank(two, 0) != 1 || gpu_of_rank(two, 1) != 2 || gpu_of_rank(two, 2) != 1)
+        return fail("opencl placement over two GPUs");
+    if (gpu_of_rank({dev("cpu", "0:0"), dev("gpu", "1:0")}, 1) != -1 || gpu_of_rank({dev("cpu", "0:0")}, 0) != -1)
+        return fail("opencl placement with one GPU or none must keep the default");
     return true;
 }
 

@@ -150,6 +150,9 @@ struct DeviceInfo {
     int pus_per_ppu = 0;        ///< default τ
     std::size_t global_memory = 0;  ///< bytes
     std::size_t local_memory = 0;   ///< bytes per PPU (work-group / block), 0 if none
+    /// How BackendOptions names this device: BackendOptions::device_spec ("P:D") for OpenCL;
+    /// empty where BackendOptions::devices takes `index` (CUDA) or there is one device.
+    std::string spec;
 };
 
 /// Abstract backend: device discovery, topology rules and binding. Instances are created by the

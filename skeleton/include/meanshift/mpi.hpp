@@ -130,7 +130,9 @@ struct DistributedResult : Result {
 /// Placement: with several ranks on a node, what the caller leaves open is shared out: threads = 0
 /// becomes the CPUs this rank may use divided by the node's ranks (at least 1), and the cuda backend
 /// (named, or chosen by "auto") with no devices given gets devices = {local rank mod device count},
-/// one GPU per rank. Explicit BackendOptions::threads / devices / device_spec are kept.
+/// one GPU per rank; the opencl backend without device_spec gets, on a node with two or more GPUs,
+/// GPU (local rank mod their count) as device_spec. Explicit BackendOptions::threads / devices /
+/// device_spec are kept.
 /// Results equal one process's (same grouping order): cluster(all_points, options, &all_points)
 /// with Seeding::AllPoints, cluster(all_points, options) with Seeding::Bins (refined boundary
 /// points: see Seeding); with DomainDecomposition within float32 rounding. `strategy` must be the same on every rank.

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace meanshift::mpi::detail {
 
@@ -109,12 +110,17 @@ Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std
 struct NodePlacement {
     int local_rank = 0, local_size = 1;  ///< among the ranks of this node (MPI_COMM_TYPE_SHARED)
     bool threads_set = false;            ///< BackendOptions::threads was 0 and is now this rank's share
-    int device = -1;                     ///< the CUDA device given to this rank, −1 = not set here
+    int device = -1;                     ///< the device (Backend::devices() index) given to this rank, −1 = not set here
 };
+
+/// The OpenCL device a rank takes by default: with two or more GPUs, GPU (local_rank mod their
+/// count) in `devices` order (its index there); −1 otherwise (one GPU or none: the backend's default).
+int gpu_of_rank(const std::vector<DeviceInfo>& devices, int local_rank);
 
 /// Collective: with several ranks on a node, fills in what the caller left open in `options`:
 /// threads = the CPUs this rank may use / the node's ranks (at least 1), and for the cuda backend
-/// (named or chosen by auto) devices = {local rank mod device count}. May throw (probing).
+/// (named or chosen by auto) devices = {local rank mod device count}, for opencl device_spec = the
+/// GPU gpu_of_rank() gives. May throw (probing).
 NodePlacement place_on_node(MPI_Comm comm, Options& options);
 
 /// Collective: chooses the cut dimension from the global bounding box (lo, hi: data units) and

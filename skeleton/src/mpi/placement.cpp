@@ -1,6 +1,7 @@
 // Ranks that share a node share its devices (include/meanshift/mpi.hpp, docs/mpi.md): unless the
-// caller chose, each rank takes one CUDA device (local rank mod the device count) and its share of
-// the CPUs it may run on, instead of every rank using every GPU and every core.
+// caller chose, each rank takes one CUDA device (local rank mod the device count) or one OpenCL GPU
+// (the same rule over the GPUs) and its share of the CPUs it may run on, instead of every rank using
+// every GPU (CUDA) or the first GPU (OpenCL) and every core.
 #include "common.hpp"
 
 #include <meanshift/registry.hpp>
@@ -49,9 +50,27 @@ NodePlacement place_on_node(MPI_Comm comm, Options& options)
                 b.devices = {static_cast<int>(static_cast<std::size_t>(p.local_rank) % count)};
                 p.device = b.devices.front();
             }
+        } else if (name == "opencl") {
+            const std::vector<DeviceInfo> devices = make_backend("opencl", b)->devices();
+            const int at = gpu_of_rank(devices, p.local_rank);
+            if (at >= 0) {
+                b.device_spec = devices[static_cast<std::size_t>(at)].spec;
+                p.device = at;
+            }
         }
     }
     return p;
+}
+
+int gpu_of_rank(const std::vector<DeviceInfo>& devices, int local_rank)
+{
+    // OpenCL's default is the first GPU: ranks on a node take the GPUs in turn instead. CPU devices
+    // are left to the default (every rank shares the one CPU device, like the openmp ranks share cores).
+    std::vector<int> gpus;
+    for (std::size_t i = 0; i < devices.size(); ++i)
+        if (devices[i].kind == "gpu" && !devices[i].spec.empty()) gpus.push_back(static_cast<int>(i));
+    if (gpus.size() < 2) return -1;
+    return gpus[static_cast<std::size_t>(local_rank) % gpus.size()];
 }
 
 }  // namespace meanshift::mpi::detail
