@@ -178,12 +178,42 @@ TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
         for (Index i = 0; i < 300; ++i) CHECK(hp(i, 1) / hp(i, 0) == doctest::Approx(10.0).epsilon(0.15));
         CHECK_NOTHROW(Bandwidth::per_point(hp));
     }
-    SUBCASE("defaults: k = round(sqrt(n)) in [5, 50]")
+    SUBCASE("defaults: k = round(sqrt(n)), at least 5, at most n - 1")
     {
         CHECK(default_adaptive_k(10) == 5);
         CHECK(default_adaptive_k(4) == 3);
         CHECK(default_adaptive_k(400) == 20);
-        CHECK(default_adaptive_k(1000000) == 50);
+        CHECK(default_adaptive_k(1000000) == 1000);
+    }
+    SUBCASE("k above sample_k: d_k from a sample agrees with the exact d_k")
+    {
+        // 2-D and 20-D (the brute-force path): the sampled estimate (r = 50 of m = n·50/k rows) has a
+        // relative spread of about 1/(dim·sqrt(50)); its median ratio to the exact d_k is near 1.
+        for (const Index dim : {Index(2), Index(20)}) {
+            const Index n = 8000;
+            auto rng = mstest::make_rng("bwsel-sampled-knn");
+            std::normal_distribution<double> z(0.0, 1.0);
+            MatrixF x(n, dim);
+            for (Index i = 0; i < n; ++i)
+                for (Index d = 0; d < dim; ++d) x(i, d) = float(z(rng) + (i % 2) * 6.0);
+            AdaptiveBandwidthOptions o;
+            o.k = 400;
+            o.c = 1;
+            const MatrixD sampled = adaptive_bandwidths(x, o);
+            o.sample_k = 0;  // exact
+            const MatrixD exact = adaptive_bandwidths(x, o);
+            std::vector<double> ratio(static_cast<std::size_t>(n));
+            for (Index i = 0; i < n; ++i) ratio[std::size_t(i)] = sampled(i, 0) / exact(i, 0);
+            std::sort(ratio.begin(), ratio.end());
+            INFO("dim = " << dim << ": ratio quantiles 5 % " << ratio[std::size_t(n / 20)] << ", median "
+                          << ratio[std::size_t(n / 2)] << ", 95 % " << ratio[std::size_t(n - n / 20)]);
+            CHECK(std::abs(ratio[std::size_t(n / 2)] - 1) < 0.03);
+            CHECK(ratio[std::size_t(n / 20)] > 0.8);
+            CHECK(ratio[std::size_t(n - n / 20)] < 1.2);
+        }
+        AdaptiveBandwidthOptions bad;
+        bad.sample_k = -1;
+        CHECK_THROWS_AS(adaptive_bandwidths(MatrixF::Random(20, 2), bad), InvalidArgument);
     }
     SUBCASE("duplicates: the documented floor, or an error without it")
     {

@@ -358,7 +358,7 @@ void add_cluster_command(CLI::App& app, Mode mode)
                               "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "
                               "silverman, scott:per-dim, silverman:per-dim, adaptive[:K[:C]] (per point: "
                               "sigma_i = C * distance to the K-th neighbour / dimensions^(1/5); defaults K = sqrt(n) "
-                              "in [5, 50], C = 0.7); see docs/bandwidth-selection.md")
+                              "(at least 5), C = 0.7); see docs/bandwidth-selection.md")
                   ->check(bandwidth_spec());
     auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
                    ->delimiter(',')

@@ -67,7 +67,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
           ``'silverman:per-dim'``: one per feature.
         - ``'adaptive'``, ``'adaptive:K'``, ``'adaptive:K:C'``: one per sample, sigma_i = C times the
           distance from sample i to its K-th nearest neighbour divided by n_features^(1/5)
-          (defaults: K = round(sqrt(n)) clamped to [5, 50], C = 0.7). K should stay below the
+          (defaults: K = round(sqrt(n)), at least 5, C = 0.7). K should stay below the
           smallest cluster's size.
         - ``'abramson'``, ``'abramson:C'``, ``'abramson:C:P'``: one per sample from a pilot density
           (Abramson 1982): sigma_i = C sigma_p (f(x_i)/g)^(-1/2), f the pilot Gaussian density with

@@ -128,6 +128,64 @@ std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<dou
     return out;
 }
 
+// d_k estimated on a uniform sample of m = ceil(n · r / k) rows (AdaptiveBandwidthOptions::sample_k
+// = r): the distance from each row to its r-th nearest sampled row other than itself. A radius that
+// holds k of the n rows holds k · m / n = r of the sampled ones (in expectation).
+std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::vector<double>& inv)
+{
+    const Index n = data.rows(), dims = data.cols();
+    const Index m = std::min<Index>(n, std::max<Index>(r + 1, (n * r + k - 1) / k));
+    std::vector<Index> rows(static_cast<std::size_t>(n));
+    std::iota(rows.begin(), rows.end(), Index(0));
+    std::mt19937_64 rng(0x5eed);
+    for (Index i = 0; i < m; ++i) {  // partial Fisher-Yates: rows[0, m) is the sample
+        std::uniform_int_distribution<Index> pick(i, n - 1);
+        std::swap(rows[std::size_t(i)], rows[std::size_t(pick(rng))]);
+    }
+    rows.resize(static_cast<std::size_t>(m));
+    std::sort(rows.begin(), rows.end());
+    MatrixF sample(m, dims);
+    for (Index i = 0; i < m; ++i) sample.row(i) = data.row(rows[std::size_t(i)]);
+    std::vector<char> sampled(static_cast<std::size_t>(n), 0);
+    for (Index i : rows) sampled[std::size_t(i)] = 1;
+    std::vector<double> out(static_cast<std::size_t>(n));
+    std::vector<double> q(static_cast<std::size_t>(dims));
+    // A sampled row finds itself first (distance 0): it needs r + 1 results, the others r.
+    const std::size_t want = std::size_t(r) + 1;
+    if (dims > kTreeMaxDims) {
+        std::vector<double> row(static_cast<std::size_t>(m));
+        for (Index i = 0; i < n; ++i) {
+            for (Index j = 0; j < m; ++j) {
+                double s = 0;
+                for (Index d = 0; d < dims; ++d) {
+                    double t = double(data(i, d)) - double(sample(j, d));
+                    if (!inv.empty()) t *= inv[std::size_t(d)];
+                    s += t * t;
+                }
+                row[std::size_t(j)] = s;
+            }
+            const std::size_t at = sampled[std::size_t(i)] ? std::size_t(r) : std::size_t(r) - 1;
+            std::nth_element(row.begin(), row.begin() + std::ptrdiff_t(at), row.end());
+            out[std::size_t(i)] = std::sqrt(row[at]);
+        }
+        return out;
+    }
+    using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
+    Cloud cloud{sample, inv};
+    Tree tree(int(dims), cloud, nanoflann::KDTreeSingleIndexAdaptorParams(10));
+    tree.buildIndex();
+    std::vector<std::size_t> idx(want);
+    std::vector<double> d2(want);
+    for (Index i = 0; i < n; ++i) {
+        for (Index d = 0; d < dims; ++d)
+            q[std::size_t(d)] = inv.empty() ? double(data(i, d)) : double(data(i, d)) * inv[std::size_t(d)];
+        const std::size_t got = tree.knnSearch(q.data(), want, idx.data(), d2.data());
+        const std::size_t at = std::min(got, sampled[std::size_t(i)] ? want : want - 1) - 1;
+        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2[at]));
+    }
+    return out;
+}
+
 std::vector<double> inverse_scale(const std::vector<double>& scale, Index k)
 {
     std::vector<double> inv;
@@ -216,8 +274,8 @@ std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<
 
 int default_adaptive_k(Index n)
 {
-    const int k = int(std::lround(std::sqrt(double(std::max<Index>(n, 0)))));
-    return int(std::min<Index>(std::clamp(k, 5, 50), std::max<Index>(n - 1, 1)));
+    const Index k = std::lround(std::sqrt(double(std::max<Index>(n, 0))));
+    return int(std::min<Index>(std::max<Index>(k, 5), std::max<Index>(n - 1, 1)));
 }
 
 MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& o)
@@ -248,7 +306,10 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
                 throw InvalidArgument("adaptive_bandwidths: per_dimension: dimension " + std::to_string(d) +
                                       " is constant (standard deviation 0)");
     }
-    std::vector<double> dk = knn_scaled(data, k, inverse_scale(scale, dims));
+    if (o.sample_k < 0) throw InvalidArgument("adaptive_bandwidths: sample_k must be >= 0, got " + std::to_string(o.sample_k));
+    const std::vector<double> inv = inverse_scale(scale, dims);
+    std::vector<double> dk = o.sample_k > 0 && k > o.sample_k ? knn_sampled(data, k, o.sample_k, inv)
+                                                               : knn_scaled(data, k, inv);
 
     std::vector<double> pos;
     for (double x : dk)

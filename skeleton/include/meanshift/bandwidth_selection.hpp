@@ -77,10 +77,15 @@ MEANSHIFT_API std::vector<double> knn_distances(const MatrixF& data, int k, cons
 inline constexpr double kDefaultAdaptiveC = 0.7;
 
 struct AdaptiveBandwidthOptions {
-    /// Neighbour rank k (>= 1, < n). 0 = default: round(sqrt(n)) clamped to [5, 50] and to n-1.
+    /// Neighbour rank k (>= 1, < n). 0 = default: round(sqrt(n)), at least 5, at most n-1 (so
+    /// the kernels keep a share of the data as n grows; a fixed k would shrink every σ_i toward 0).
     /// k should stay below the size of the smallest cluster that must stay separate: above it,
     /// d_k of that cluster's points reaches into the next cluster.
     int k = 0;
+    /// Above this rank d_k is estimated on a uniform random sample of ceil(n · sample_k / k) points
+    /// (fixed seed) as the distance to the sample_k-th nearest sampled point (itself excluded):
+    /// the same share of the data, at the cost of a sample_k search. 0 = always the exact d_k.
+    int sample_k = 50;
     /// Factor c (> 0): σ_i = c · d_k(x_i) / dim^(1/5). The best c shrinks with the dimension, but
     /// far slower than the sqrt(dim) at which distances grow in a full-dimensional Gaussian cloud:
     /// real data lie near lower-dimensional sets (digits: 64 features, about 7 intrinsic). The
@@ -98,7 +103,8 @@ struct AdaptiveBandwidthOptions {
     double floor_fraction = 0.1;
 };
 
-/// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0).
+/// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0): round(sqrt(n)),
+/// at least 5, at most n - 1.
 MEANSHIFT_API int default_adaptive_k(Index n);
 
 /// Per-point σ_i (n × k, one row per point) for Bandwidth::per_point. InvalidArgument for bad
