@@ -1,7 +1,8 @@
 // meanshift::mpi::cluster (include/meanshift/mpi.hpp, docs/mpi.md): option checks, the strategy
 // ("replicated points, modes split" here: cluster() with explicit seeds and GroupingMethod::None on
 // every rank; "domain decomposition" in domain.cpp), then the grouping (group_modes() on rank 0) and
-// the labels of every rank's rows. Only the public API of the library is used.
+// the labels of every rank's rows. Only the public API of the library is used, and the header-only
+// boundary rule of the bin seeding's refinement (boundary_bins.hpp), so both re-seed the same bins.
 #include "common.hpp"
 
 #include "../boundary_bins.hpp"
@@ -347,9 +348,10 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         Result a;
         auto t_a = Clock::now();
         if (chosen == Strategy::DomainDecomposition) {
+            const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
             detail::LocalAscent d =
-                binned ? detail::domain_ascent(comm, my_cells, my_cell_weights.empty() ? &no_cells : my_cell_weights.data(), run_options, scale, slabs,
-                                               cell_first, queries, query_first)
+                binned ? detail::domain_ascent(comm, my_cells, cell_weights, run_options, scale, slabs, cell_first,
+                                               queries, query_first)
                        : detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
                                                queries, query_first);
             out.distributed.seconds_allgather += d.seconds_exchange;
