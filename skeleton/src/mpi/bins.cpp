@@ -180,13 +180,18 @@ Index BinSeeds::find(const std::int64_t* cell) const
     return -1;
 }
 
-Index BinSeeds::bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
+Index BinSeeds::bin_at(const double* y, const std::vector<double>& centre, const std::vector<double>& scale) const
 {
     const std::size_t K = centre.size();
     Key key(K);
-    for (std::size_t d = 0; d < K; ++d)
-        key[d] = static_cast<std::int64_t>(std::floor((static_cast<double>(x[d]) - centre[d]) * scale[d] / side));
-    const Index j = find(key.data());
+    for (std::size_t d = 0; d < K; ++d) key[d] = static_cast<std::int64_t>(std::floor((y[d] - centre[d]) * scale[d] / side));
+    return find(key.data());
+}
+
+Index BinSeeds::bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
+{
+    std::vector<double> y(x, x + centre.size());
+    const Index j = bin_at(y.data(), centre, scale);
     if (j < 0) throw Error("bin seeding: a point's bin is missing from the merged bin table");
     return j;
 }

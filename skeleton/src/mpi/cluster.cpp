@@ -344,16 +344,17 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
 
     // Collective: the ascents of this rank's queries (nullptr: its own rows, the first_rows split) by
     // the chosen strategy; query_first: each rank's first query (R + 1 values).
-    auto ascend = [&](const MatrixF* queries, const std::vector<long long>& query_first) {
+    auto ascend = [&](const MatrixF* queries, const std::vector<long long>& query_first,
+                      const std::function<bool(const double*)>& settled) {
         Result a;
         auto t_a = Clock::now();
         if (chosen == Strategy::DomainDecomposition) {
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
             detail::LocalAscent d =
                 binned ? detail::domain_ascent(comm, my_cells, cell_weights, run_options, scale, slabs, cell_first,
-                                               queries, query_first)
+                                               queries, query_first, settled)
                        : detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
-                                               queries, query_first);
+                                               queries, query_first, settled);
             out.distributed.seconds_allgather += d.seconds_exchange;
             out.distributed.seconds_migrate += d.seconds_migrate;
             out.distributed.seconds_ascent += since(t_a) - d.seconds_exchange;
@@ -392,7 +393,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         std::vector<int> state;  ///< S × 3
         Result local;            ///< this rank's share (backend, timing)
     };
-    auto ascend_seeds = [&](const MatrixF& seeds) {
+    auto ascend_seeds = [&](const MatrixF& seeds, const std::function<bool(const double*)>& settled) {
         const long long S = seeds.rows();
         std::vector<int> qcounts(static_cast<std::size_t>(size)), qdispls(static_cast<std::size_t>(size));
         std::vector<long long> qfirst(static_cast<std::size_t>(size) + 1, 0);
@@ -403,7 +404,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         }
         const MatrixF mine = seeds.middleRows(qfirst[std::size_t(rank)], qcounts[std::size_t(rank)]);
         SeedAscent s;
-        s.local = ascend(&mine, qfirst);
+        s.local = ascend(&mine, qfirst, settled);
         const auto t_g = Clock::now();
         const Index q_local = mine.rows();
         s.modes = MatrixF(static_cast<Index>(S), k);
@@ -456,10 +457,10 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 my_cell_weights.assign(cells.weight.begin() + c0, cells.weight.begin() + c1);
             }
         }
-        coarse = ascend_seeds(bins.seeds);
+        coarse = ascend_seeds(bins.seeds, {});
         local = coarse.local;
     } else {
-        local = ascend(nullptr, first_rows);
+        local = ascend(nullptr, first_rows, {});
         t = Clock::now();
         modes_all = rank == 0 ? MatrixF(static_cast<Index>(total), k) : MatrixF(0, k);
         check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
@@ -486,6 +487,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     detail::BinSeeds fine;
     SeedAscent refined;
     std::vector<int> fine_labels;
+    std::vector<Index> settled_bin;  // per fine seed: the bin off the boundaries it stopped in, or -1
     long long n_boundary = 0;
     if (seeded && grouped && options.refine_boundaries) {
         t = Clock::now();
@@ -512,21 +514,32 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             fine_options.bin_size = options.bin_size / 4;
             fine_options.min_bin_count = 1;
             fine = detail::plan_bin_seeds(comm, mine_boundary, fine_options, mid, scale);
-            refined = ascend_seeds(fine.seeds);
+            // As one process: a fine seed stops as soon as it enters a bin off the boundaries (the
+            // domain decomposition's loop applies this; the replicated ranks run whole ascents).
+            refined = ascend_seeds(fine.seeds, [&](const double* y) {
+                const Index j = bins.bin_at(y, mid, scale);
+                return j >= 0 && !boundary[std::size_t(j)];
+            });
             local.timing.pair_interactions += refined.local.timing.pair_interactions;
             local.timing.seconds_kernels += refined.local.timing.seconds_kernels;
             local.timing.iterations += refined.local.timing.iterations;
             t = Clock::now();
             const Index F = refined.modes.rows();
+            // Every rank: the settled bin each fine seed ended in (-1: none), whose seed's mode it takes.
+            settled_bin.assign(static_cast<std::size_t>(F), -1);
+            std::vector<double> y(static_cast<std::size_t>(k));
+            for (Index f = 0; f < F; ++f) {
+                for (int d = 0; d < k; ++d) y[std::size_t(d)] = refined.modes(f, d);
+                const Index j = bins.bin_at(y.data(), mid, scale);
+                if (j >= 0 && !boundary[std::size_t(j)]) settled_bin[std::size_t(f)] = j;
+            }
             fine_labels.assign(static_cast<std::size_t>(F), 0);
             agree(comm, attempt([&] {
                 if (rank != 0) return;
                 const MatrixD Z = prepared(refined.modes);
-                std::vector<std::int64_t> cell(static_cast<std::size_t>(k));
                 for (Index f = 0; f < F; ++f) {
-                    for (int d = 0; d < k; ++d) cell[std::size_t(d)] = static_cast<std::int64_t>(std::floor(Z(f, d) / bins.side));
-                    const Index j = bins.find(cell.data());
-                    if (j >= 0 && !boundary[std::size_t(j)]) {
+                    const Index j = settled_bin[std::size_t(f)];
+                    if (j >= 0) {
                         fine_labels[std::size_t(f)] = bin_label[std::size_t(j)];
                     } else {
                         Index best = 0;
@@ -620,12 +633,18 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 const float* x = mine_rows.data() + i * k;
                 const Index j = bins.bin_of(x, mid, scale);
                 const bool on_boundary = refine && boundary[std::size_t(j)];
-                const SeedAscent& a = on_boundary ? refined : coarse;
-                const Index s = on_boundary ? fine.seed_of(x, mid, scale) : bins.seed_of_bin[std::size_t(j)];
+                const Index f = on_boundary ? fine.seed_of(x, mid, scale) : -1;
+                // A fine seed that settled in a bin takes that bin's seed's mode and outcome (as in
+                // one process), its own steps added.
+                const Index via = f >= 0 ? settled_bin[std::size_t(f)] : j;
+                const bool own = f >= 0 && via < 0;
+                const SeedAscent& a = own ? refined : coarse;
+                const Index s = own ? f : bins.seed_of_bin[std::size_t(via)];
                 out.modes.row(i) = a.modes.row(s);
                 if (!out.labels.empty())
-                    out.labels[std::size_t(i)] = on_boundary ? fine_labels[std::size_t(s)] : seed_labels[std::size_t(s)];
-                out.iterations[std::size_t(i)] = a.state[std::size_t(3 * s)];
+                    out.labels[std::size_t(i)] = f >= 0 ? fine_labels[std::size_t(f)] : seed_labels[std::size_t(s)];
+                out.iterations[std::size_t(i)] =
+                    a.state[std::size_t(3 * s)] + (f >= 0 && !own ? refined.state[std::size_t(3 * f)] : 0);
                 out.converged[std::size_t(i)] = a.state[std::size_t(3 * s + 1)] != 0;
                 out.no_support[std::size_t(i)] = a.state[std::size_t(3 * s + 2)] != 0;
             }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ struct BinSeeds {
     MatrixF seeds;
     /// The bin of k integer cell coordinates, or -1 when no point lies in it.
     Index find(const std::int64_t* cell) const;
+    /// The bin of position y (k values, data units), or -1 when no point lies in it.
+    Index bin_at(const double* y, const std::vector<double>& centre, const std::vector<double>& scale) const;
     /// The bin of point x (k values, data units). Throws Error if its bin is unknown.
     Index bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const;
     /// The seed labelling the bin of point x.
@@ -136,8 +139,11 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 /// in which the shifts are measured against the tolerance. `queries` (this rank's q_r × k, data
 /// units; nullptr = every point is its own query) with `query_first` (each rank's first query,
 /// size R + 1): explicit starting points (bin seeds); the results are then those of the queries.
+/// `settled` (may be empty): a test of a mode's position (k values, data units) after every step;
+/// a mode it accepts stops there, reported converged (the boundary refinement's early stop).
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
-                          const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {});
+                          const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {},
+                          const std::function<bool(const double*)>& settled = {});
 
 }  // namespace meanshift::mpi::detail

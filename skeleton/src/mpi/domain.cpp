@@ -39,6 +39,7 @@ struct Mode {
     long long gid = 0;
     int iterations = 0;
     ModeStatus status = ModeStatus::Active;
+    bool settled = false;  ///< stopped by the caller's `settled` test (the refinement's early stop)
 };
 
 /// All-to-all of modes: mode i goes to rank `dest[i]`; `modes`/`pos` become the ones received
@@ -53,18 +54,19 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
     check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (modes)");
     const long long nrecv = displacements(recv_counts, recv_displs);
 
-    std::vector<long long> meta_out(static_cast<std::size_t>(nsend) * 3), meta_in(static_cast<std::size_t>(nrecv) * 3);
+    std::vector<long long> meta_out(static_cast<std::size_t>(nsend) * 4), meta_in(static_cast<std::size_t>(nrecv) * 4);
     std::vector<double> pos_out(static_cast<std::size_t>(nsend) * std::size_t(k)), pos_in(static_cast<std::size_t>(nrecv) * std::size_t(k));
     std::vector<int> fill(send_displs);
     for (std::size_t i = 0; i < modes.size(); ++i) {
         const double* y = pos.data() + i * std::size_t(k);
         const std::size_t at = static_cast<std::size_t>(fill[static_cast<std::size_t>(dest[i])]++);
-        meta_out[3 * at] = modes[i].gid;
-        meta_out[3 * at + 1] = modes[i].iterations;
-        meta_out[3 * at + 2] = static_cast<long long>(modes[i].status);
+        meta_out[4 * at] = modes[i].gid;
+        meta_out[4 * at + 1] = modes[i].iterations;
+        meta_out[4 * at + 2] = static_cast<long long>(modes[i].status);
+        meta_out[4 * at + 3] = modes[i].settled ? 1 : 0;
         std::copy(y, y + k, pos_out.begin() + static_cast<std::ptrdiff_t>(at * std::size_t(k)));
     }
-    const RowType meta(3, MPI_LONG_LONG), row(k, MPI_DOUBLE);
+    const RowType meta(4, MPI_LONG_LONG), row(k, MPI_DOUBLE);
     check_mpi(MPI_Alltoallv(meta_out.data(), send_counts.data(), send_displs.data(), meta.type, meta_in.data(),
                             recv_counts.data(), recv_displs.data(), meta.type, comm),
               "MPI_Alltoallv (mode metadata)");
@@ -73,7 +75,8 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
               "MPI_Alltoallv (mode positions)");
     modes.resize(static_cast<std::size_t>(nrecv));
     for (std::size_t s = 0; s < modes.size(); ++s)
-        modes[s] = {meta_in[3 * s], static_cast<int>(meta_in[3 * s + 1]), static_cast<ModeStatus>(meta_in[3 * s + 2])};
+        modes[s] = {meta_in[4 * s], static_cast<int>(meta_in[4 * s + 1]), static_cast<ModeStatus>(meta_in[4 * s + 2]),
+                    meta_in[4 * s + 3] != 0};
     pos = std::move(pos_in);
 }
 
@@ -143,7 +146,8 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
 
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
-                          const MatrixF* queries, const std::vector<long long>& query_first)
+                          const MatrixF* queries, const std::vector<long long>& query_first,
+                          const std::function<bool(const double*)>& settled)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -303,7 +307,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
     const double tol2 = options.tolerance * options.tolerance;
     // Fixed iterations: nothing retires (the driver's rule), every mode stays bound.
-    auto live = [&](const Mode& md) { return fixed || md.status == ModeStatus::Active; };
+    auto live = [&](const Mode& md) { return !md.settled && (fixed || md.status == ModeStatus::Active); };
     auto retire_finished = [&] {
         std::vector<Mode> keep;
         std::vector<double> keep_pos;
@@ -370,6 +374,13 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
                 md.status = report.status[j];
             }
             pairs += report.pairs >= 0 ? report.pairs : static_cast<double>(stepped) * static_cast<double>(nrecv);
+            if (settled) {  // stopped modes leave the binding at the next set_modes
+                for (std::size_t i = 0; i < modes.size(); ++i)
+                    if (live(modes[i]) && settled(pos.data() + i * std::size_t(k))) {
+                        modes[i].settled = true;
+                        bound = false;
+                    }
+            }
             if (report.kernel_seconds > 0) kernel_seconds += report.kernel_seconds;
         }));
         // Active modes that moved into another slab go to its owner; retired ones stay here.
@@ -439,7 +450,8 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
             out.iterations[std::size_t(row)] = done[i].iterations;
             const bool none = done[i].status == ModeStatus::NoSupport;
             out.no_support[std::size_t(row)] = none;
-            out.converged[std::size_t(row)] = fixed ? !none : done[i].status == ModeStatus::Converged;
+            out.converged[std::size_t(row)] =
+                done[i].settled || (fixed ? !none : done[i].status == ModeStatus::Converged);
         }
     }));
     return out;
