@@ -348,13 +348,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                       const std::function<bool(const double*)>& settled) {
         Result a;
         auto t_a = Clock::now();
-        if (chosen == Strategy::DomainDecomposition) {
-            const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
-            detail::LocalAscent d =
-                binned ? detail::domain_ascent(comm, my_cells, cell_weights, run_options, scale, slabs, cell_first,
-                                               queries, query_first, settled)
-                       : detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs, first_rows,
-                                               queries, query_first, settled);
+        auto take = [&](detail::LocalAscent d) {  // the loop's results as a Result, its timings counted
             out.distributed.seconds_allgather += d.seconds_exchange;
             out.distributed.seconds_migrate += d.seconds_migrate;
             out.distributed.seconds_ascent += since(t_a) - d.seconds_exchange;
@@ -367,8 +361,25 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             a.no_support = std::move(d.no_support);
             a.modes_without_support = 0;
             return a;
+        };
+        if (chosen == Strategy::DomainDecomposition) {
+            const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
+            return take(binned ? detail::domain_ascent(comm, my_cells, cell_weights, run_options, scale, slabs,
+                                                       cell_first, queries, query_first, settled)
+                               : detail::domain_ascent(comm, mine_rows, local_weights, run_options, scale, slabs,
+                                                       first_rows, queries, query_first, settled));
         }
         if (!replicated) replicate();
+        if (settled) {
+            // A stopping test needs the ascent one iteration at a time: domain_ascent's loop, every
+            // rank holding every point and keeping its own queries.
+            detail::Slabs here;
+            here.everywhere = true;
+            const std::vector<long long> all_first(static_cast<std::size_t>(size) + 1, 0);
+            t_a = Clock::now();
+            return take(detail::domain_ascent(comm, all, all_weights.empty() ? nullptr : all_weights.data(),
+                                              replica_options, scale, here, all_first, queries, query_first, settled));
+        }
         t_a = Clock::now();
         const MatrixF& q = queries ? *queries : mine_rows;
         std::exception_ptr ascent_error = attempt([&] {
@@ -676,8 +687,10 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                            std::to_string(cells.seeds.rows()) + " weighted points";
         if (refine)
             out.seeding += "; " + std::to_string(n_boundary) + " boundary bins re-seeded at " +
-                           number(options.bin_size / 4) + " (" + std::to_string(F) +
-                           " seeds, each ascending to its mode)";
+                           number(options.bin_size / 4) + " (" + std::to_string(F) + " seeds, " +
+                           std::to_string(std::count_if(settled_bin.begin(), settled_bin.end(),
+                                                        [](Index j) { return j >= 0; })) +
+                           " resolved by their trajectory)";
         else if (!options.refine_boundaries)
             out.seeding += " (no boundary refinement)";
     } else {

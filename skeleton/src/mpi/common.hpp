@@ -72,6 +72,9 @@ struct Slabs {
     std::vector<double> bounds;    ///< R − 1 boundaries in bandwidth units, ascending
     double halo = 0;               ///< halo width, bandwidth units (the cutoff, with a float32 margin)
     double largest_share = 1;      ///< estimated largest (slab + halo) share of the points
+    /// No slabs: every rank holds every point and keeps its own modes (domain_ascent then runs the
+    /// replicated strategy's ascents, one iteration at a time, so that `settled` can stop them).
+    bool everywhere = false;
 };
 
 /// Bin seeding across ranks (bins.cpp): the merged bins of all ranks, in one process's order.

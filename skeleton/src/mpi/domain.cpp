@@ -157,6 +157,8 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     const long long first = first_rows[std::size_t(rank)];
     LocalAscent out;
     auto t = Clock::now();
+    // The slab of coordinate u (bandwidth units); with slabs.everywhere, this rank (it holds every point).
+    auto owner = [&](double u) { return slabs.everywhere ? rank : owner_of(slabs.bounds, u); };
 
     // 1. Every row to the owner of its slab (gid ≥ 0) and, as halo (−gid − 1), to every other rank
     //    whose slab lies within the halo width.
@@ -164,7 +166,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
     for (Index i = 0; i < n_local; ++i) {
         const double u = u_of(local.data() + i * k);
-        for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r)
+        for (int r = owner(u - slabs.halo); r <= owner(u + slabs.halo); ++r)
             ++send_counts[std::size_t(r)];
     }
     std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
@@ -182,8 +184,8 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         std::vector<int> fill(send_displs);
         for (Index i = 0; i < n_local; ++i) {
             const double u = u_of(local.data() + i * k);
-            const int own = owner_of(slabs.bounds, u);
-            for (int r = owner_of(slabs.bounds, u - slabs.halo); r <= owner_of(slabs.bounds, u + slabs.halo); ++r) {
+            const int own = owner(u);
+            for (int r = owner(u - slabs.halo); r <= owner(u + slabs.halo); ++r) {
                 const int at = fill[std::size_t(r)]++;
                 send_rows.row(at) = local.row(i);
                 // With explicit queries every point is only data (a halo id): the queries are the modes.
@@ -231,7 +233,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         if (nrecv == 0) return;
         if (per_point) bind_options.bandwidth = Bandwidth::per_point(held_h);
         clusterer.emplace(bind_options);
-        if (!clusterer->backend().supports_cutoff())
+        if (!slabs.everywhere && !clusterer->backend().supports_cutoff())
             throw InvalidArgument("the domain decomposition needs a backend with the truncated kernel; " +
                                   clusterer->backend().name() + " has none");
         const MatrixF seed = held.topRows(1);
@@ -279,7 +281,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         for (Index i = 0; i < queries->rows(); ++i) {
             modes.push_back({qfirst + i, 0, ModeStatus::Active});
             for (int d = 0; d < k; ++d) pos.push_back(static_cast<double>((*queries)(i, d)));
-            qdest[std::size_t(i)] = owner_of(slabs.bounds, static_cast<double>((*queries)(i, slabs.dim)) * slabs.scale);
+            qdest[std::size_t(i)] = owner(static_cast<double>((*queries)(i, slabs.dim)) * slabs.scale);
         }
         exchange_modes(comm, size, k, modes, pos, qdest);
         const double side = std::max(slabs.halo, 1e-12);
@@ -392,7 +394,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         for (std::size_t i = 0; i < modes.size(); ++i) {
             if (!live(modes[i])) continue;
             const double* y = pos.data() + i * std::size_t(k);
-            const int own = owner_of(slabs.bounds, y[slabs.dim] * slabs.scale);
+            const int own = owner(y[slabs.dim] * slabs.scale);
             if (own == rank) continue;
             left[i] = true;
             leaving.push_back(modes[i]);
