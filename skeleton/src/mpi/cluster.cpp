@@ -1,6 +1,8 @@
 // meanshift::mpi::cluster (include/meanshift/mpi.hpp, docs/mpi.md): option checks, the strategy
 // ("replicated points, modes split" here: cluster() with explicit seeds and GroupingMethod::None on
-// every rank; "domain decomposition" in domain.cpp), then the grouping (group_modes() on rank 0) and
+// every rank, or domain.cpp's loop over every point where the refinement must stop seeds early;
+// "domain decomposition" in domain.cpp), bin seeding, its refinement and data binning across the
+// ranks, then the grouping (group_modes() on rank 0) and
 // the labels of every rank's rows. Only the public API of the library is used, and the header-only
 // boundary rule of the bin seeding's refinement (boundary_bins.hpp), so both re-seed the same bins.
 #include "common.hpp"
