@@ -37,18 +37,25 @@ blobs "${N_STRONG:-100000}" "$work/strong.csv"
 run strong "$work/strong.csv" 0 -
 for np in "${ranks[@]}"; do for s in replicated domain; do run strong "$work/strong.csv" "$np" "$s"; done; done
 # Bin seeding (the default, with data binning and boundary refinement): one process's default against
-# mpirun's, both strategies; labels that differ are counted.
-t0=$(date +%s.%N); "$tool" cluster "$work/strong.csv" -o "$work/one-b.csv" "${common[@]}" >/dev/null
-t1=$(date +%s.%N); printf '%-8s np=0 %-10s wall %6.2f s  one process, bins\n' bins - "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
-for np in "${ranks[@]}"; do for s in replicated domain; do
-  t0=$(date +%s.%N)
-  line=$(mpirun --oversubscribe -np "$np" "$tool" cluster "$work/strong.csv" -o "$work/b$np.csv" "${common[@]}" --mpi-strategy "$s" \
-         | grep -E '^(method|time|seeding)' | sed 's/  */ /g' | tr '\n' '|')
-  t1=$(date +%s.%N)
-  differ=$(paste -d' ' "$work/one-b.csv" "$work/b$np.csv" | awk '$1 != $2' | wc -l)
-  [ "$differ" = 0 ] && line="$line labels = one process" || line="$line $differ labels DIFFER"
-  printf '%-8s np=%s %-10s wall %6.2f s  %s\n' bins "$np" "$s" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$line"
-done; done
+# mpirun's, both strategies; labels that differ are counted. "bins" on the separated blobs above,
+# "touch" on 20,000 points in 6 touching blobs (sigma 2, centres in [-10, 10]^2: ~260 boundary bins).
+awk 'BEGIN { srand(7); for (c = 0; c < 6; c++) { cx[c] = -10 + 20 * rand(); cy[c] = -10 + 20 * rand() }
+             for (i = 0; i < 20000; i++) { c = i % 6; r = 2 * sqrt(-2 * log(1 - rand())); t = 6.283185307 * rand();
+             printf "%.5f,%.5f\n", cx[c] + r * cos(t), cy[c] + r * sin(t) } }' > "$work/touch.csv"
+for set in bins:strong touch:touch; do
+  label=${set%%:*}; file="$work/${set#*:}.csv"
+  t0=$(date +%s.%N); "$tool" cluster "$file" -o "$work/one-$label.csv" "${common[@]}" >/dev/null
+  t1=$(date +%s.%N); printf '%-8s np=0 %-10s wall %6.2f s  one process\n' "$label" - "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')"
+  for np in "${ranks[@]}"; do for s in replicated domain; do
+    t0=$(date +%s.%N)
+    line=$(mpirun --oversubscribe -np "$np" "$tool" cluster "$file" -o "$work/$label$np.csv" "${common[@]}" --mpi-strategy "$s" \
+           | grep -E '^(method|time|seeding)' | sed 's/  */ /g' | tr '\n' '|')
+    t1=$(date +%s.%N)
+    differ=$(paste -d' ' "$work/one-$label.csv" "$work/$label$np.csv" | awk '$1 != $2' | wc -l)
+    [ "$differ" = 0 ] && line="$line labels = one process" || line="$line $differ labels DIFFER"
+    printf '%-8s np=%s %-10s wall %6.2f s  %s\n' "$label" "$np" "$s" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$line"
+  done; done
+done
 for np in "${ranks[@]}"; do
   blobs $((${N_WEAK:-50000} * np)) "$work/weak$np.csv"
   run weak "$work/weak$np.csv" 0 -
