@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <vector>
 
 namespace meanshift::mpi::detail {
@@ -26,13 +27,15 @@ Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std
                   const std::vector<double>& scale)
 {
     const std::size_t K = static_cast<std::size_t>(local.cols());
-    std::vector<Key> keys(static_cast<std::size_t>(local.rows()), Key(K));
-    for (Index i = 0; i < local.rows(); ++i)
+    std::set<Key> cells;  // memory ∝ the occupied cells, not the rows
+    Key key(K);
+    for (Index i = 0; i < local.rows(); ++i) {
         for (std::size_t d = 0; d < K; ++d)
-            keys[std::size_t(i)][d] = static_cast<std::int64_t>(
+            key[d] = static_cast<std::int64_t>(
                 std::floor((static_cast<double>(local(i, Index(d))) - centre[d]) * scale[d] / side));
-    std::sort(keys.begin(), keys.end());
-    return static_cast<Index>(std::unique(keys.begin(), keys.end()) - keys.begin());
+        cells.insert(key);
+    }
+    return static_cast<Index>(cells.size());
 }
 
 BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const Options& options,
