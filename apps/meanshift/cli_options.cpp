@@ -282,9 +282,14 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
         std::vector<double> c(static_cast<std::size_t>(h.rows()));
         for (meanshift::Index i = 0; i < h.rows(); ++i) c[std::size_t(i)] = h(i, 0);
         std::sort(c.begin(), c.end());
-        std::snprintf(buf, sizeof buf, "per point, sigma_i = %.3g * d_%d(x_i) / %d^(1/5): min %.4g, median %.4g, max %.4g (adaptive)",
+        std::snprintf(buf, sizeof buf, "per point, sigma_i = %.3g * d_%d(x_i) / %d^(1/5): min %.4g, median %.4g, max %.4g (adaptive",
                       o.c, o.k, int(data.cols()), c.front(), c[c.size() / 2], c.back());
         description = buf;
+        // Above sample_k the d_k come from a sample (AdaptiveBandwidthOptions::sample_k): say so.
+        description += o.sample_k > 0 && o.k > o.sample_k
+                           ? "; d_" + std::to_string(o.k) + " estimated on a sample, " + std::to_string(o.sample_k) +
+                                 "-th neighbours)"
+                           : ")";
         return meanshift::Bandwidth::per_point(std::move(h));
     }
     case Kind::Abramson: {
