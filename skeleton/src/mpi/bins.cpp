@@ -21,18 +21,28 @@ struct Cell {
     std::vector<double> sum;  ///< Σ weight · prepared coordinates
 };
 
+/// The cell ⌊p / side⌋ of a position x (k = key.size() values, data units) in one process's prepared
+/// units p = (x − centre) · scale; p itself into `prepared` when given.
+template <class T>
+void cell_of(const T* x, const std::vector<double>& centre, const std::vector<double>& scale, double side, Key& key,
+             double* prepared = nullptr)
+{
+    for (std::size_t d = 0; d < key.size(); ++d) {
+        const double p = (static_cast<double>(x[d]) - centre[d]) * scale[d];
+        key[d] = static_cast<std::int64_t>(std::floor(p / side));
+        if (prepared) prepared[d] = p;
+    }
+}
+
 }  // namespace
 
 Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std::vector<double>& centre,
                   const std::vector<double>& scale)
 {
-    const std::size_t K = static_cast<std::size_t>(local.cols());
     std::set<Key> cells;  // memory ∝ the occupied cells, not the rows
-    Key key(K);
+    Key key(static_cast<std::size_t>(local.cols()));
     for (Index i = 0; i < local.rows(); ++i) {
-        for (std::size_t d = 0; d < K; ++d)
-            key[d] = static_cast<std::int64_t>(
-                std::floor((static_cast<double>(local(i, Index(d))) - centre[d]) * scale[d] / side));
+        cell_of(local.data() + i * local.outerStride(), centre, scale, side, key);
         cells.insert(key);
     }
     return static_cast<Index>(cells.size());
@@ -54,10 +64,7 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     Key key(K);
     std::vector<double> p(K);
     for (Index i = 0; i < local.rows(); ++i) {
-        for (int d = 0; d < k; ++d) {
-            p[std::size_t(d)] = (static_cast<double>(local(i, d)) - centre[std::size_t(d)]) * scale[std::size_t(d)];
-            key[std::size_t(d)] = static_cast<std::int64_t>(std::floor(p[std::size_t(d)] / b.side));
-        }
+        cell_of(local.data() + i * local.outerStride(), centre, scale, b.side, key, p.data());
         Cell& c = mine[key];
         if (c.sum.empty()) c.sum.assign(K, 0.0);
         const double w = weights ? static_cast<double>(weights[i]) : 1.0;
@@ -185,16 +192,16 @@ Index BinSeeds::find(const std::int64_t* cell) const
 
 Index BinSeeds::bin_at(const double* y, const std::vector<double>& centre, const std::vector<double>& scale) const
 {
-    const std::size_t K = centre.size();
-    Key key(K);
-    for (std::size_t d = 0; d < K; ++d) key[d] = static_cast<std::int64_t>(std::floor((y[d] - centre[d]) * scale[d] / side));
+    Key key(centre.size());
+    cell_of(y, centre, scale, side, key);
     return find(key.data());
 }
 
 Index BinSeeds::bin_of(const float* x, const std::vector<double>& centre, const std::vector<double>& scale) const
 {
-    std::vector<double> y(x, x + centre.size());
-    const Index j = bin_at(y.data(), centre, scale);
+    Key key(centre.size());
+    cell_of(x, centre, scale, side, key);
+    const Index j = find(key.data());
     if (j < 0) throw Error("bin seeding: a point's bin is missing from the merged bin table");
     return j;
 }
