@@ -15,6 +15,15 @@
 namespace meanshift {
 namespace {
 
+/// InvalidArgument "<what>, got <value>" unless `ok` (a parameter's range check).
+void require_value(bool ok, const std::string& what, double value)
+{
+    if (ok) return;
+    std::ostringstream m;
+    m << what << ", got " << value;
+    throw InvalidArgument(m.str());
+}
+
 void require_data(const MatrixF& data, const char* who)
 {
     if (data.rows() == 0 || data.cols() == 0)
@@ -194,11 +203,8 @@ std::vector<double> inverse_scale(const std::vector<double>& scale, Index k)
         throw InvalidArgument("knn_distances: scale has " + std::to_string(scale.size()) + " values but the data have " +
                               std::to_string(k) + " dimensions");
     for (std::size_t d = 0; d < scale.size(); ++d) {
-        if (!std::isfinite(scale[d]) || scale[d] <= 0) {
-            std::ostringstream m;
-            m << "knn_distances: scale[" << d << "] must be finite and > 0, got " << scale[d];
-            throw InvalidArgument(m.str());
-        }
+        require_value(std::isfinite(scale[d]) && scale[d] > 0,
+                      "knn_distances: scale[" + std::to_string(d) + "] must be finite and > 0", scale[d]);
         inv.push_back(1.0 / scale[d]);
     }
     return inv;
@@ -235,11 +241,7 @@ double rule_bandwidth(const MatrixF& data, BandwidthRule rule)
 
 double estimate_bandwidth(const MatrixF& data, double quantile, Index max_samples, std::uint64_t seed)
 {
-    if (!(quantile > 0 && quantile <= 1)) {
-        std::ostringstream m;
-        m << "estimate_bandwidth: quantile must be in (0, 1], got " << quantile;
-        throw InvalidArgument(m.str());
-    }
+    require_value(quantile > 0 && quantile <= 1, "estimate_bandwidth: quantile must be in (0, 1]", quantile);
     if (max_samples < 1)
         throw InvalidArgument("estimate_bandwidth: max_samples must be >= 1, got " + std::to_string(max_samples));
     require_data(data, "estimate_bandwidth");
@@ -288,16 +290,9 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
     if (k < 1 || Index(k) >= n)
         throw InvalidArgument("adaptive_bandwidths: k must be in [1, n-1] = [1, " + std::to_string(n - 1) + "], got " +
                               std::to_string(k));
-    if (!std::isfinite(o.c) || o.c <= 0) {
-        std::ostringstream m;
-        m << "adaptive_bandwidths: c must be finite and > 0, got " << o.c;
-        throw InvalidArgument(m.str());
-    }
-    if (!(o.floor_fraction >= 0 && o.floor_fraction <= 1)) {
-        std::ostringstream m;
-        m << "adaptive_bandwidths: floor_fraction must be in [0, 1], got " << o.floor_fraction;
-        throw InvalidArgument(m.str());
-    }
+    require_value(std::isfinite(o.c) && o.c > 0, "adaptive_bandwidths: c must be finite and > 0", o.c);
+    require_value(o.floor_fraction >= 0 && o.floor_fraction <= 1, "adaptive_bandwidths: floor_fraction must be in [0, 1]",
+                  o.floor_fraction);
     std::vector<double> scale;
     if (o.per_dimension) {
         scale = spreads(data);
@@ -336,11 +331,7 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
 std::vector<double> pilot_density(const MatrixF& data, double sigma)
 {
     require_data(data, "pilot_density");
-    if (!(sigma > 0) || !std::isfinite(sigma)) {
-        std::ostringstream m;
-        m << "pilot_density: the pilot bandwidth must be finite and > 0, got " << sigma;
-        throw InvalidArgument(m.str());
-    }
+    require_value(sigma > 0 && std::isfinite(sigma), "pilot_density: the pilot bandwidth must be finite and > 0", sigma);
     const Index n = data.rows();
     const std::size_t k = std::size_t(data.cols());
     std::vector<double> x(std::size_t(n) * k);  // row-major doubles
@@ -374,21 +365,10 @@ MatrixD abramson_bandwidths(const MatrixF& data, const AbramsonOptions& o)
     const Index n = data.rows();
     const Index dims = data.cols();
     if (n < 2) throw InvalidArgument("abramson_bandwidths: needs n >= 2 points (a density from one point is flat)");
-    if (!(o.pilot >= 0) || !std::isfinite(o.pilot)) {
-        std::ostringstream m;
-        m << "abramson_bandwidths: pilot must be finite and >= 0 (0 = Silverman's rule), got " << o.pilot;
-        throw InvalidArgument(m.str());
-    }
-    if (!(o.c > 0) || !std::isfinite(o.c)) {
-        std::ostringstream m;
-        m << "abramson_bandwidths: c must be finite and > 0, got " << o.c;
-        throw InvalidArgument(m.str());
-    }
-    if (!(o.alpha >= 0 && o.alpha <= 1)) {
-        std::ostringstream m;
-        m << "abramson_bandwidths: alpha must be in [0, 1], got " << o.alpha;
-        throw InvalidArgument(m.str());
-    }
+    require_value(o.pilot >= 0 && std::isfinite(o.pilot),
+                  "abramson_bandwidths: pilot must be finite and >= 0 (0 = Silverman's rule)", o.pilot);
+    require_value(o.c > 0 && std::isfinite(o.c), "abramson_bandwidths: c must be finite and > 0", o.c);
+    require_value(o.alpha >= 0 && o.alpha <= 1, "abramson_bandwidths: alpha must be in [0, 1]", o.alpha);
     std::vector<double> scale;
     MatrixF standardised;
     const MatrixF* pilot_data = &data;
