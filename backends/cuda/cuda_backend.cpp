@@ -597,6 +597,17 @@ private:
         }
     }
 
+    /// The point-buffer fields the GEMM, range and topology kernels' parameters share.
+    template <class Params>
+    void set_points(Params& p, const Part& s, Index npoints) const
+    {
+        p.points = s.points.f();
+        p.precision = pp_ ? s.precision.f() : nullptr;
+        p.log_weight = pp_ ? s.log_weight.f() : nullptr;
+        p.n = static_cast<decltype(p.n)>(npoints);
+        p.k = k_;
+    }
+
     /// One launch over `npoints` device-resident points (from the start of the buffers).
     void launch(Part& s, Index npoints, Index nq) const
     {
@@ -604,11 +615,7 @@ private:
         if (plan_.gemm) {
             const GemmKernel& gk = plan_.gemm_kernel;
             GemmParams p;
-            p.points = s.points.f();
-            p.precision = pp_ ? s.precision.f() : nullptr;
-            p.log_weight = pp_ ? s.log_weight.f() : nullptr;
-            p.n = npoints;
-            p.k = k_;
+            set_points(p, s, npoints);
             p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
                                                        : -INFINITY;
             p.queries = s.queries.f();
@@ -625,11 +632,7 @@ private:
                                            dim3(gk.threads), args, gk.smem, s.stream.get()));
         } else if (plan_.range) {
             RangeParams p;
-            p.points = s.points.f();
-            p.precision = pp_ ? s.precision.f() : nullptr;
-            p.log_weight = pp_ ? s.log_weight.f() : nullptr;
-            p.n = static_cast<int>(npoints);
-            p.k = k_;
+            set_points(p, s, npoints);
             p.start = s.grid_start.as<int>();
             p.grid_i = s.grid_i.as<int>();
             p.grid_f = s.grid_f.f();
@@ -693,11 +696,7 @@ private:
             MS_CUDA_CHECK(cudaLaunchKernel(plan_.kernel, dim3(grid), dim3(T), args, plan_.smem, s.stream.get()));
         } else {
             TopologyParams p;
-            p.points = s.points.f();
-            p.precision = pp_ ? s.precision.f() : nullptr;
-            p.log_weight = pp_ ? s.log_weight.f() : nullptr;
-            p.n = npoints;
-            p.k = k_;
+            set_points(p, s, npoints);
             p.f_vppu = topo_.f_vppu;
             p.f_load = topo_.f_load;
             p.tile = plan_.tile;
