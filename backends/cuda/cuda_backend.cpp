@@ -5,7 +5,7 @@
 //   truncated kernel (finite Options::cutoff): the range kernels (range_kernel.cu), the candidate
 //   loop over the cell grid's block-sparse ranges, f_vppu ≤ 32.
 //   BackendOptions::pair_form = gemm: the GEMM kernels (gemm_kernel.cu), exponents and sums through
-//   tensor-core matrix products, exact or truncated (Auto: not yet, see kGemmAutoProven).
+//   tensor-core matrix products, exact or truncated (Auto: from kGemmCrossover / kGemmCrossoverTruncated on).
 // The modes live on the device for the whole run (mode_kernels.hpp): a step gathers the active
 // modes, accumulates, finishes them in place and compacts the active list there; only
 // (index, shift², status) of each advanced mode crosses to the host. Several GPUs: every device
@@ -52,13 +52,15 @@ constexpr Index kNoPointLimit = Index(1) << 62;
 /// τ = 32 / 64 / 128 with f_vppu = 1 (docs/truncated-kernel-gpu.md).
 constexpr int kDefaultRangeThreads = 64;
 constexpr int kDefaultRangeVppu = 4;
-/// Smallest k at which PairForm::Auto would take the GEMM kernels (the tensor cores' reach; to be
-/// moved to the crossover measured against the fast/topology/range kernels).
-constexpr int kGemmCrossover = 16;
-/// Auto takes the GEMM kernels only once they are proven on a GPU: their accuracy fix (split
-/// weights) and their speed have not run on one yet (docs/high-dimensional.md), so a default user
-/// keeps the kernels the conformance suite has passed on the H100/H200; pair_form=gemm asks for them.
-constexpr bool kGemmAutoProven = false;
+/// PairForm::Auto takes the GEMM kernels for the exact kernel from the first k the fast kernels
+/// (k <= 8) do not take. H200, n = 262,144, one exact step (docs/high-dimensional.md, 2026-11-23):
+/// GEMM 3.4e11 / 2.0e11 / 1.3e11 pairs/s at k = 16 / 32 / 64 against 3.2e9 / 1.6e9 / 0.9e9 for the
+/// topology kernels that ran there before (100-150x), per-point 1.7e11 vs 1.8e9 at k = 16.
+constexpr int kGemmCrossover = 9;
+/// Truncated kernel: the range kernels visit only the candidate ranges, the GEMM kernels every
+/// point with the cutoff as a mask; from this k on the masked tensor-core product is the faster
+/// (the range kernels' per-pair cost grows with k like the topology kernels').
+constexpr int kGemmCrossoverTruncated = 16;
 
 /// Preload::Auto = the faster variant measured on the H200 (docs/tuning.md, CUDA): preloading on
 /// for the fast kernels (+17 % isotropic, +47 % per-point) and for the topology kernels up to
@@ -114,24 +116,30 @@ struct Plan {
     const void* kernel = nullptr;
 };
 
-/// Whether the GEMM kernels run: PairForm::Gemm, or Auto from kGemmCrossover on when the topology
+/// Whether a requested topology leaves the GEMM kernels their own block shape (τ = their block,
+/// f_vppu = f_load = 4; 0 = the backend's choice).
+bool gemm_shape(const Topology& t, const GemmKernel& gk)
+{
+    return (t.pus_per_ppu == 0 || t.pus_per_ppu == gk.threads) && (t.f_vppu == 0 || t.f_vppu == 4) &&
+           (t.f_load == 0 || t.f_load == 4);
+}
+
+/// Whether the GEMM kernels run: PairForm::Gemm, or Auto from the crossover on when the topology
 /// is the backend's choice (or already theirs: a resolved GEMM topology binds to them again); an
 /// explicit other topology keeps Alg. 3's kernels.
-bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp)
+bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
     const GemmKernel gk = gemm_kernel(k, pp);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
-    const bool own_shape = (t.pus_per_ppu == 0 || t.pus_per_ppu == gk.threads) && (t.f_vppu == 0 || t.f_vppu == 4) &&
-                           (t.f_load == 0 || t.f_load == 4);
-    return kGemmAutoProven && k >= kGemmCrossover && own_shape;
+    return k >= (truncated ? kGemmCrossoverTruncated : kGemmCrossover) && gemm_shape(t, gk);
 }
 
 Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
     Plan p;
     const GemmKernel gk = gemm_kernel(k, pp);
-    const bool gemm = gemm_chosen(o, t, k, pp);
+    const bool gemm = gemm_chosen(o, t, k, pp, truncated);
     if (gemm && gk.fn) {
         p.gemm = true;
         p.preload = true;  // the point tiles are staged in shared memory (Alg. 7)
@@ -766,6 +774,13 @@ public:
             if (ids.size() > 1) c->worker = std::make_unique<DeviceWorker>(id);
             contexts_.push_back(std::move(c));
         }
+        // Creating a device's primary context takes ~0.13 s on an H200 (the first runtime call that
+        // needs it pays it: resolve_topology); start it now so that it overlaps the host's
+        // preparation of the data. Errors are left to the calls that need the context.
+        warm_up_ = std::async(std::launch::async, [ids] {
+            for (int id : ids)
+                if (cudaSetDevice(id) == cudaSuccess) (void)cudaFree(nullptr);
+        });
     }
 
     std::string name() const override { return "cuda"; }
@@ -786,10 +801,15 @@ public:
         const bool pp = data.model == KernelModel::PerPoint;
         const bool truncated = std::isfinite(data.cutoff2);
         Topology t = req;
-        if (gemm_chosen(options_, req, k, pp)) {
+        if (gemm_chosen(options_, req, k, pp, truncated)) {
             // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
-            t.pus_per_ppu = gemm_kernel(k, pp).threads;
+            const GemmKernel gk = gemm_kernel(k, pp);
+            if (!gemm_shape(req, gk))
+                throw InvalidArgument("cuda backend: pair_form=gemm runs its own block shape (tau = " +
+                                      std::to_string(gk.threads) + ", f_vppu = f_load = 4), requested " +
+                                      req.to_string() + "; leave them 0 or use pair_form=direct");
+            t.pus_per_ppu = gk.threads;
             t.f_vppu = t.f_load = 4;
         }
         if (t.pus_per_ppu == 0) t.pus_per_ppu = truncated ? kDefaultRangeThreads : kDefaultThreads;
@@ -828,6 +848,7 @@ public:
 
 private:
     BackendOptions options_;
+    std::future<void> warm_up_;  // context creation in the background; waited for on destruction
     Contexts contexts_;
 };
 
