@@ -3,6 +3,7 @@
 // and the Auto decision.
 #include "prepare.hpp"
 #include "kdtree.hpp"
+#include "radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
 #include <meanshift/neighbours.hpp>
@@ -126,8 +127,7 @@ std::vector<Index> cell_order(const CellGrid& G, const double* Y, Index m, int k
     for (int j = 0; j < g; ++j)
         while (bits < 63 / g && (Index{1} << bits) < G.cells[std::size_t(j)]) ++bits;
     const std::size_t um = static_cast<std::size_t>(m);
-    std::vector<std::pair<std::uint64_t, Index>> keyed(um), sorted(um);
-    bool ordered = true;  // already in key order (e.g. seeds sorted before): nothing to sort
+    std::vector<std::pair<std::uint64_t, Index>> keyed(um);
     for (std::size_t q = 0; q < um; ++q) {
         const double* y = Y + q * static_cast<std::size_t>(k);
         std::uint64_t key = 0;
@@ -141,18 +141,8 @@ std::vector<Index> cell_order(const CellGrid& G, const double* Y, Index m, int k
             }
         }
         keyed[q] = {key, static_cast<Index>(q)};
-        ordered = ordered && (q == 0 || keyed[q - 1].first <= key);
     }
-    constexpr int kDigit = 11;
-    std::vector<std::size_t> count;
-    for (int shift = 0; !ordered && shift < bits * g; shift += kDigit) {
-        count.assign((std::size_t{1} << kDigit) + 1, 0);
-        const std::uint64_t mask = (std::uint64_t{1} << kDigit) - 1;
-        for (const auto& e : keyed) ++count[((e.first >> shift) & mask) + 1];
-        for (std::size_t b = 0; b + 1 < count.size(); ++b) count[b + 1] += count[b];
-        for (const auto& e : keyed) sorted[count[(e.first >> shift) & mask]++] = e;
-        keyed.swap(sorted);
-    }
+    radix_sort(keyed, bits * g);  // already in key order (e.g. seeds sorted before): one pass
     std::vector<Index> order(um);
     for (std::size_t q = 0; q < um; ++q) order[q] = keyed[q].second;
     return order;

@@ -3,6 +3,7 @@
 #include "seeding.hpp"
 
 #include "boundary_bins.hpp"
+#include "radix_sort.hpp"
 #include "spatial_order.hpp"
 
 #include <algorithm>
@@ -37,25 +38,58 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
 {
     const Index n = P.rows();
     const int k = static_cast<int>(P.cols());
-    std::vector<std::int64_t> key(static_cast<std::size_t>(n) * static_cast<std::size_t>(k));
+    const std::size_t ks = static_cast<std::size_t>(k);
+    std::vector<std::int64_t> key(static_cast<std::size_t>(n) * ks);
+    std::vector<std::int64_t> lo(ks, INT64_MAX), hi(ks, INT64_MIN);
     for (Index i = 0; i < n; ++i)
-        for (int d = 0; d < k; ++d)
-            key[std::size_t(i * k + d)] = static_cast<std::int64_t>(std::floor(P(i, d) / side));
+        for (int d = 0; d < k; ++d) {
+            const auto c = static_cast<std::int64_t>(std::floor(P(i, d) / side));
+            key[std::size_t(i) * ks + std::size_t(d)] = c;
+            lo[std::size_t(d)] = std::min(lo[std::size_t(d)], c);
+            hi[std::size_t(d)] = std::max(hi[std::size_t(d)], c);
+        }
+    // Rows in lexicographic order of their cells. When the cell ranges fit 64 bits, the offsets
+    // c_d − lo_d concatenated (dimension 0 highest) order as the cells do: a radix sort, O(n);
+    // otherwise a comparison sort.
+    std::vector<int> width(ks, 0);
+    int bits = 0;
+    for (std::size_t d = 0; d < ks && n > 0; ++d) {
+        width[d] = bit_width(static_cast<std::uint64_t>(hi[d]) - static_cast<std::uint64_t>(lo[d]));
+        bits += width[d];
+    }
     std::vector<Index> idx(static_cast<std::size_t>(n));
-    for (Index i = 0; i < n; ++i) idx[std::size_t(i)] = i;
+    std::vector<std::pair<std::uint64_t, Index>> keyed;  // packed cells, sorted (when they fit)
     auto less = [&](Index a, Index b) {
         return std::lexicographical_compare(key.begin() + a * k, key.begin() + (a + 1) * k, key.begin() + b * k,
                                             key.begin() + (b + 1) * k);
     };
-    std::sort(idx.begin(), idx.end(), less);
+    if (bits <= 64) {
+        keyed.resize(static_cast<std::size_t>(n));
+        for (Index i = 0; i < n; ++i) {
+            std::uint64_t packed = 0;
+            for (std::size_t d = 0; d < ks; ++d) {
+                const std::uint64_t off = static_cast<std::uint64_t>(key[std::size_t(i) * ks + d]) -
+                                          static_cast<std::uint64_t>(lo[d]);
+                packed = width[d] >= 64 ? off : (packed << width[d]) | off;
+            }
+            keyed[std::size_t(i)] = {packed, i};
+        }
+        radix_sort(keyed, bits);
+        for (Index r = 0; r < n; ++r) idx[std::size_t(r)] = keyed[std::size_t(r)].second;
+    } else {
+        for (Index i = 0; i < n; ++i) idx[std::size_t(i)] = i;
+        std::sort(idx.begin(), idx.end(), less);
+    }
     Bins b;
     b.side = side;
     b.of.assign(static_cast<std::size_t>(n), 0);
     Index B = 0;
     for (Index r = 0; r < n; ++r) {
         const Index i = idx[std::size_t(r)];
-        if (r > 0 && less(idx[std::size_t(r - 1)], i)) ++B;
-        if (r == 0 || b.key.size() < std::size_t(B + 1) * std::size_t(k))
+        const bool next = keyed.empty() ? r > 0 && less(idx[std::size_t(r - 1)], i)
+                                        : r > 0 && keyed[std::size_t(r)].first != keyed[std::size_t(r - 1)].first;
+        if (next) ++B;
+        if (r == 0 || b.key.size() < std::size_t(B + 1) * ks)
             b.key.insert(b.key.end(), key.begin() + i * k, key.begin() + (i + 1) * k);
         b.of[std::size_t(i)] = B;
     }

@@ -1,4 +1,5 @@
 #include "skeleton/src/spatial_order.hpp"
+#include "skeleton/src/radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -68,7 +69,7 @@ std::vector<Index> morton_order(const MatrixD& points)
         }
         keyed[static_cast<std::size_t>(i)] = {key, i};
     }
-    std::sort(keyed.begin(), keyed.end());
+    radix_sort(keyed, bits * dims);  // stable: equal keys stay in row order
     std::vector<Index> order(static_cast<std::size_t>(m));
     for (Index i = 0; i < m; ++i) order[static_cast<std::size_t>(i)] = keyed[static_cast<std::size_t>(i)].second;
     return order;

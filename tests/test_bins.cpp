@@ -1,0 +1,85 @@
+// make_bins (skeleton/src/seeding.hpp) and the radix sort behind it: the bins are the distinct
+// cells of the rows in lexicographic order, whichever sort path (packed 64-bit keys or the
+// comparison sort for cell ranges wider than 64 bits) ran.
+#include "test_support.hpp"
+
+#include "skeleton/src/radix_sort.hpp"
+#include "skeleton/src/seeding.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace meanshift;
+
+namespace {
+
+/// The bins by definition: a std::map from the cell (lexicographic order) to its rows.
+void check_bins(const MatrixD& P, double side)
+{
+    const int k = static_cast<int>(P.cols());
+    std::map<std::vector<std::int64_t>, std::vector<Index>> cells;
+    for (Index i = 0; i < P.rows(); ++i) {
+        std::vector<std::int64_t> c(static_cast<std::size_t>(k));
+        for (int d = 0; d < k; ++d) c[std::size_t(d)] = static_cast<std::int64_t>(std::floor(P(i, d) / side));
+        cells[c].push_back(i);
+    }
+    const detail::Bins b = detail::make_bins(P, side, nullptr);
+    REQUIRE(b.count.size() == cells.size());
+    Index j = 0;
+    for (const auto& [cell, rows] : cells) {
+        INFO("bin " << j);
+        CHECK(std::equal(cell.begin(), cell.end(), b.key.begin() + j * k));
+        CHECK(b.count[std::size_t(j)] == static_cast<Index>(rows.size()));
+        Eigen::RowVectorXd mean = Eigen::RowVectorXd::Zero(k);
+        for (Index i : rows) {
+            CHECK(b.of[std::size_t(i)] == j);
+            mean += P.row(i);
+        }
+        mean /= static_cast<double>(rows.size());
+        CHECK((b.mean.row(j) - mean).norm() <= 1e-12 * (1 + mean.norm()));
+        CHECK(b.find(cell.data()) == j);
+        ++j;
+    }
+}
+
+}  // namespace
+
+TEST_CASE("radix_sort: sorts by key, stable, any key width; sorted input unchanged")
+{
+    std::mt19937_64 rng(3);
+    for (int bits : {1, 11, 12, 33, 64}) {
+        INFO("bits = " << bits);
+        const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+        std::vector<std::pair<std::uint64_t, Index>> keyed(5000);
+        for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {rng() & mask & (i % 3 ? mask : 7), Index(i)};
+        auto want = keyed;
+        std::stable_sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.first < b.first; });
+        detail::radix_sort(keyed, bits);
+        CHECK(keyed == want);
+        detail::radix_sort(keyed, bits);
+        CHECK(keyed == want);
+    }
+}
+
+TEST_CASE("make_bins: lexicographic bins, counts, means and find() on both sort paths")
+{
+    std::mt19937 rng(11);
+    std::normal_distribution<double> g(0.0, 3.0);
+    for (int k : {1, 2, 3, 9}) {
+        MatrixD P(4000, k);
+        for (Index i = 0; i < P.rows(); ++i)
+            for (int d = 0; d < k; ++d) P(i, d) = g(rng) + (d == 0 ? -20.0 : 5.0);  // negative cells too
+        INFO("k = " << k << ", packed keys");
+        check_bins(P, 0.5);
+        // Cells spanning 64 bits in dimension 0: one 64-bit field at k = 1, the comparison sort above.
+        MatrixD Q = P;
+        Q(0, 0) = -4e18;
+        Q(1, 0) = 4e18;
+        INFO("k = " << k << (k == 1 ? ", a 64-bit key" : ", comparison sort"));
+        check_bins(Q, 0.5);
+    }
+}
