@@ -15,22 +15,23 @@ if [[ $mode == all || $mode == tests ]]; then
   for b in cuda opencl; do echo "conformance $b: $(timeout 240 $B/meanshift_conformance --backend=$b 2>&1 | grep -E 'test cases|ERROR' | tail -3 | tr '\n' ' ')"; done
   echo "unit cuda*/opencl*: $(timeout 200 $B/meanshift_tests -tc='cuda*,opencl*' 2>&1 | grep -E 'test cases|ERROR' | tail -5 | tr '\n' ' ')"
   echo "unit cuda GEMM: $(timeout 100 $B/meanshift_tests -tc='*GEMM*,*gemm*' 2>&1 | grep -E 'test cases|ERROR' | tail -5 | tr '\n' ' ')"
-  timeout 120 compute-sanitizer --tool memcheck $B/meanshift bench --n 3000 --dims 64 --iterations 2 -b cuda --tune pair_form=gemm -q 2>&1 | grep -E "ERROR SUMMARY|error" | head -3
-  timeout 120 compute-sanitizer --tool racecheck $B/meanshift bench --n 3000 --dims 64 --iterations 1 -b cuda --tune pair_form=gemm -q 2>&1 | grep -E "RACECHECK SUMMARY|hazard" | head -3
+  # Defaults at k = 64 run the GEMM kernels: truncated (cutoff as a mask) and --exact.
+  for x in "" --exact; do
+    timeout 120 compute-sanitizer --tool memcheck $B/meanshift bench --n 3000 --dims 64 --iterations 2 -b cuda -q $x 2>&1 | grep -E "ERROR SUMMARY|error" | head -3
+    timeout 120 compute-sanitizer --tool racecheck $B/meanshift bench --n 3000 --dims 64 --iterations 1 -b cuda -q $x 2>&1 | grep -E "RACECHECK SUMMARY|hazard" | head -3
+  done
 fi
 if [[ $mode == all || $mode == highdim ]]; then
   # Exact kernel, every point a seed (the pair rate a user gets for an exact step); the direct
   # kernels on n = 65,536 (NDIRECT) to keep them under a minute.
   X="--exact -q --iterations 1"
-  # cuda: the GEMM kernels (pair_form=gemm) on n = N beside the direct ones (Auto today) on NDIRECT;
-  # opencl: its default (Auto: GEMM from the crossover) on N beside pair_form=direct on NDIRECT.
+  # Every backend's default (Auto: the GEMM kernels from the crossover on) on n = N, beside
+  # pair_form=direct on NDIRECT for k <= KDIRECT_MAX.
   for k in $DIMS; do
     for kern in isotropic diagonal; do
       [[ $kern == diagonal && $k -gt 128 ]] && continue
       for b in ${BACKENDS:-cuda opencl}; do
-        big=default; [[ $b == cuda ]] && big=pair_form=gemm
-        t=""; [[ $big != default ]] && t="--tune $big"
-        echo "bench k=$k $kern $b $big n=$N: $(timeout 120 $B/meanshift bench --n $N --dims $k --kernel $kern -b $b $t $X 2>&1 | tail -1)"
+        echo "bench k=$k $kern $b default n=$N: $(timeout 120 $B/meanshift bench --n $N --dims $k --kernel $kern -b $b $X 2>&1 | tail -1)"
         [[ $k -gt ${KDIRECT_MAX:-64} ]] && continue
         echo "bench k=$k $kern $b pair_form=direct n=${NDIRECT:-65536}: $(timeout 120 $B/meanshift bench --n ${NDIRECT:-65536} --dims $k --kernel $kern -b $b --tune pair_form=direct $X 2>&1 | tail -1)"
       done

@@ -17,7 +17,7 @@ if [[ $mode == all || $mode == seg ]]; then
   done; done; done
 fi
 if [[ $mode == all || $mode == blobs ]]; then
-  for k in 2 3 6; do
+  for k in ${KS:-2 3 6}; do
     python3 apps/bench/peers/sklearn_blobs.py --n 1000000 --dims $k --skip-sklearn --out /tmp/b$k >/dev/null
     for b in cuda opencl; do for r in 1 2; do echo "blobs 1e6 k=$k $b: $($B/bench_blobs /tmp/b$k 1000000 $k 0.7 --backend $b 2>&1 | tr '\n' ' ')"; done; done
     python3 apps/bench/peers/torch_blobs.py /tmp/b$k 1000000 $k --bandwidth 0.7 --reps 2
