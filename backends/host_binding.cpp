@@ -1,5 +1,6 @@
 // HostBinding: mode storage, Alg. 5 shifts and active-set compaction of the host backends.
 #include "backends/host_binding.hpp"
+#include "skeleton/src/array_scan.hpp"
 #include "skeleton/src/prepare.hpp"
 
 #include <meanshift/errors.hpp>
@@ -24,11 +25,12 @@ void HostBinding::set_modes(const double* positions, Index m, const double* metr
     const int k = data_->k();
     if (m < 1) throw InvalidArgument("set_modes: need at least one mode (m = " + std::to_string(m) + ")");
     if (!positions) throw InvalidArgument("set_modes: null positions");
+    const std::size_t values = static_cast<std::size_t>(m) * static_cast<std::size_t>(k);
+    if (!all_finite(positions, values)) throw InvalidArgument("set_modes: positions must be finite");
     modes_ = Eigen::Map<const MatrixD>(positions, m, k);
-    if (!modes_.allFinite()) throw InvalidArgument("set_modes: positions must be finite");
     if (metric) {
         metric_ = Eigen::Map<const MatrixD>(metric, m, k);
-        if (!metric_.allFinite() || (metric_.array() < 0).any())
+        if (!all_finite(metric, values) || (metric_.array() < 0).any())
             throw InvalidArgument("set_modes: metric weights must be finite and >= 0");
     } else {
         metric_.resize(0, 0);
@@ -63,7 +65,7 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     advance(in, out_.data(), supported_.data(), a);
     report.kernel_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     report.pairs = pairs_ >= 0 ? pairs_ : static_cast<double>(a) * static_cast<double>(data_->n());
-    if (!Eigen::Map<const MatrixD>(out_.data(), a, k).allFinite())
+    if (!all_finite(out_.data(), static_cast<std::size_t>(a) * static_cast<std::size_t>(k)))
         throw Error("backend produced non-finite mode positions (a backend defect)");
 
     report.mode.resize(static_cast<std::size_t>(a));

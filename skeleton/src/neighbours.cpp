@@ -3,6 +3,7 @@
 // and the Auto decision.
 #include "prepare.hpp"
 #include "kdtree.hpp"
+#include "array_scan.hpp"
 #include "radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
@@ -336,7 +337,9 @@ void build_search(PreparedData& D, NeighbourSearch search, std::string& descript
     const Index n = D.n();
     const int k = D.k();
     const std::vector<double> radius = search_radius(D);
-    const VectorD lo = D.points.colwise().minCoeff().transpose(), hi = D.points.colwise().maxCoeff().transpose();
+    Eigen::RowVectorXd lo_row, hi_row;
+    column_range(D.points, D.points.cols(), lo_row, hi_row);
+    const VectorD lo = lo_row.transpose(), hi = hi_row.transpose();
 
     // Cells per dim (computed in double: nothing is allocated before the count is known to fit).
     std::vector<std::pair<double, int>> cand;  // (cells, dim) for dims that prune (≥ 3 cells)

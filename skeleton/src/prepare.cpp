@@ -1,4 +1,5 @@
 #include "prepare.hpp"
+#include "array_scan.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -12,6 +13,7 @@ namespace {
 
 void check_finite(const float* x, Index m, int k, const char* what)
 {
+    if (all_finite(x, static_cast<std::size_t>(m) * static_cast<std::size_t>(k))) return;
     for (Index i = 0; i < m; ++i)
         for (int d = 0; d < k; ++d)
             if (!std::isfinite(x[i * k + d])) {
@@ -26,12 +28,13 @@ void check_finite(const float* x, Index m, int k, const char* what)
 // bandwidth next to a large coordinate, one per-point bandwidth far from the others).
 void check_float32_range(const PreparedData& D)
 {
-    if (!D.points_f.allFinite())
+    if (!all_finite(D.points_f.data(), static_cast<std::size_t>(D.points_f.size())))
         throw InvalidArgument("data/bandwidth range: whitened coordinates (x - centre) / h exceed the float32 range "
                               "used by the float32 backends; the bandwidth is too small for the data's extent");
     if (D.model == KernelModel::PerPoint) {
         const float lo = D.precision_f.size() ? D.precision_f.minCoeff() : 1.0f;
-        if (!D.precision_f.allFinite() || !(lo >= std::numeric_limits<float>::min()))
+        if (!all_finite(D.precision_f.data(), static_cast<std::size_t>(D.precision_f.size())) ||
+            !(lo >= std::numeric_limits<float>::min()))
             throw InvalidArgument("bandwidth range: per-point bandwidths span too many orders of magnitude; the "
                                   "precisions 1/H_i,dd relative to their geometric mean leave the float32 range");
     }
@@ -80,7 +83,9 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
     Prepared p;
     Eigen::Map<const MatrixF> X(data, n, k);
     const MatrixD Xd = X.cast<double>();
-    p.centre = 0.5 * (Xd.colwise().minCoeff() + Xd.colwise().maxCoeff()).transpose();
+    Eigen::RowVectorXd lo, hi;
+    column_range(Xd, k, lo, hi);
+    p.centre = 0.5 * (lo + hi).transpose();
 
     PreparedData& D = p.data;
     if (bw.shared()) {

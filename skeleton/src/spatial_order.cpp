@@ -1,4 +1,5 @@
 #include "skeleton/src/spatial_order.hpp"
+#include "skeleton/src/array_scan.hpp"
 #include "skeleton/src/radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
@@ -55,8 +56,8 @@ std::vector<Index> morton_order(const MatrixD& points)
     const int bits = dims > 0 ? std::min(21, 63 / dims) : 0;
     std::vector<std::pair<std::uint64_t, Index>> keyed(static_cast<std::size_t>(m));
     if (m == 0) return {};
-    const Eigen::RowVectorXd lo = points.leftCols(dims).colwise().minCoeff();
-    const Eigen::RowVectorXd hi = points.leftCols(dims).colwise().maxCoeff();
+    Eigen::RowVectorXd lo, hi;
+    column_range(points, dims, lo, hi);
     const double cells = static_cast<double>((std::uint64_t(1) << bits) - 1);
     for (Index i = 0; i < m; ++i) {
         std::uint64_t key = 0;
