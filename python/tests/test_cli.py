@@ -1,4 +1,5 @@
 """The package gives the `meanshift` tool's results on the same data, for every usable backend."""
+import os
 import struct
 import subprocess
 import zlib
@@ -14,7 +15,11 @@ from conftest import usable_backends
 
 
 def run(cli, *args):
-    p = subprocess.run([cli, *map(str, args)], capture_output=True, text=True)
+    # env=os.environ: the environment this process started with. Without it the tool inherits the C-level
+    # environment, which OpenCL drivers loaded here may have rewritten (on the GPU machine, probing the
+    # ICDs set OCL_ICD_FILENAMES to PoCL alone, so the tool ran on the CPU device while the package used
+    # the GPU's).
+    p = subprocess.run([cli, *map(str, args)], capture_output=True, text=True, env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     return p.stdout
 
