@@ -182,11 +182,21 @@ TEST_CASE("conformance highdim: clustering 64-D blobs, exact and truncated, vs t
             const Result want = cluster(b.data, w);
             CHECK(same_partition(got.labels, want.labels));
             REQUIRE(got.modes.rows() == want.modes.rows());
+            // Modes that converged (to tolerance 1e-4 bandwidths) in both runs; float32 steps on top. A mode
+            // still moving after max_iterations (a seed on a saddle between blobs: seed 17784788075835443320
+            // left one 0.13 bandwidths from the oracle's after 300 iterations in both) is on a slow,
+            // unstable path where rounding differences grow; the partition above covers it.
             double worst = 0;
-            for (Index i = 0; i < got.modes.rows(); ++i)
+            Index unconverged = 0;
+            for (Index i = 0; i < got.modes.rows(); ++i) {
+                if (!got.converged[std::size_t(i)] || !want.converged[std::size_t(i)]) {
+                    ++unconverged;
+                    continue;
+                }
                 for (Index d = 0; d < got.modes.cols(); ++d)
                     worst = std::max(worst, std::abs(double(got.modes(i, d)) - double(want.modes(i, d))));
-            // converged to tolerance 1e-4 bandwidths in both; float32 steps on top
+            }
+            CHECK(unconverged <= got.modes.rows() / 20);
             CHECK(worst <= 1.5 * 4.0 * (o.tolerance + conf::step_tolerance(20.0)));
         }
 }
