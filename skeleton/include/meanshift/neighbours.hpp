@@ -71,7 +71,11 @@ inline constexpr double kGridTryTreeFraction = 0.4;
 
 /// Auto also builds the kd-tree when the grid spans more dims than this (a block then walks
 /// 3^(g−1) rows of cells), and takes it unless the grid estimates at least 10 % fewer pairs.
-inline constexpr int kGridTryTreeDims = 4;
+/// 6: at g = 6 (1e6 blobs) the grid beat the tree although the tree estimated fewer pairs per
+/// point (12 % vs 16 %): a block of modes reaches 5× the grid's pairs through the tree's leaves,
+/// H200 cuda 10.2 s vs 34.0 s, opencl 8.6 vs 24 s; at k = 8 (g = 8) the tree is still faster on
+/// 2 cores (docs/truncated-kernel.md).
+inline constexpr int kGridTryTreeDims = 6;
 
 /// A uniform cell grid over g of the k prepared dimensions. Cells are numbered row-major over
 /// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
