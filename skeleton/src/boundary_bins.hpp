@@ -1,12 +1,31 @@
 #pragma once
-// The basin-boundary rule of the boundary refinement (Options::refine_boundaries), shared by one
-// process's refinement (seeding.cpp) and the MPI layer's (mpi/cluster.cpp), so both re-seed the same bins.
+// The bin tables' lookup and the basin-boundary rule of the boundary refinement
+// (Options::refine_boundaries), shared by one process's bins (seeding.cpp) and the MPI layer's
+// (mpi/bins.cpp, mpi/cluster.cpp), so both find and re-seed the same bins.
 
+#include <meanshift/types.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
 namespace meanshift::detail {
+
+/// The row of `cell` (k integer coordinates) in `keys` (rows × k, lexicographically increasing),
+/// or -1 when it is not there. Binary search.
+inline Index find_cell(const std::vector<std::int64_t>& keys, std::size_t rows, std::size_t k, const std::int64_t* cell)
+{
+    Index lo = 0, hi = static_cast<Index>(rows);
+    while (lo < hi) {  // first row whose key is not less than cell
+        const Index mid = lo + (hi - lo) / 2;
+        const std::int64_t* km = keys.data() + std::size_t(mid) * k;
+        if (std::lexicographical_compare(km, km + k, cell, cell + k)) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < static_cast<Index>(rows) && std::equal(cell, cell + k, keys.data() + std::size_t(lo) * k)) return lo;
+    return -1;
+}
 
 /// Offsets to a bin's neighbours, k per row: the 3^k box without its centre for k <= 3 (a boundary
 /// that clips a corner is caught too); above, the 2k faces (3^k lookups per bin would cost more than

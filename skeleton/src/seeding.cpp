@@ -132,17 +132,7 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
 
 Index Bins::find(const std::int64_t* cell) const
 {
-    const std::size_t k = static_cast<std::size_t>(mean.cols());
-    Index lo = 0, hi = static_cast<Index>(count.size());
-    while (lo < hi) {  // first bin whose key is not less than cell
-        const Index mid = lo + (hi - lo) / 2;
-        const std::int64_t* km = key.data() + std::size_t(mid) * k;
-        if (std::lexicographical_compare(km, km + k, cell, cell + k)) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < static_cast<Index>(count.size()) && std::equal(cell, cell + k, key.data() + std::size_t(lo) * k))
-        return lo;
-    return -1;
+    return find_cell(key, count.size(), static_cast<std::size_t>(mean.cols()), cell);
 }
 
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,

@@ -3,6 +3,7 @@
 // units, a seed at the mean of every bin with ≥ min_bin_count points, smaller bins labelled by the
 // nearest seed), with the bins counted on every rank and merged on rank 0.
 #include "common.hpp"
+#include "../boundary_bins.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -178,16 +179,7 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
 
 Index BinSeeds::find(const std::int64_t* cell) const
 {
-    const std::size_t K = count.empty() ? 0 : keys.size() / count.size();
-    Index lo = 0, hi = static_cast<Index>(count.size());
-    while (lo < hi) {  // first bin whose key is not less than `cell`
-        const Index mid = lo + (hi - lo) / 2;
-        const std::int64_t* km = keys.data() + std::size_t(mid) * K;
-        if (std::lexicographical_compare(km, km + K, cell, cell + K)) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo < static_cast<Index>(count.size()) && std::equal(cell, cell + K, keys.data() + std::size_t(lo) * K)) return lo;
-    return -1;
+    return meanshift::detail::find_cell(keys, count.size(), count.empty() ? 0 : keys.size() / count.size(), cell);
 }
 
 Index BinSeeds::bin_at(const double* y, const std::vector<double>& centre, const std::vector<double>& scale) const
