@@ -34,6 +34,51 @@ void check_close(const Result& got, const Result& want, double h, double tol)
 /// mode by at most c·e^{-c²/2}/10 bandwidths (seen: 4.5e-3 at c = 2.5, k = 16, openmp vs serial).
 double boundary_allowance(double c) { return std::isfinite(c) ? 0.1 * c * std::exp(-0.5 * c * c) : 0.0; }
 
+/// check_close for densities with many nearby maxima (per-point sigmas down to 0.05 bandwidths): a
+/// seed that starts near the boundary between two basins can be carried to either neighbouring
+/// maximum by float32 vs float64 rounding (seed 7726567060337582537, -O1 sanitizer build: one of
+/// 180 rows, converged in both runs, 0.5 bandwidths apart). Such a row is accepted only when the
+/// backend's mode is itself a maximum of the oracle's density: the float64 oracle started there
+/// stays within tol. At most 2 % of the rows may be such; the partition is compared on the rest.
+void check_close_or_neighbouring_mode(const Result& got, const Result& want, const MatrixF& data, Options oracle,
+                                      double h, double tol)
+{
+    REQUIRE(got.modes.rows() == want.modes.rows());
+    const Index m = got.modes.rows(), k = got.modes.cols();
+    auto allowed = [&](Index i, Index d) { return tol * h + std::ldexp(std::abs(double(want.modes(i, d))), -23); };
+    std::vector<Index> apart;
+    for (Index i = 0; i < m; ++i)
+        for (Index d = 0; d < k; ++d)
+            if (std::abs(double(got.modes(i, d)) - double(want.modes(i, d))) > allowed(i, d)) {
+                apart.push_back(i);
+                break;
+            }
+    INFO(apart.size() << " of " << m << " rows reached another maximum than the oracle's");
+    CHECK(Index(apart.size()) <= m / 50);
+    if (!apart.empty()) {
+        MatrixF seeds(Index(apart.size()), k);
+        for (std::size_t j = 0; j < apart.size(); ++j) seeds.row(Index(j)) = got.modes.row(apart[j]);
+        oracle.grouping = GroupingMethod::None;
+        const Eigen::Ref<const MatrixF> seeds_ref(seeds);
+        const Result again = cluster(data, oracle, &seeds_ref);
+        for (std::size_t j = 0; j < apart.size(); ++j)
+            for (Index d = 0; d < k; ++d) {
+                INFO("row " << apart[j] << ": the oracle leaves the backend's mode in dimension " << d);
+                CHECK(std::abs(double(again.modes(Index(j), d)) - double(seeds(Index(j), d))) <= tol * h);
+            }
+    }
+    std::vector<int> a, b;
+    for (Index i = 0, j = 0; i < m; ++i) {
+        if (j < Index(apart.size()) && apart[std::size_t(j)] == i) {
+            ++j;
+            continue;
+        }
+        a.push_back(got.labels[std::size_t(i)]);
+        b.push_back(want.labels[std::size_t(i)]);
+    }
+    CHECK(same_partition(a, b));
+}
+
 Options truncated(const Bandwidth& bw, double cutoff, NeighbourSearch s, const std::string& name = conf::backend())
 {
     Options o = conf::options(bw, name);
@@ -128,7 +173,7 @@ TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, gri
         oo.max_iterations = 100;
         const Result want = cluster(b.data, oo);
         INFO("search: " << got.search);
-        check_close(got, want, 5.0, 4.0 * (o.tolerance + conf::step_tolerance(100.0)));
+        check_close_or_neighbouring_mode(got, want, b.data, oo, 5.0, 4.0 * (o.tolerance + conf::step_tolerance(100.0)));
     }
 }
 
