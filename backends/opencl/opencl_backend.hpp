@@ -5,6 +5,7 @@
 
 #include "backends/opencl/cl_devices.hpp"
 #include "backends/opencl/kernel_config.hpp"
+#include "backends/opencl/pinned_host.hpp"
 
 #include <meanshift/backend.hpp>
 
@@ -53,10 +54,13 @@ public:
 
 private:
     int choose_segments(int nblocks, Index count) const;
+    /// The partial-sum buffer for a step of `count` active modes (approx_mode path); returns the
+    /// segments per block and whether combine_segments runs.
+    int reserve_partial(Index count, bool& combine);
     /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
     /// active list built on the host in the driver's (Morton) order from the report.
     void step_ranges(double tol2, bool retire, StepReport& report);
-    /// The step's report (count × [mode, shift², status] in host_report_) into `report`, checked;
+    /// The step's report (count × [mode, shift², status] in staging_) into `report`, checked;
     /// returns how many modes stay active.
     Index unpack_report(int count, StepReport& report) const;
 
@@ -86,7 +90,9 @@ private:
     cl::Buffer modes_, metric_, active_list_, next_list_, report_, counter_, partial_;
     std::size_t partial_capacity_ = 0;  // bytes
     int last_segments_ = 1;
-    std::vector<cl_int> host_report_;
+    // Pinned host memory for the step's report (3 · count ints) and read_modes (m · k floats),
+    // allocated by set_modes so that the first step pays no allocation or page faults.
+    PinnedHost staging_;
 };
 
 class OpenCLBackend final : public Backend {
