@@ -288,8 +288,9 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
         // Above sample_k the d_k come from a sample (AdaptiveBandwidthOptions::sample_k): say so.
         description += o.sample_k > 0 && o.k > o.sample_k
                            ? "; d_" + std::to_string(o.k) + " estimated on a sample, " + std::to_string(o.sample_k) +
-                                 "-th neighbours)"
-                           : ")";
+                                 "-th neighbours"
+                           : "";
+        description += "; k-NN search on backend " + o.backend + ")";
         return meanshift::Bandwidth::per_point(std::move(h));
     }
     case Kind::Abramson: {

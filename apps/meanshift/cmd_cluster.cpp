@@ -56,6 +56,11 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::Matri
     }
     BandwidthSpec spec;
     BandwidthSpec::parse(a.bandwidth, spec);  // the option's validator already accepted it
+    // The adaptive rule's k-NN search runs on the run's backend (a GPU's brute force under cuda/opencl).
+    meanshift::Options run;
+    a.run.apply(run);
+    spec.adaptive.backend = run.backend;
+    spec.adaptive.backend_options = run.backend_options;
     try {
         return spec.resolve(data, description);
     } catch (const meanshift::InvalidArgument& e) {

@@ -17,9 +17,11 @@
 #include "backends/cuda/device_buffer.hpp"
 #include "backends/cuda/device_worker.hpp"
 #include "backends/cuda/kernel_params.hpp"
+#include "backends/cuda/knn_kernel.hpp"
 #include "backends/cuda/mode_kernels.hpp"
 #include "backends/factory.hpp"
 #include "backends/gpu/tile_layout.hpp"
+#include "skeleton/src/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -834,6 +836,38 @@ public:
         if (t.ppus == 0) t.ppus = prop.multiProcessorCount * per_sm;  // one full wave of resident blocks
         validate_topology(t, name());
         return t;
+    }
+
+    int max_neighbours() const override { return kKnnMaxCount; }
+    /// Brute force on the first device (kernels/meanshift_knn.h), the queries in chunks whose
+    /// results take at most 256 MB of device memory.
+    MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count) override
+    {
+        detail::check_nearest_arguments(points, queries, count, max_neighbours(), name());
+        const int k = static_cast<int>(points.cols());
+        if (k > kKnnMaxDims || points.rows() > INT_MAX)
+            throw InvalidArgument("cuda backend: nearest_distances takes up to " + std::to_string(kKnnMaxDims) +
+                                  " dimensions and 2^31 - 1 points");
+        DeviceScope scope(contexts_.front()->device);
+        const Index m = queries.rows();
+        const Index chunk = std::min<Index>(m, std::max<Index>(1, (Index(256) << 20) / (Index(count) * 4)));
+        DeviceBuffer p, q, out;
+        p.allocate(static_cast<std::size_t>(points.size()) * sizeof(float));
+        q.allocate(static_cast<std::size_t>(chunk * k) * sizeof(float));
+        out.allocate(static_cast<std::size_t>(chunk * count) * sizeof(float));
+        MS_CUDA_CHECK(cudaMemcpy(p.f(), points.data(), p.bytes(), cudaMemcpyHostToDevice));
+        MatrixF host(chunk, count);
+        MatrixD result(m, count);
+        for (Index b = 0; b < m; b += chunk) {
+            const Index c = std::min(chunk, m - b);
+            MS_CUDA_CHECK(cudaMemcpy(q.f(), queries.data() + b * k, static_cast<std::size_t>(c * k) * sizeof(float),
+                                     cudaMemcpyHostToDevice));
+            MS_CUDA_CHECK(cuda::launch_knn(p.f(), static_cast<int>(points.rows()), q.f(), c, k, count, out.f(), nullptr));
+            MS_CUDA_CHECK(cudaMemcpy(host.data(), out.f(), static_cast<std::size_t>(c * count) * sizeof(float),
+                                     cudaMemcpyDeviceToHost));
+            result.middleRows(b, c) = host.topRows(c).cast<double>();
+        }
+        return result;
     }
 
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override

@@ -6,6 +6,7 @@
 #include "backends/factory.hpp"
 #include "backends/opencl/embedded_sources.hpp"
 #include "backends/opencl/program_cache.hpp"
+#include "skeleton/src/host_nearest.hpp"
 #include "backends/gpu/tile_layout.hpp"
 
 #include <meanshift/errors.hpp>
@@ -214,6 +215,57 @@ Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const P
     if (!why.empty()) throw InvalidArgument("opencl: " + why);
     check_against_device(c, dev_->max_work_group_size, dev_->device.info.local_memory, dev_->device.info.name);
     return t;
+}
+
+namespace {
+constexpr int kKnnMaxCount = 64;   // MS_KNN_MAX of kernels/meanshift_knn.h
+constexpr int kKnnMaxDims = 2048;  // MS_KNN_TILE
+}  // namespace
+
+int OpenCLBackend::max_neighbours() const { return kKnnMaxCount; }
+
+MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& queries, int count)
+{
+    check_nearest_arguments(points, queries, count, max_neighbours(), name());
+    const int k = static_cast<int>(points.cols());
+    if (k > kKnnMaxDims || points.rows() > INT_MAX)
+        throw InvalidArgument("opencl: nearest_distances takes up to " + std::to_string(kKnnMaxDims) +
+                              " dimensions and 2^31 - 1 points");
+    const cl::Program program =
+        cached_cl_program(dev_->context, dev_->device.handle,
+                          {opencl_sources::device_header(), "\n", opencl_sources::knn_header(), "\n", opencl_sources::knn()},
+                          "-cl-std=CL1.2");
+    const Index m = queries.rows();
+    // Results of a chunk of queries take at most 256 MB (and the device's largest allocation).
+    const std::size_t cap = std::min<std::size_t>(std::size_t(256) << 20, dev_->max_alloc);
+    const Index chunk = std::min<Index>(m, std::max<Index>(1, Index(cap / (std::size_t(count) * sizeof(float)))));
+    const std::size_t local = std::min<std::size_t>(128, dev_->max_work_group_size);
+    MatrixF host(chunk, count);
+    MatrixD result(m, count);
+    cl_call("the nearest-neighbour search", [&] {
+        cl::Kernel kernel(program, "knn_distances");
+        cl::Buffer p(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, std::size_t(points.size()) * sizeof(float),
+                     const_cast<float*>(points.data()));
+        cl::Buffer q(dev_->context, CL_MEM_READ_ONLY, std::size_t(chunk * k) * sizeof(float));
+        cl::Buffer out(dev_->context, CL_MEM_WRITE_ONLY, std::size_t(chunk * count) * sizeof(float));
+        for (Index b = 0; b < m; b += chunk) {
+            const Index c = std::min(chunk, m - b);
+            dev_->queue.enqueueWriteBuffer(q, CL_FALSE, 0, std::size_t(c * k) * sizeof(float), queries.data() + b * k);
+            kernel.setArg(0, p);
+            kernel.setArg(1, static_cast<cl_int>(points.rows()));
+            kernel.setArg(2, q);
+            kernel.setArg(3, static_cast<cl_long>(c));
+            kernel.setArg(4, static_cast<cl_int>(k));
+            kernel.setArg(5, static_cast<cl_int>(count));
+            kernel.setArg(6, out);
+            dev_->queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange((std::size_t(c) + local - 1) / local * local),
+                                             cl::NDRange(local));
+            dev_->queue.enqueueReadBuffer(out, CL_TRUE, 0, std::size_t(c * count) * sizeof(float), host.data());
+            result.middleRows(b, c) = host.topRows(c).cast<double>();
+        }
+        return 0;
+    });
+    return result;
 }
 
 Topology OpenCLBackend::resolve_topology(const Topology& requested, const PreparedData& data) const

@@ -105,6 +105,9 @@ public:
     std::string name() const override { return "opencl"; }
     bool supports_cutoff() const override { return true; }
     std::vector<DeviceInfo> devices() const override { return {dev_->device.info}; }
+    /// Brute-force k-NN (kernels/knn.cl, the body shared with CUDA in meanshift_knn.h).
+    int max_neighbours() const override;
+    MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count) override;
     Topology resolve_topology(const Topology& requested, const PreparedData& data) const override;
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override;
     /// bind() with the concrete type (tests and bench_opencl read the kernel configuration).

@@ -8,6 +8,7 @@
 #include "backends/factory.hpp"
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
+#include "skeleton/src/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -475,6 +476,20 @@ public:
     }
 
     bool supports_cutoff() const override { return true; }
+
+    int max_neighbours() const override { return std::numeric_limits<int>::max(); }
+    /// The host search (kd-tree or brute force, detail::HostNearest) with the queries shared
+    /// among the threads in chunks.
+    MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count) override
+    {
+        detail::check_nearest_arguments(points, queries, count, max_neighbours(), "openmp backend");
+        const detail::HostNearest search(points);
+        MatrixD out(queries.rows(), count);
+        const Index m = queries.rows(), chunk = 256;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(default_threads())
+        for (Index b = 0; b < m; b += chunk) search.query_rows(queries, count, b, std::min(m, b + chunk), out);
+        return out;
+    }
 
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
     {

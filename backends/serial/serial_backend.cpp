@@ -2,10 +2,12 @@
 // backend is tested against, so it favours clarity and accuracy over speed.
 #include "backends/host_binding.hpp"
 #include "backends/factory.hpp"
+#include "skeleton/src/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -100,6 +102,16 @@ public:
     }
 
     bool supports_cutoff() const override { return true; }
+
+    int max_neighbours() const override { return std::numeric_limits<int>::max(); }
+    /// The host search (kd-tree or brute force, float64 distances) on one thread: the oracle.
+    MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count) override
+    {
+        detail::check_nearest_arguments(points, queries, count, max_neighbours(), "serial backend");
+        MatrixD out(queries.rows(), count);
+        detail::HostNearest(points).query_rows(queries, count, 0, queries.rows(), out);
+        return out;
+    }
 
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
     {

@@ -219,7 +219,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
             min_bin_freq=self.min_bin_freq, bin_data=self.bin_data,
             refine_boundaries=self.refine_boundaries)
 
-    def _bandwidth(self, X: np.ndarray):
+    def _bandwidth(self, X: np.ndarray, opts=None):
         """The library's bandwidth argument: a float, a (k,) or an (n, k) float64 array."""
         n, k = X.shape
         h = self.bandwidth
@@ -282,7 +282,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
             if name == "adaptive":
                 if parts and values[0] < 1:
                     raise ValueError(usage)
-                flat = _core.adaptive_bandwidths(Xf, values[0], values[1], False, 0.1)
+                # The k-NN search runs on the estimator's backend (brute force on a GPU under cuda/opencl).
+                flat = _core.adaptive_bandwidths(Xf, values[0], values[1], False, 0.1, opts if opts is not None else {})
             else:
                 flat = _core.abramson_bandwidths(Xf, values[0], values[1])
             return np.ascontiguousarray(np.asarray(flat, dtype=np.float64).reshape(X.shape))
@@ -325,7 +326,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         """
         X = _validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=1, reset=True)
         opts = self._options()
-        bw = self._bandwidth(X)
+        bw = self._bandwidth(X, opts)
         Xf = _as_float32(X, "X")
         w = None
         if sample_weight is not None:

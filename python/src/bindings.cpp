@@ -386,9 +386,14 @@ double rule_bandwidth(FloatIn2 data, const std::string& rule)
 }
 
 nb::ndarray<nb::numpy, double> adaptive_bandwidths(FloatIn2 data, int k, double c, bool per_dimension,
-                                                   double floor_fraction)
+                                                   double floor_fraction, const nb::dict& options)
 {
     meanshift::AdaptiveBandwidthOptions o;
+    // The k-NN search runs on the estimator's backend (options: the dict of library_options()).
+    meanshift::Options run;
+    apply(options, run);
+    o.backend = run.backend;
+    o.backend_options = run.backend_options;
     o.k = k;
     o.c = c;
     o.per_dimension = per_dimension;
@@ -439,10 +444,12 @@ NB_MODULE(_core, m)
         nb::arg("data"), nb::arg("quantile"), nb::arg("max_samples"), nb::arg("seed"));
     m.def(
         "knn_distances",
-        [](FloatIn2 data, int k) { return vector<double>(meanshift::knn_distances(as_matrix(data), k)); },
-        nb::arg("data"), nb::arg("k"));
+        [](FloatIn2 data, int k, const std::string& backend) {
+            return vector<double>(meanshift::knn_distances(as_matrix(data), k, {}, backend));
+        },
+        nb::arg("data"), nb::arg("k"), nb::arg("backend") = "serial");
     m.def("adaptive_bandwidths", &adaptive_bandwidths, nb::arg("data"), nb::arg("k"), nb::arg("c"),
-          nb::arg("per_dimension"), nb::arg("floor_fraction"));
+          nb::arg("per_dimension"), nb::arg("floor_fraction"), nb::arg("options") = nb::dict());
     m.def("abramson_bandwidths", &abramson_bandwidths, nb::arg("data"), nb::arg("c"), nb::arg("pilot"));
     m.def("default_adaptive_k", &meanshift::default_adaptive_k, nb::arg("n"));
     m.attr("flat_radius_to_sigma") = meanshift::kFlatRadiusToSigma;

@@ -1,9 +1,9 @@
 // Bandwidths from the data: normal-reference rules, scikit-learn's quantile estimate, and k-NN
 // per-point bandwidths (include/meanshift/bandwidth_selection.hpp).
+#include <meanshift/backend.hpp>
 #include <meanshift/bandwidth_selection.hpp>
 #include <meanshift/errors.hpp>
-
-#include <nanoflann.hpp>
+#include <meanshift/registry.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -68,20 +68,6 @@ void require_two(const MatrixF& data, BandwidthRule rule)
         throw InvalidArgument(std::string(rule_name(rule)) + ": needs n >= 2 points for a standard deviation");
 }
 
-// Row-major float data seen by nanoflann, optionally divided by a scale per dimension.
-struct Cloud {
-    const MatrixF& data;
-    const std::vector<double>& inv_scale;  // empty = 1
-    std::size_t kdtree_get_point_count() const { return std::size_t(data.rows()); }
-    double kdtree_get_pt(std::size_t i, std::size_t d) const
-    {
-        const double v = data(Index(i), Index(d));
-        return inv_scale.empty() ? v : v * inv_scale[d];
-    }
-    template <class Box>
-    bool kdtree_get_bbox(Box&) const { return false; }
-};
-
 // Squared distance between rows i and j in scaled units.
 double dist2(const MatrixF& data, const std::vector<double>& inv, Index i, Index j)
 {
@@ -108,41 +94,44 @@ std::vector<double> brute_rank_distances(const MatrixF& data, const std::vector<
     return out;
 }
 
-// Above this many dimensions a kd-tree visits most leaves anyway; brute force is simpler and as fast.
-constexpr Index kTreeMaxDims = 16;
-
-std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv)
+// The data in the units of the search: dimension d divided by its scale (inv = 1 / scale).
+MatrixF scaled(const MatrixF& data, const std::vector<double>& inv)
 {
-    const Index n = data.rows();
-    if (data.cols() > kTreeMaxDims) {
-        std::vector<Index> all(static_cast<std::size_t>(n));
-        std::iota(all.begin(), all.end(), Index(0));
-        // rank k counts the point itself as rank 0.
-        return brute_rank_distances(data, all, std::size_t(k), inv);
-    }
-    using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
-    Cloud cloud{data, inv};
-    Tree tree(int(data.cols()), cloud, nanoflann::KDTreeSingleIndexAdaptorParams(10));
-    tree.buildIndex();
-    std::vector<double> out(static_cast<std::size_t>(n));
-    std::vector<std::size_t> idx(std::size_t(k) + 1);
-    std::vector<double> d2(std::size_t(k) + 1);
-    std::vector<double> q(std::size_t(data.cols()));
-    for (Index i = 0; i < n; ++i) {
-        for (Index d = 0; d < data.cols(); ++d) q[std::size_t(d)] = cloud.kdtree_get_pt(std::size_t(i), std::size_t(d));
-        // k+1 neighbours: the point itself (or a duplicate of it, also at distance 0) is one of them.
-        const std::size_t got = tree.knnSearch(q.data(), std::size_t(k) + 1, idx.data(), d2.data());
-        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2[got - 1]));
-    }
+    if (inv.empty()) return data;
+    MatrixF out(data.rows(), data.cols());
+    for (Index i = 0; i < data.rows(); ++i)
+        for (Index d = 0; d < data.cols(); ++d) out(i, d) = float(double(data(i, d)) * inv[std::size_t(d)]);
+    return out;
+}
+
+// The `count` smallest squared distances from every query to the points, on the named backend, or
+// by the host search where the backend takes fewer neighbours (max_neighbours()).
+MatrixD nearest(const MatrixF& points, const MatrixF& queries, int count, const std::string& backend,
+                const BackendOptions& options)
+{
+    std::unique_ptr<Backend> be = make_backend(backend, options);
+    if (be->max_neighbours() >= count) return be->nearest_distances(points, queries, count);
+    return make_backend("serial")->nearest_distances(points, queries, count);
+}
+
+// d_k of every row: its (k+1)-th nearest row, the row itself (or a duplicate, also at 0) included.
+std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv, const std::string& backend,
+                               const BackendOptions& options)
+{
+    const MatrixF x = scaled(data, inv);
+    const MatrixD d2 = nearest(x, x, k + 1, backend, options);
+    std::vector<double> out(static_cast<std::size_t>(data.rows()));
+    for (Index i = 0; i < data.rows(); ++i) out[std::size_t(i)] = std::sqrt(std::max(0.0, d2(i, k)));
     return out;
 }
 
 // d_k estimated on a uniform sample of m = ceil(n · r / k) rows (AdaptiveBandwidthOptions::sample_k
 // = r): the distance from each row to its r-th nearest sampled row other than itself. A radius that
 // holds k of the n rows holds k · m / n = r of the sampled ones (in expectation).
-std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::vector<double>& inv)
+std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::vector<double>& inv,
+                                const std::string& backend, const BackendOptions& options)
 {
-    const Index n = data.rows(), dims = data.cols();
+    const Index n = data.rows();
     const Index m = std::min<Index>(n, std::max<Index>(r + 1, (n * r + k - 1) / k));
     std::vector<Index> rows(static_cast<std::size_t>(n));
     std::iota(rows.begin(), rows.end(), Index(0));
@@ -153,45 +142,16 @@ std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::ve
     }
     rows.resize(static_cast<std::size_t>(m));
     std::sort(rows.begin(), rows.end());
-    MatrixF sample(m, dims);
-    for (Index i = 0; i < m; ++i) sample.row(i) = data.row(rows[std::size_t(i)]);
+    const MatrixF x = scaled(data, inv);
+    MatrixF sample(m, data.cols());
+    for (Index i = 0; i < m; ++i) sample.row(i) = x.row(rows[std::size_t(i)]);
     std::vector<char> sampled(static_cast<std::size_t>(n), 0);
     for (Index i : rows) sampled[std::size_t(i)] = 1;
-    std::vector<double> out(static_cast<std::size_t>(n));
-    std::vector<double> q(static_cast<std::size_t>(dims));
     // A sampled row finds itself first (distance 0): it needs r + 1 results, the others r.
-    const std::size_t want = std::size_t(r) + 1;
-    if (dims > kTreeMaxDims) {
-        std::vector<double> row(static_cast<std::size_t>(m));
-        for (Index i = 0; i < n; ++i) {
-            for (Index j = 0; j < m; ++j) {
-                double s = 0;
-                for (Index d = 0; d < dims; ++d) {
-                    double t = double(data(i, d)) - double(sample(j, d));
-                    if (!inv.empty()) t *= inv[std::size_t(d)];
-                    s += t * t;
-                }
-                row[std::size_t(j)] = s;
-            }
-            const std::size_t at = sampled[std::size_t(i)] ? std::size_t(r) : std::size_t(r) - 1;
-            std::nth_element(row.begin(), row.begin() + std::ptrdiff_t(at), row.end());
-            out[std::size_t(i)] = std::sqrt(row[at]);
-        }
-        return out;
-    }
-    using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
-    Cloud cloud{sample, inv};
-    Tree tree(int(dims), cloud, nanoflann::KDTreeSingleIndexAdaptorParams(10));
-    tree.buildIndex();
-    std::vector<std::size_t> idx(want);
-    std::vector<double> d2(want);
-    for (Index i = 0; i < n; ++i) {
-        for (Index d = 0; d < dims; ++d)
-            q[std::size_t(d)] = inv.empty() ? double(data(i, d)) : double(data(i, d)) * inv[std::size_t(d)];
-        const std::size_t got = tree.knnSearch(q.data(), want, idx.data(), d2.data());
-        const std::size_t at = std::min(got, sampled[std::size_t(i)] ? want : want - 1) - 1;
-        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2[at]));
-    }
+    const MatrixD d2 = nearest(sample, x, r + 1, backend, options);
+    std::vector<double> out(static_cast<std::size_t>(n));
+    for (Index i = 0; i < n; ++i)
+        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2(i, sampled[std::size_t(i)] ? r : r - 1)));
     return out;
 }
 
@@ -265,13 +225,14 @@ double estimate_bandwidth(const MatrixF& data, double quantile, Index max_sample
     return sum / double(ns);
 }
 
-std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale)
+std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale,
+                                  const std::string& backend, const BackendOptions& backend_options)
 {
     require_data(data, "knn_distances");
     if (k < 1 || Index(k) >= data.rows())
         throw InvalidArgument("knn_distances: k must be in [1, n-1] = [1, " + std::to_string(data.rows() - 1) +
                               "], got " + std::to_string(k) + " (the k-th nearest other point must exist)");
-    return knn_scaled(data, k, inverse_scale(scale, data.cols()));
+    return knn_scaled(data, k, inverse_scale(scale, data.cols()), backend, backend_options);
 }
 
 int default_adaptive_k(Index n)
@@ -303,8 +264,9 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
     }
     if (o.sample_k < 0) throw InvalidArgument("adaptive_bandwidths: sample_k must be >= 0, got " + std::to_string(o.sample_k));
     const std::vector<double> inv = inverse_scale(scale, dims);
-    std::vector<double> dk = o.sample_k > 0 && k > o.sample_k ? knn_sampled(data, k, o.sample_k, inv)
-                                                               : knn_scaled(data, k, inv);
+    std::vector<double> dk = o.sample_k > 0 && k > o.sample_k
+                                 ? knn_sampled(data, k, o.sample_k, inv, o.backend, o.backend_options)
+                                 : knn_scaled(data, k, inv, o.backend, o.backend_options);
 
     std::vector<double> pos;
     for (double x : dk)

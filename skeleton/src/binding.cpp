@@ -8,6 +8,11 @@ namespace meanshift {
 Backend::~Backend() = default;
 Binding::~Binding() = default;
 
+MatrixD Backend::nearest_distances(const MatrixF&, const MatrixF&, int)
+{
+    throw InvalidArgument("backend '" + name() + "' has no nearest-neighbour search");
+}
+
 void Binding::step_once(const double* positions, double* out, Index count, StepReport* report)
 {
     if (count < 1) throw InvalidArgument("step_once: need at least one mode (count = " + std::to_string(count) + ")");

@@ -179,6 +179,19 @@ public:
     /// PreparedData::grid. A backend returning false is given cutoff2 = inf and no grid by the
     /// driver (the exact kernel).
     virtual bool supports_cutoff() const { return false; }
+
+    /// Largest `count` that nearest_distances() takes on this backend (0: none; every backend of
+    /// the library has one). The k-nearest-neighbour search of the bandwidth selection
+    /// (bandwidth_selection.hpp, issue 14) runs here: serial and openmp search a kd-tree (nanoflann,
+    /// up to 16 dimensions; brute force above) on one thread or all of them, cuda and opencl by
+    /// brute force on the GPU (kernels/meanshift_knn.h, one source).
+    virtual int max_neighbours() const { return 0; }
+    /// For each of the m rows of `queries` (m × k row-major), the `count` smallest squared
+    /// Euclidean distances to the n rows of `points` (n × k row-major, same k), ascending: m × count
+    /// (squared data units; float32 arithmetic on GPUs, float64 on the host backends). A query
+    /// that is also a row of `points` finds itself at distance 0. Needs finite data, n ≥ 1, m ≥ 1,
+    /// 1 ≤ count ≤ min(n, max_neighbours()). Throws InvalidArgument, DeviceError.
+    virtual MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count);
 };
 
 }  // namespace meanshift

@@ -10,11 +10,15 @@
 ///
 /// Errors: InvalidArgument for empty data, NaN/Inf values, k or quantile out of range, and data
 /// whose spread is 0 where the rule needs it (a constant column for a per-dimension rule).
-/// All functions run on the host; the k-nearest-neighbour search uses a kd-tree (nanoflann) in
-/// up to 16 dimensions and brute force above. They are deterministic (a fixed seed for sampling).
+/// The k-nearest-neighbour searches of knn_distances() and adaptive_bandwidths() run on a backend
+/// (Backend::nearest_distances: "serial", the default, and "openmp" search a kd-tree (nanoflann) in
+/// up to 16 dimensions and brute force above, on one thread or all; "cuda" and "opencl" search by
+/// brute force on the GPU, up to 64 neighbours); everything else runs on the host. They are
+/// deterministic (a fixed seed for sampling).
 
 #include <meanshift/bandwidth.hpp>
 #include <meanshift/export.hpp>
+#include <meanshift/tuning.hpp>
 #include <meanshift/types.hpp>
 
 #include <cstdint>
@@ -65,9 +69,14 @@ MEANSHIFT_API double estimate_bandwidth(const MatrixF& data, double quantile = 0
 /// Distance from every point to its k-th nearest *other* point (the point itself excluded;
 /// duplicates count as other points at distance 0), Euclidean, in data units, after dividing
 /// dimension d by scale[d] when scale is non-empty (scale.size() == k, values > 0). Exact:
-/// kd-tree (nanoflann) for up to 16 dimensions, brute force above. Throws InvalidArgument for
-/// k < 1, k >= n, empty or non-finite data, a bad scale.
-MEANSHIFT_API std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale = {});
+/// kd-tree (nanoflann) for up to 16 dimensions, brute force above, on the host ("serial": one
+/// thread, float64 distances; "openmp": all threads), or brute force on a GPU ("cuda", "opencl":
+/// float32 distances, k + 1 ≤ 64; a larger k runs the host search), or any backend name
+/// make_backend() takes ("auto"). Throws InvalidArgument for k < 1, k >= n, empty or non-finite
+/// data, a bad scale; BackendUnavailable for a backend that cannot run here.
+MEANSHIFT_API std::vector<double> knn_distances(const MatrixF& data, int k, const std::vector<double>& scale = {},
+                                                const std::string& backend = "serial",
+                                                const BackendOptions& backend_options = {});
 
 /// Adaptive (sample-point) bandwidths: σ_i = c · d_k(x_i) / dim^(1/5), d_k(x_i) the k-th
 /// nearest-neighbour distance of point i in `dim` dimensions, so dense regions get narrow kernels and sparse ones wide kernels: the
@@ -101,6 +110,10 @@ struct AdaptiveBandwidthOptions {
     /// positive d_k) so that k or more duplicates of a point (d_k = 0) still get a kernel of
     /// non-zero width. In [0, 1]; 0 = no floor: then a d_k of 0 is an InvalidArgument.
     double floor_fraction = 0.1;
+    /// Backend that runs the k-NN search (knn_distances(): "serial", "openmp", "cuda", "opencl",
+    /// "auto"), with its options; the rank searched is k + 1, or sample_k + 1 when sampled.
+    std::string backend = "serial";
+    BackendOptions backend_options;
 };
 
 /// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0): round(sqrt(n)),
