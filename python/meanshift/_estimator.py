@@ -226,7 +226,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         if h is None:
             h = "auto"
         if isinstance(h, str):
-            return self._bandwidth_rule(h, X)
+            return self._bandwidth_rule(h, X, opts)
         if isinstance(h, Real):
             if not np.isfinite(h) or h <= 0:
                 raise ValueError(f"bandwidth must be finite and > 0, got {h!r}")
@@ -246,7 +246,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         return out
 
     @staticmethod
-    def _bandwidth_rule(rule: str, X: np.ndarray):
+    def _bandwidth_rule(rule: str, X: np.ndarray, opts=None):
         """A bandwidth rule by name, computed by the library on X as float32 (what it clusters)."""
         usage = ("bandwidth must be a number, an array, None or one of 'auto', 'quantile:Q', 'scott', "
                  "'silverman', 'scott:per-dim', 'silverman:per-dim', 'adaptive', 'adaptive:K', "

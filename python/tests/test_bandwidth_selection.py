@@ -84,3 +84,22 @@ def test_abramson_follows_the_pilot_density():
     assert np.exp(np.log(h[:, 0]).mean()) == pytest.approx(1.0, rel=1e-3)
     assert np.median(h[:200, 0]) < np.median(h[500:, 0])  # the tight clusters are the dense ones
     assert adjusted_rand_score(y, m.labels_) > 0.8
+
+
+@pytest.mark.parametrize("backend", ["openmp", "opencl"])
+def test_adaptive_knn_search_runs_on_the_estimators_backend(backend):
+    # The k-NN search of the adaptive rule runs on the estimator's backend (brute force on OpenCL
+    # devices, the kd-tree on all threads for openmp): the same per-sample bandwidths as the serial
+    # host search, so the same labels.
+    from meanshift import _core, backends
+    if backend not in [b["name"] for b in backends() if b["usable"]]:
+        pytest.skip(f"backend {backend} not usable here")
+    X, y = _multiscale()
+    X = X.astype(np.float32)
+    d_serial = np.asarray(_core.knn_distances(X, 12, "serial"))
+    d_backend = np.asarray(_core.knn_distances(X, 12, backend))
+    np.testing.assert_allclose(d_backend, d_serial, rtol=1e-5)
+    ref = MeanShift(bandwidth="adaptive", backend="serial").fit(X)
+    got = MeanShift(bandwidth="adaptive", backend=backend).fit(X)
+    assert adjusted_rand_score(ref.labels_, got.labels_) >= 0.99
+    assert adjusted_rand_score(y, got.labels_) >= 0.9
