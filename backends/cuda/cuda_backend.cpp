@@ -20,8 +20,8 @@
 #include "backends/cuda/knn_kernel.hpp"
 #include "backends/cuda/mode_kernels.hpp"
 #include "backends/factory.hpp"
+#include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
-#include "skeleton/src/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -838,19 +838,16 @@ public:
         return t;
     }
 
-    int max_neighbours() const override { return kKnnMaxCount; }
+    int max_neighbours() const override { return gpu::kKnnMaxCount; }
     /// Brute force on the first device (kernels/meanshift_knn.h), the queries in chunks whose
     /// results take at most 256 MB of device memory.
     MatrixD nearest_distances(const MatrixF& points, const MatrixF& queries, int count) override
     {
-        detail::check_nearest_arguments(points, queries, count, max_neighbours(), name());
+        gpu::check_knn_arguments(points, queries, count, name());
         const int k = static_cast<int>(points.cols());
-        if (k > kKnnMaxDims || points.rows() > INT_MAX)
-            throw InvalidArgument("cuda backend: nearest_distances takes up to " + std::to_string(kKnnMaxDims) +
-                                  " dimensions and 2^31 - 1 points");
         DeviceScope scope(contexts_.front()->device);
         const Index m = queries.rows();
-        const Index chunk = std::min<Index>(m, std::max<Index>(1, (Index(256) << 20) / (Index(count) * 4)));
+        const Index chunk = gpu::knn_chunk(m, count, std::size_t(256) << 20);
         DeviceBuffer p, q, out;
         p.allocate(static_cast<std::size_t>(points.size()) * sizeof(float));
         q.allocate(static_cast<std::size_t>(chunk * k) * sizeof(float));

@@ -1,12 +1,13 @@
 // The brute-force k-nearest-neighbour search (kernels/meanshift_knn.h, one source with OpenCL's
 // kernels/knn.cl): one query per thread, the points staged in shared-memory tiles per block.
 #include "backends/cuda/knn_kernel.hpp"
+#include "backends/gpu/knn_limits.hpp"
 #include "meanshift_knn.h"
 
 namespace meanshift::cuda {
 namespace {
 
-static_assert(kKnnMaxCount == MS_KNN_MAX && kKnnMaxDims == MS_KNN_TILE, "host and kernel limits disagree");
+static_assert(gpu::kKnnMaxCount == MS_KNN_MAX && gpu::kKnnMaxDims == MS_KNN_TILE, "host and kernel limits disagree");
 
 constexpr int kThreads = 128;
 

@@ -6,12 +6,9 @@
 
 namespace meanshift::cuda {
 
-/// Largest neighbour count and dimension count of launch_knn (MS_KNN_MAX, MS_KNN_TILE).
-inline constexpr int kKnnMaxCount = 64;
-inline constexpr int kKnnMaxDims = 2048;
-
 /// out[q · count + i] = the i-th smallest squared distance from query q to the n points, q < m
-/// (device pointers, row-major float32; 1 <= count <= kKnnMaxCount, k <= kKnnMaxDims).
+/// (device pointers, row-major float32; 1 <= count <= gpu::kKnnMaxCount, k <= gpu::kKnnMaxDims,
+/// backends/gpu/knn_limits.hpp).
 cudaError_t launch_knn(const float* points, int n, const float* queries, long long m, int k, int count, float* out,
                        cudaStream_t stream);
 

@@ -6,7 +6,7 @@
 #include "backends/factory.hpp"
 #include "backends/opencl/embedded_sources.hpp"
 #include "backends/opencl/program_cache.hpp"
-#include "skeleton/src/host_nearest.hpp"
+#include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
 
 #include <meanshift/errors.hpp>
@@ -217,20 +217,12 @@ Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const P
     return t;
 }
 
-namespace {
-constexpr int kKnnMaxCount = 64;   // MS_KNN_MAX of kernels/meanshift_knn.h
-constexpr int kKnnMaxDims = 2048;  // MS_KNN_TILE
-}  // namespace
-
-int OpenCLBackend::max_neighbours() const { return kKnnMaxCount; }
+int OpenCLBackend::max_neighbours() const { return gpu::kKnnMaxCount; }
 
 MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& queries, int count)
 {
-    check_nearest_arguments(points, queries, count, max_neighbours(), name());
+    gpu::check_knn_arguments(points, queries, count, name());
     const int k = static_cast<int>(points.cols());
-    if (k > kKnnMaxDims || points.rows() > INT_MAX)
-        throw InvalidArgument("opencl: nearest_distances takes up to " + std::to_string(kKnnMaxDims) +
-                              " dimensions and 2^31 - 1 points");
     const cl::Program program =
         cached_cl_program(dev_->context, dev_->device.handle,
                           {opencl_sources::device_header(), "\n", opencl_sources::knn_header(), "\n", opencl_sources::knn()},
@@ -238,7 +230,7 @@ MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& q
     const Index m = queries.rows();
     // Results of a chunk of queries take at most 256 MB (and the device's largest allocation).
     const std::size_t cap = std::min<std::size_t>(std::size_t(256) << 20, dev_->max_alloc);
-    const Index chunk = std::min<Index>(m, std::max<Index>(1, Index(cap / (std::size_t(count) * sizeof(float)))));
+    const Index chunk = gpu::knn_chunk(m, count, cap);
     const std::size_t local = std::min<std::size_t>(128, dev_->max_work_group_size);
     MatrixF host(chunk, count);
     MatrixD result(m, count);
