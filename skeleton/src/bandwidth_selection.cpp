@@ -68,40 +68,36 @@ void require_two(const MatrixF& data, BandwidthRule rule)
         throw InvalidArgument(std::string(rule_name(rule)) + ": needs n >= 2 points for a standard deviation");
 }
 
-// Squared distance between rows i and j in scaled units.
-double dist2(const MatrixF& data, const std::vector<double>& inv, Index i, Index j)
-{
-    double s = 0;
-    for (Index d = 0; d < data.cols(); ++d) {
-        double t = double(data(i, d)) - double(data(j, d));
-        if (!inv.empty()) t *= inv[std::size_t(d)];
-        s += t * t;
-    }
-    return s;
-}
-
 // Distance to the rank-th nearest row among `rows` (rank 0 = the nearest, which is the row
-// itself when i is in rows), brute force with a linear-time selection.
-std::vector<double> brute_rank_distances(const MatrixF& data, const std::vector<Index>& rows, std::size_t rank,
-                                         const std::vector<double>& inv)
+// itself when i is in rows), brute force with a linear-time selection (estimate_bandwidth: the
+// rank can be any share of the sample, beyond what Backend::nearest_distances returns per row).
+std::vector<double> brute_rank_distances(const MatrixF& data, const std::vector<Index>& rows, std::size_t rank)
 {
     std::vector<double> out(rows.size()), row(rows.size());
     for (std::size_t a = 0; a < rows.size(); ++a) {
-        for (std::size_t b = 0; b < rows.size(); ++b) row[b] = dist2(data, inv, rows[a], rows[b]);
+        for (std::size_t b = 0; b < rows.size(); ++b) {
+            double s = 0;
+            for (Index d = 0; d < data.cols(); ++d) {
+                const double t = double(data(rows[a], d)) - double(data(rows[b], d));
+                s += t * t;
+            }
+            row[b] = s;
+        }
         std::nth_element(row.begin(), row.begin() + std::ptrdiff_t(rank), row.end());
         out[a] = std::sqrt(row[rank]);
     }
     return out;
 }
 
-// The data in the units of the search: dimension d divided by its scale (inv = 1 / scale).
-MatrixF scaled(const MatrixF& data, const std::vector<double>& inv)
+// The data in the units of the search (dimension d divided by its scale, inv = 1 / scale): `data`
+// itself without a scale, else a scaled copy in `storage`.
+const MatrixF& in_search_units(const MatrixF& data, const std::vector<double>& inv, MatrixF& storage)
 {
     if (inv.empty()) return data;
-    MatrixF out(data.rows(), data.cols());
+    storage.resize(data.rows(), data.cols());
     for (Index i = 0; i < data.rows(); ++i)
-        for (Index d = 0; d < data.cols(); ++d) out(i, d) = float(double(data(i, d)) * inv[std::size_t(d)]);
-    return out;
+        for (Index d = 0; d < data.cols(); ++d) storage(i, d) = float(double(data(i, d)) * inv[std::size_t(d)]);
+    return storage;
 }
 
 // The `count` smallest squared distances from every query to the points, on the named backend, or
@@ -118,7 +114,8 @@ MatrixD nearest(const MatrixF& points, const MatrixF& queries, int count, const 
 std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv, const std::string& backend,
                                const BackendOptions& options)
 {
-    const MatrixF x = scaled(data, inv);
+    MatrixF storage;
+    const MatrixF& x = in_search_units(data, inv, storage);
     const MatrixD d2 = nearest(x, x, k + 1, backend, options);
     std::vector<double> out(static_cast<std::size_t>(data.rows()));
     for (Index i = 0; i < data.rows(); ++i) out[std::size_t(i)] = std::sqrt(std::max(0.0, d2(i, k)));
@@ -142,7 +139,8 @@ std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::ve
     }
     rows.resize(static_cast<std::size_t>(m));
     std::sort(rows.begin(), rows.end());
-    const MatrixF x = scaled(data, inv);
+    MatrixF storage;
+    const MatrixF& x = in_search_units(data, inv, storage);
     MatrixF sample(m, data.cols());
     for (Index i = 0; i < m; ++i) sample.row(i) = x.row(rows[std::size_t(i)]);
     std::vector<char> sampled(static_cast<std::size_t>(n), 0);
@@ -219,7 +217,7 @@ double estimate_bandwidth(const MatrixF& data, double quantile, Index max_sample
     const Index ns = Index(rows.size());
     // scikit-learn: n_neighbors = int(n * quantile), at least 1, the query point included.
     const Index m = std::max<Index>(1, Index(double(ns) * quantile));
-    const std::vector<double> d = brute_rank_distances(data, rows, std::size_t(m - 1), {});
+    const std::vector<double> d = brute_rank_distances(data, rows, std::size_t(m - 1));
     double sum = 0;
     for (double x : d) sum += x;
     return sum / double(ns);
