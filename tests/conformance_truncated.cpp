@@ -14,17 +14,22 @@ namespace {
 
 bool backend_truncates() { return make_backend(conf::backend())->supports_cutoff(); }
 
-/// Same partition, modes within tol bandwidths (data units / h), plus float32 output rounding.
+/// |got − want| of mode (i, d) over what is allowed: tol bandwidths (data units / h) plus float32
+/// output rounding.
+double mode_error(const Result& got, const Result& want, Index i, Index d, double h, double tol)
+{
+    const double allowed = tol * h + std::ldexp(std::abs(double(want.modes(i, d))), -23);
+    return std::abs(double(got.modes(i, d)) - double(want.modes(i, d))) / allowed;
+}
+
+/// Same partition, modes within tol bandwidths (mode_error <= 1).
 void check_close(const Result& got, const Result& want, double h, double tol)
 {
     CHECK(same_partition(got.labels, want.labels));
     REQUIRE(got.modes.rows() == want.modes.rows());
     double worst = 0;
     for (Index i = 0; i < got.modes.rows(); ++i)
-        for (Index d = 0; d < got.modes.cols(); ++d) {
-            const double allowed = tol * h + std::ldexp(std::abs(double(want.modes(i, d))), -23);
-            worst = std::max(worst, std::abs(double(got.modes(i, d)) - double(want.modes(i, d))) / allowed);
-        }
+        for (Index d = 0; d < got.modes.cols(); ++d) worst = std::max(worst, mode_error(got, want, i, d, h, tol));
     CHECK(worst <= 1.0);
 }
 
@@ -45,11 +50,10 @@ void check_close_or_neighbouring_mode(const Result& got, const Result& want, con
 {
     REQUIRE(got.modes.rows() == want.modes.rows());
     const Index m = got.modes.rows(), k = got.modes.cols();
-    auto allowed = [&](Index i, Index d) { return tol * h + std::ldexp(std::abs(double(want.modes(i, d))), -23); };
     std::vector<Index> apart;
     for (Index i = 0; i < m; ++i)
         for (Index d = 0; d < k; ++d)
-            if (std::abs(double(got.modes(i, d)) - double(want.modes(i, d))) > allowed(i, d)) {
+            if (mode_error(got, want, i, d, h, tol) > 1.0) {
                 apart.push_back(i);
                 break;
             }
