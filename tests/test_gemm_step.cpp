@@ -108,6 +108,58 @@ double smallest_bandwidth(const PreparedData& D)
 
 const char* model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
 
+/// Per row of Q: how far the new mode may move when the pairs whose float64 D² lies within float32
+/// rounding of the cutoff are decided the other way. The GEMM form computes D² = |q|² + |x|² − 2q·x
+/// in float32, an error of a few ulps of Σ w(q² + x²) (8 allowed); such a pair is legitimately in or out. Toggling
+/// pair j moves coordinate d by e_j w_jd |x_jd − m_d| / (S0_d − e_j w_jd) (m = the oracle's mode, S0_d
+/// its denominator). 0 for rows without such a pair (nearly all), so a wrong step still fails.
+std::vector<double> cutoff_allowance(const PreparedData& D, const MatrixD& Q, const MatrixD& want)
+{
+    std::vector<double> out(static_cast<std::size_t>(Q.rows()), 0.0);
+    if (!std::isfinite(D.cutoff2)) return out;
+    const int k = D.k();
+    const bool pp = D.model == KernelModel::PerPoint;
+    auto w = [&](Index i, int d) { return pp ? D.precision(i, d) : 1.0; };
+    for (Index q = 0; q < Q.rows(); ++q) {
+        std::vector<double> d2(static_cast<std::size_t>(D.n())), band(d2.size()), e(d2.size());
+        VectorD s0 = VectorD::Zero(k);
+        for (Index i = 0; i < D.n(); ++i) {
+            double s = 0, mag = 0;
+            for (int d = 0; d < k; ++d) {
+                const double diff = Q(q, d) - D.points(i, d);
+                s += w(i, d) * diff * diff;
+                mag += w(i, d) * (Q(q, d) * Q(q, d) + D.points(i, d) * D.points(i, d));
+            }
+            d2[i] = s;
+            band[i] = 5e-7 * mag;  // 8 float32 ulps of the expansion's terms
+            e[i] = std::exp((pp ? D.log_weight[i] : 0.0) - 0.5 * s);
+            if (s <= D.cutoff2)
+                for (int d = 0; d < k; ++d) s0[d] += e[i] * w(i, d);
+        }
+        for (Index i = 0; i < D.n(); ++i) {
+            if (std::abs(d2[i] - D.cutoff2) > band[i]) continue;
+            double worst = 0;
+            for (int d = 0; d < k; ++d) {
+                const double rest = std::max(s0[d] - e[i] * w(i, d), 1e-300);
+                worst = std::max(worst, e[i] * w(i, d) * std::abs(D.points(i, d) - want(q, d)) / rest);
+            }
+            out[static_cast<std::size_t>(q)] += worst;
+        }
+    }
+    return out;
+}
+
+/// Largest amount by which a row of `got` exceeds its tolerance `tol + allowance[row]` (≤ 0: passes).
+double excess(const MatrixD& got, const MatrixD& want, double tol, const std::vector<double>& allowance)
+{
+    double worst = -tol;
+    for (Index q = 0; q < got.rows(); ++q) {
+        const double dev = (got.row(q) - want.row(q)).cwiseAbs().maxCoeff();
+        worst = std::max(worst, std::isnan(dev) ? HUGE_VAL : dev - tol - allowance[static_cast<std::size_t>(q)]);
+    }
+    return worst;
+}
+
 }  // namespace
 
 TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 64, 128; shared, per-point; "
@@ -124,14 +176,17 @@ TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 
                     D.cutoff2 = cut * cut;
                     const MatrixD want = mstest::oracle_step(D, Q);
                     const double tol = std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q));
+                    const std::vector<double> allowance = cutoff_allowance(D, Q, want);
                     for (const std::string& isa : isas())
                         for (int threads : {1, 2}) {
                             auto be = openmp(PairForm::Gemm, isa, threads);
-                            const double dev = mstest::max_abs_diff(step(*be, D, Q), want);
-                            INFO(model_name(model) << " k=" << k << " h=" << h << " cutoff=" << cut << " isa=" << isa
-                                                   << " threads=" << threads << ": deviation " << dev
-                                                   << " (tolerance " << tol << ")");
-                            CHECK(dev <= tol);
+                            const MatrixD got = step(*be, D, Q);
+                            const std::string what = std::string(model_name(model)) + " k=" + std::to_string(k) +
+                                                     " h=" + std::to_string(h) + " cutoff=" + std::to_string(cut) +
+                                                     " isa=" + isa + " threads=" + std::to_string(threads);
+                            INFO(what << ": deviation " << mstest::max_abs_diff(got, want) << ", tolerance " << tol
+                                      << " + the row's cutoff-boundary allowance");
+                            CHECK(excess(got, want, tol, allowance) <= 0.0);
                         }
                 }
             }
