@@ -5,9 +5,11 @@
 
 #include <meanshift/types.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <vector>
 
 namespace meanshift::detail {
 
@@ -30,6 +32,25 @@ inline void column_range(const MatrixD& A, Index cols, Eigen::RowVectorXd& lo, E
         lo = lo.cwiseMin(A.row(i).head(cols));
         hi = hi.cwiseMax(A.row(i).head(cols));
     }
+}
+
+/// Per-column minimum `lo` and maximum `hi` of x (rows × cols row-major, rows ≥ 1) in one pass;
+/// false when some value is NaN or ±Inf (lo and hi are then meaningless).
+inline bool float_column_range(const float* x, std::size_t rows, std::size_t cols, std::vector<float>& lo,
+                               std::vector<float>& hi)
+{
+    lo.assign(x, x + cols);
+    hi = lo;
+    bool bad = false;
+    for (std::size_t i = 0; i < rows; ++i) {
+        const float* r = x + i * cols;
+        for (std::size_t d = 0; d < cols; ++d) {
+            bad |= !(std::fabs(r[d]) <= std::numeric_limits<float>::max());
+            lo[d] = std::min(lo[d], r[d]);
+            hi[d] = std::max(hi[d], r[d]);
+        }
+    }
+    return !bad;
 }
 
 }  // namespace meanshift::detail

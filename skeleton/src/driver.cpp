@@ -61,16 +61,16 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     // Options::data_bin_size: the ascents run on the binned data; the caller's points (prepared
     // units, caller order) are kept for the boundary refinement's fine bins.
     const MatrixD caller_points = detail::bin_data_for_ascent(prep, plan, options, weights);
-    const MatrixD& Y0 = plan.seeds;
     const bool own_metric = plan.own_metric;
     r.seeding = plan.description;
-    m = Y0.rows();
+    m = plan.seeds_are_points ? prep.data.n() : plan.seeds.rows();
     r.seed_count = m;
 
     // Truncation and neighbour search (rows sorted by cell: PreparedData::original).
     const bool truncate = !exact && std::isfinite(options.cutoff) && backend.supports_cutoff();
     prep.data.cutoff2 = truncate ? options.cutoff * options.cutoff : std::numeric_limits<double>::infinity();
     r.cutoff = truncate ? options.cutoff : std::numeric_limits<double>::infinity();
+    const auto t_search = Clock::now();
     if (!exact && std::isfinite(options.cutoff) && !backend.supports_cutoff()) {
         prep.data.grid.reset();
         prep.data.original.clear();
@@ -79,6 +79,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         detail::build_search(prep.data, exact ? NeighbourSearch::BruteForce : options.search, r.search,
                              options.lattice ? &*options.lattice : nullptr);
     }
+    r.timing.seconds_search = seconds_since(t_search);
     MatrixD W0;
     if (own_metric) {
         W0 = prep.data.precision;
@@ -87,19 +88,34 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
             for (Index q = 0; q < m; ++q) W0.row(prep.data.original[std::size_t(q)]) = prep.data.precision.row(q);
         }
     }
+    if (plan.seeds_are_points && !prep.data.original.empty()) {
+        // The search re-sorted the rows: the seeds are the points in the caller's order.
+        plan.seeds.resize(m, k);
+        for (Index q = 0; q < m; ++q) plan.seeds.row(prep.data.original[std::size_t(q)]) = prep.data.points.row(q);
+        plan.seeds_are_points = false;
+    }
     auto D = std::make_shared<const PreparedData>(std::move(prep.data));
+    const MatrixD& Y0 = plan.seeds_are_points ? D->points : plan.seeds;
 
     r.backend = backend.name();
     r.topology = backend.resolve_topology(options.topology, *D);
     binding.reset();  // release the previous run's device buffers first
+    const auto t_bind = Clock::now();
     binding = backend.bind(D, r.topology);
+    r.timing.seconds_bind = seconds_since(t_bind);
     // The backends get the modes in Morton order: a PPU's block of consecutive modes is then a
     // compact region, so its PUs meet the same points (GPU kernels skip or share work per block).
     // Per-mode results are kept in that order and mapped back to the caller's order at the end.
     // On a pixel lattice the Morton curve of the seeds' pixels serves as well, in O(m) (a 5-D
     // morton_order of a photo's 273,280 pixels took 35-47 ms of its 0.08 s of preparation).
-    const std::vector<Index> order = options.lattice && D->grid ? detail::cell_order(*D->grid, Y0.data(), m, k)
-                                                                : detail::morton_order(Y0);
+    const bool lattice = options.lattice && D->grid;
+    // The lattice's own grid (not NeighbourSearch::Grid's) with the pixels as seeds: the order is
+    // the image's Morton order, no keys needed.
+    const bool own_pixels = lattice && options.search != NeighbourSearch::Grid && plan.seeds_are_points;
+    const std::vector<Index> order = own_pixels
+                                         ? detail::lattice_order(options.lattice->height, options.lattice->width)
+                                     : lattice ? detail::cell_order(*D->grid, Y0.data(), m, k)
+                                               : detail::morton_order(Y0);
     {
         MatrixD Ys(m, k), Ws;
         for (Index j = 0; j < m; ++j) Ys.row(j) = Y0.row(order[static_cast<std::size_t>(j)]);
@@ -107,7 +123,9 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
             Ws.resize(m, k);
             for (Index j = 0; j < m; ++j) Ws.row(j) = W0.row(order[static_cast<std::size_t>(j)]);
         }
+        const auto t_set = Clock::now();
         binding->set_modes(Ys.data(), m, own_metric ? Ws.data() : nullptr);
+        r.timing.seconds_bind += seconds_since(t_set);
     }
     r.timing.seconds_prepare = seconds_since(t_start);
 

@@ -149,6 +149,30 @@ std::vector<Index> cell_order(const CellGrid& G, const double* Y, Index m, int k
     return order;
 }
 
+std::vector<Index> lattice_order(Index height, Index width)
+{
+    std::vector<Index> out;
+    out.reserve(static_cast<std::size_t>(height * width));
+    Index side = 1;
+    while (side < std::max(height, width)) side <<= 1;
+    // Quadrants in key order (y in the higher bit of each pair): top left, top right, bottom left,
+    // bottom right; quadrants wholly outside the image are skipped, so the work is O(H·W).
+    auto visit = [&](auto&& self, Index y0, Index x0, Index s) -> void {
+        if (y0 >= height || x0 >= width) return;
+        if (s == 1) {
+            out.push_back(y0 * width + x0);
+            return;
+        }
+        const Index h = s / 2;
+        self(self, y0, x0, h);
+        self(self, y0, x0 + h, h);
+        self(self, y0 + h, x0, h);
+        self(self, y0 + h, x0 + h, h);
+    };
+    visit(visit, 0, 0, side);
+    return out;
+}
+
 namespace {
 
 /// Fraction of candidate pairs (points in a position's neighbourhood / n), estimated from up
@@ -210,28 +234,64 @@ CellGrid lattice_grid(const PixelLattice& L, const PreparedData& D)
     CellGrid grid;
     const int dims[2] = {L.y_dim, L.x_dim};
     const Index cells[2] = {L.height, L.width};
+    const Index n = D.n();
+    const int k = D.k();
+    const double* P = D.points.data();
+    // Both columns' extents in one pass over the rows.
+    double lo[2] = {P[dims[0]], P[dims[1]]}, hi[2] = {lo[0], lo[1]};
+    for (Index r = 1; r < n; ++r)
+        for (int j = 0; j < 2; ++j) {
+            const double v = P[r * k + dims[j]];
+            lo[j] = std::min(lo[j], v);
+            hi[j] = std::max(hi[j], v);
+        }
     for (int j = 0; j < 2; ++j) {
         const int d = dims[j];
-        const double lo = D.points.col(d).minCoeff(), hi = D.points.col(d).maxCoeff();
         // One row or column of pixels: one cell, any side works (coord() clamps to it).
-        const double side = cells[j] > 1 ? (hi - lo) / static_cast<double>(cells[j] - 1) : 1.0;
+        const double side = cells[j] > 1 ? (hi[j] - lo[j]) / static_cast<double>(cells[j] - 1) : 1.0;
         if (!(side > 0) || !std::isfinite(side))
             fail_lattice("data column " + std::to_string(d) + " does not step between pixels (all " +
-                         std::to_string(lo) + " in prepared units)");
+                         std::to_string(lo[j]) + " in prepared units)");
         grid.dims.push_back(d);
         grid.cells.push_back(cells[j]);
-        grid.origin.push_back(lo - 0.5 * side);
+        grid.origin.push_back(lo[j] - 0.5 * side);
         grid.side.push_back(side);
         grid.radius.push_back(radius[std::size_t(d)]);
     }
-    const Index n = D.n();
-    for (Index r = 0; r < n; ++r) {
-        const double* y = D.points.row(r).data();
-        if (grid.coord(0, y[L.y_dim]) != r / L.width || grid.coord(1, y[L.x_dim]) != r % L.width)
-            fail_lattice("row " + std::to_string(r) + " is not pixel (x, y) = (" + std::to_string(r % L.width) +
-                         ", " + std::to_string(r / L.width) + ") of a " + std::to_string(L.width) + " x " +
-                         std::to_string(L.height) + " row-major lattice in data columns " +
-                         std::to_string(L.x_dim) + " (x), " + std::to_string(L.y_dim) + " (y)");
+    // Every row in its own pixel's cell: coord(j, v) == e, written out (clamped at both ends) so the
+    // loop over a photo's pixels stays inline (3 ms through coord()).
+    auto in_cell = [&](int j, double v, Index e) {
+        const std::size_t s = static_cast<std::size_t>(j);
+        const double t = std::floor((v - grid.origin[s]) / grid.side[s]);
+        const Index last = grid.cells[s] - 1;
+        if (e == 0 && !(t > 0)) return true;
+        if (e == last && t >= static_cast<double>(last)) return true;
+        return t == static_cast<double>(e);
+    };
+    // Fast test first: within 0.49 pixels of the cell's centre lo + e·side (no division); a row that
+    // fails it is decided by in_cell.
+    const double sy = grid.side[0], sx = grid.side[1], my = 0.49 * sy, mx = 0.49 * sx;
+    for (Index y = 0, r = 0; y < L.height; ++y) {
+        bool ok = true;
+        const double cy = lo[0] + static_cast<double>(y) * sy;
+        for (Index x = 0; x < L.width; ++x, ++r)
+            ok &= (std::abs(P[r * k + L.y_dim] - cy) <= my) &
+                  (std::abs(P[r * k + L.x_dim] - (lo[1] + static_cast<double>(x) * sx)) <= mx);
+        if (ok) continue;
+        ok = true;
+        for (Index x = 0; x < L.width; ++x) {
+            const Index q = y * L.width + x;
+            ok &= in_cell(0, P[q * k + L.y_dim], y) & in_cell(1, P[q * k + L.x_dim], x);
+        }
+        if (ok) continue;
+        for (Index x = 0; x < L.width; ++x) {
+            const Index q = y * L.width + x;
+            if (!in_cell(0, P[q * k + L.y_dim], y) || !in_cell(1, P[q * k + L.x_dim], x))
+                fail_lattice("row " + std::to_string(q) + " is not pixel (x, y) = (" + std::to_string(x) + ", " +
+                             std::to_string(y) + ") of a " + std::to_string(L.width) + " x " +
+                             std::to_string(L.height) + " row-major lattice in data columns " +
+                             std::to_string(L.x_dim) + " (x), " + std::to_string(L.y_dim) + " (y)");
+        }
     }
     grid.start.resize(static_cast<std::size_t>(n) + 1);
     std::iota(grid.start.begin(), grid.start.end(), Index{0});

@@ -41,6 +41,10 @@ void build_search(PreparedData& D, NeighbourSearch search, std::string& descript
 /// an LSD radix sort: O(m). On the pixel lattice a block of 32 consecutive modes is an 8 x 4 tile.
 std::vector<Index> cell_order(const CellGrid& grid, const double* Y, Index m, int k);
 
+/// cell_order of an H × W pixel lattice's own pixels (row r = y·W + x, grid dims y then x), found
+/// by walking the Morton quadrants instead of computing and sorting keys (a photo: 11 ms -> ~1 ms).
+std::vector<Index> lattice_order(Index height, Index width);
+
 /// Validates seeds (m × k, finite) and maps them to prepared units.
 MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char* what);
 

@@ -185,7 +185,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.seeds = to_prepared(prep, seeds, m, "seeds");
         p.description = "explicit seeds";
     } else {
-        p.seeds = prep.data.points;
+        p.seeds_are_points = true;
         // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
         // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
         p.own_metric = prep.data.model == KernelModel::PerPoint;

@@ -33,7 +33,10 @@ Bins make_bins(const MatrixD& P, double side, const float* weights);
 
 /// The starting points of the ascents.
 struct SeedPlan {
-    MatrixD seeds;                  ///< m × k, prepared units
+    MatrixD seeds;                  ///< m × k, prepared units; empty when seeds_are_points
+    /// Every point is a seed (Seeding::AllPoints, the exact kernel): the seeds are the prepared
+    /// points in caller order, not copied here (an n × k copy cost a photo 4-7 ms of page faults).
+    bool seeds_are_points = false;
     /// Per caller row: the seed whose ascent labels it (bin seeding, binned data); empty when the
     /// seeds themselves are the queries (all points, explicit seeds).
     std::vector<Index> point_seed;

@@ -267,9 +267,10 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     s.width = width;
     s.channels = C;
     // Every pixel is its own seed, whatever the library's default seeding: the filtered image
-    // needs each pixel's own mode.
-    const Eigen::Ref<const MatrixF> seeds(features);
-    s.ascent = cluster(features, opt, &seeds);
+    // needs each pixel's own mode (all points, not explicit seeds: those would be validated and
+    // copied again).
+    opt.seeding = Seeding::AllPoints;
+    s.ascent = cluster(features, opt);
     s.range_bandwidths = std::move(adaptive_hr);
     s.seconds_bandwidths = seconds_bandwidths;
     s.seconds_filter = since(t0);

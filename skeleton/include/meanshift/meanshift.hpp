@@ -129,7 +129,11 @@ struct Options {
 
 struct Timing {
     double seconds_total = 0;     ///< cluster() wall time
-    double seconds_prepare = 0;   ///< validation, centring, whitening, bind (upload)
+    double seconds_prepare = 0;   ///< validation, centring, whitening, seeds, search, bind (upload)
+    double seconds_search = 0;    ///< of seconds_prepare: building the neighbour search (grid, lattice, kd-tree)
+    /// of seconds_prepare: Backend::bind and Binding::set_modes (device buffers and layouts,
+    /// uploads of the points and the modes; host backends: their copies)
+    double seconds_bind = 0;
     double seconds_iterate = 0;   ///< all backend steps incl. transfers and the final read-back of the modes
     /// Σ of StepReport::kernel_seconds: the pair kernels (GPU: device time of the step's kernels;
     /// host backends: the pair loop). seconds_iterate − seconds_kernels is the host overhead.
