@@ -22,6 +22,7 @@
 #include "backends/factory.hpp"
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
+#include "skeleton/src/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -32,6 +33,7 @@
 #include <exception>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace meanshift {
@@ -188,6 +190,20 @@ struct DeviceContext {
     cudaDeviceProp prop{};
     std::unique_ptr<DeviceWorker> worker;  // null for a single device: work runs inline
 };
+
+/// The process's pool of pinned staging blocks for `device`: every cluster() call makes its own
+/// backend, so a pool per backend would never be reused. Deliberately never destroyed (the blocks
+/// would otherwise be freed after the CUDA runtime has shut down at exit).
+PinnedPool& pinned_pool(int device)
+{
+    static std::mutex mutex;
+    static auto* pools = new std::vector<std::unique_ptr<PinnedPool>>();
+    std::lock_guard<std::mutex> lock(mutex);
+    const std::size_t d = static_cast<std::size_t>(device);
+    if (pools->size() <= d) pools->resize(d + 1);
+    if (!(*pools)[d]) (*pools)[d] = std::make_unique<PinnedPool>();
+    return *(*pools)[d];
+}
 using Contexts = std::vector<std::shared_ptr<DeviceContext>>;
 
 /// Runs f(i) for every device i with that device current: inline for one device, else on the
@@ -375,7 +391,9 @@ public:
                                           s.stream.get()));
             MS_CUDA_CHECK(cudaStreamSynchronize(s.stream.get()));
             double* o = out + s.m0 * k_;
-            for (std::size_t j = 0; j < floats; ++j) o[j] = s.host_stage.get()[j];
+            const float* stage = s.host_stage.get();
+            MS_PARALLEL_FOR(floats)
+            for (std::size_t j = 0; j < floats; ++j) o[j] = stage[j];
         });
     }
 
@@ -519,8 +537,8 @@ private:
             s.selected.allocate(sizeof(std::int32_t));
             MS_CUDA_CHECK(compact_temp_bytes(m, s.cub_bytes));
             s.cub_temp.allocate(std::max<std::size_t>(s.cub_bytes, 16));
-            s.host_records.allocate(static_cast<std::size_t>(m));
-            s.host_stage.allocate(floats);
+            s.host_records.allocate(static_cast<std::size_t>(m), &pinned_pool(s.ctx->device));
+            s.host_stage.allocate(floats, &pinned_pool(s.ctx->device));
             s.capacity = m;
         }
         const Index qcap = std::min<Index>(max_queries_, m);
@@ -531,11 +549,13 @@ private:
             s.query_capacity = qcap;
         }
         float* stage = s.host_stage.get();
+        MS_PARALLEL_FOR(floats)
         for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(positions[j]);
         MS_CUDA_CHECK(cudaMemcpyAsync(s.pos.f(), stage, floats * sizeof(float), cudaMemcpyHostToDevice, st));
         s.has_metric = metric != nullptr;
         if (metric) {
             MS_CUDA_CHECK(cudaStreamSynchronize(st));  // the staging buffer is reused
+            MS_PARALLEL_FOR(floats)
             for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(metric[j]);
             MS_CUDA_CHECK(cudaMemcpyAsync(s.metric.f(), stage, floats * sizeof(float), cudaMemcpyHostToDevice, st));
         }

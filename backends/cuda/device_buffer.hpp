@@ -9,7 +9,10 @@
 #include "backends/cuda/cuda_check.hpp"
 
 #include <cstddef>
+#include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace meanshift::cuda {
 
@@ -117,45 +120,133 @@ private:
     int device_ = -1;
 };
 
-/// Owning page-locked host allocation of `count` T (cudaMallocHost / cudaFreeHost): the staging
-/// buffers of truly asynchronous copies.
+/// Page-locked host blocks kept for reuse (cudaMallocHost pins every page: a photo's two staging
+/// buffers cost milliseconds per binding, the same again in cudaFreeHost). A PinnedBuffer made
+/// with a pool takes the smallest kept block that is large enough and hands its block back on
+/// release; at most kMaxKept blocks and kMaxKeptBytes are kept, the rest are freed. Thread-safe.
+/// The pool must outlive the buffers made from it (the cuda backend's pools live as long as the
+/// process: cuda_backend.cpp, pinned_pool()).
+class PinnedPool {
+public:
+    static constexpr std::size_t kMaxKept = 8;
+    static constexpr std::size_t kMaxKeptBytes = std::size_t{256} << 20;
+    PinnedPool() = default;
+    PinnedPool(const PinnedPool&) = delete;
+    PinnedPool& operator=(const PinnedPool&) = delete;
+    ~PinnedPool()
+    {
+        for (const Block& b : kept_) cudaFreeHost(b.ptr);
+    }
+    /// A block of at least `bytes` (> 0): a kept one, else a new cudaMallocHost (DeviceError on failure).
+    std::pair<void*, std::size_t> take(std::size_t bytes)
+    {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            std::size_t best = kept_.size();
+            for (std::size_t i = 0; i < kept_.size(); ++i)
+                if (kept_[i].bytes >= bytes && (best == kept_.size() || kept_[i].bytes < kept_[best].bytes)) best = i;
+            if (best < kept_.size()) {
+                const Block b = kept_[best];
+                kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(best));
+                return {b.ptr, b.bytes};
+            }
+        }
+        void* p = nullptr;
+        const cudaError_t e = cudaMallocHost(&p, bytes);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(bytes) + " bytes failed: " + error_text(e));
+        }
+        return {p, bytes};
+    }
+    /// Keeps the block (or frees the smallest kept one when full).
+    void give(void* ptr, std::size_t bytes) noexcept
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (bytes > kMaxKeptBytes) {
+            cudaFreeHost(ptr);
+            return;
+        }
+        kept_.push_back({ptr, bytes});
+        std::size_t total = 0;
+        for (const Block& b : kept_) total += b.bytes;
+        // Over the limits: free the oldest blocks first (the newest fits the next run best).
+        while (kept_.size() > kMaxKept || total > kMaxKeptBytes) {
+            total -= kept_.front().bytes;
+            cudaFreeHost(kept_.front().ptr);
+            kept_.erase(kept_.begin());
+        }
+    }
+
+private:
+    struct Block {
+        void* ptr;
+        std::size_t bytes;
+    };
+    std::mutex mutex_;
+    std::vector<Block> kept_;
+};
+
+/// Owning page-locked host allocation of `count` T (cudaMallocHost / cudaFreeHost, or a block of
+/// a PinnedPool): the staging buffers of truly asynchronous copies.
 template <class T>
 class PinnedBuffer {
 public:
     PinnedBuffer() = default;
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-    PinnedBuffer(PinnedBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+    PinnedBuffer(PinnedBuffer&& o) noexcept
+        : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)),
+          bytes_(std::exchange(o.bytes_, 0)), pool_(std::exchange(o.pool_, nullptr))
+    {
+    }
     PinnedBuffer& operator=(PinnedBuffer&& o) noexcept
     {
         if (this != &o) {
             release();
             ptr_ = std::exchange(o.ptr_, nullptr);
             count_ = std::exchange(o.count_, 0);
+            bytes_ = std::exchange(o.bytes_, 0);
+            pool_ = std::exchange(o.pool_, nullptr);
         }
         return *this;
     }
     ~PinnedBuffer() { release(); }
 
-    void allocate(std::size_t count)
+    /// `pool` (may be null: a private cudaMallocHost) must outlive this buffer.
+    void allocate(std::size_t count, PinnedPool* pool = nullptr)
     {
         release();
         if (count == 0) return;
-        void* p = nullptr;
-        const cudaError_t e = cudaMallocHost(&p, count * sizeof(T));
-        if (e != cudaSuccess) {
-            cudaGetLastError();
-            throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(count * sizeof(T)) +
-                              " bytes failed: " + error_text(e));
+        if (pool) {
+            const auto block = pool->take(count * sizeof(T));
+            ptr_ = static_cast<T*>(block.first);
+            bytes_ = block.second;
+        } else {
+            void* p = nullptr;
+            const cudaError_t e = cudaMallocHost(&p, count * sizeof(T));
+            if (e != cudaSuccess) {
+                cudaGetLastError();
+                throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(count * sizeof(T)) +
+                                  " bytes failed: " + error_text(e));
+            }
+            ptr_ = static_cast<T*>(p);
+            bytes_ = count * sizeof(T);
         }
-        ptr_ = static_cast<T*>(p);
+        pool_ = pool;
         count_ = count;
     }
     void release() noexcept
     {
-        if (ptr_) cudaFreeHost(ptr_);
+        if (ptr_) {
+            if (pool_)
+                pool_->give(ptr_, bytes_);
+            else
+                cudaFreeHost(ptr_);
+        }
         ptr_ = nullptr;
-        count_ = 0;
+        count_ = bytes_ = 0;
+        pool_ = nullptr;
     }
     T* get() const noexcept { return ptr_; }
     std::size_t size() const noexcept { return count_; }
@@ -163,6 +254,8 @@ public:
 private:
     T* ptr_ = nullptr;
     std::size_t count_ = 0;
+    std::size_t bytes_ = 0;  // of the block (≥ count · sizeof(T) when it came from a pool)
+    PinnedPool* pool_ = nullptr;
 };
 
 /// A non-blocking stream on `device`.

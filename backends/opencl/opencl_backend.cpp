@@ -8,6 +8,7 @@
 #include "backends/opencl/program_cache.hpp"
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
+#include "skeleton/src/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -466,6 +467,7 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
         throw InvalidArgument("opencl: too many modes (m · max(k, 3) must be < 2^31)");
     const std::size_t values = static_cast<std::size_t>(m) * static_cast<std::size_t>(k_);
     std::vector<float> f(values);
+    MS_PARALLEL_FOR(values)
     for (std::size_t i = 0; i < values; ++i) f[i] = static_cast<float>(positions[i]);
     std::vector<cl_int> list(static_cast<std::size_t>(m));
     for (std::size_t i = 0; i < list.size(); ++i) list[i] = static_cast<cl_int>(i);
@@ -475,6 +477,7 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
     cl_call("allocating the mode buffers", [&] {
         modes_ = buffer(CL_MEM_READ_WRITE, values * sizeof(float), f.data());
         if (metric) {
+            MS_PARALLEL_FOR(values)
             for (std::size_t i = 0; i < values; ++i) f[i] = static_cast<float>(metric[i]);
             metric_ = buffer(CL_MEM_READ_ONLY, values * sizeof(float), f.data());
         } else {
@@ -745,6 +748,7 @@ void OpenCLBinding::read_modes(double* out) const
     cl_call("reading the modes", [&] {
         return dev_->queue.enqueueReadBuffer(modes_, CL_TRUE, 0, values * sizeof(float), staging_.as<float>());
     });
+    MS_PARALLEL_FOR(values)
     for (std::size_t i = 0; i < values; ++i) out[i] = static_cast<double>(f[i]);
 }
 

@@ -2,6 +2,7 @@
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
 #include "prepare.hpp"
+#include "parallel.hpp"
 #include "seeding.hpp"
 #include "spatial_order.hpp"
 
@@ -118,9 +119,11 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
                                                : detail::morton_order(Y0);
     {
         MatrixD Ys(m, k), Ws;
+        MS_PARALLEL_FOR(m * k)
         for (Index j = 0; j < m; ++j) Ys.row(j) = Y0.row(order[static_cast<std::size_t>(j)]);
         if (own_metric) {
             Ws.resize(m, k);
+            MS_PARALLEL_FOR(m * k)
             for (Index j = 0; j < m; ++j) Ws.row(j) = W0.row(order[static_cast<std::size_t>(j)]);
         }
         const auto t_set = Clock::now();
@@ -164,9 +167,10 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     MatrixD Y(m, k);
     std::vector<int> seed_iterations(static_cast<std::size_t>(m), 0);
     std::vector<bool> seed_converged(static_cast<std::size_t>(m), false), seed_none(static_cast<std::size_t>(m), false);
-    for (Index j = 0; j < m; ++j) {
+    MS_PARALLEL_FOR(m * k)
+    for (Index j = 0; j < m; ++j) Y.row(order[static_cast<std::size_t>(j)]) = Ys.row(j);
+    for (Index j = 0; j < m; ++j) {  // serial: std::vector<bool> packs bits
         const std::size_t sj = static_cast<std::size_t>(j), q = static_cast<std::size_t>(order[sj]);
-        Y.row(static_cast<Index>(q)) = Ys.row(j);
         seed_iterations[q] = iterations[sj];
         const bool none = last[sj] == ModeStatus::NoSupport;
         seed_none[q] = none;

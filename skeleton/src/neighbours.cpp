@@ -2,6 +2,7 @@
 // choice of the grid dimensions, sorting of the prepared rows by cell or kd-tree leaf (kdtree.cpp),
 // and the Auto decision.
 #include "prepare.hpp"
+#include "parallel.hpp"
 #include "kdtree.hpp"
 #include "array_scan.hpp"
 #include "radix_sort.hpp"
@@ -268,17 +269,21 @@ CellGrid lattice_grid(const PixelLattice& L, const PreparedData& D)
         if (e == last && t >= static_cast<double>(last)) return true;
         return t == static_cast<double>(e);
     };
-    // Fast test first: within 0.49 pixels of the cell's centre lo + e·side (no division); a row that
-    // fails it is decided by in_cell.
+    // Fast test first (parallel, no division): within 0.49 pixels of the cell's centre lo + e·side;
+    // if some row fails it, every image row is decided by in_cell.
     const double sy = grid.side[0], sx = grid.side[1], my = 0.49 * sy, mx = 0.49 * sx;
-    for (Index y = 0, r = 0; y < L.height; ++y) {
+    bool off_centre = false;
+    MS_PARALLEL_FOR_OR(n, off_centre)
+    for (Index y = 0; y < L.height; ++y) {
         bool ok = true;
         const double cy = lo[0] + static_cast<double>(y) * sy;
-        for (Index x = 0; x < L.width; ++x, ++r)
+        for (Index x = 0, r = y * L.width; x < L.width; ++x, ++r)
             ok &= (std::abs(P[r * k + L.y_dim] - cy) <= my) &
                   (std::abs(P[r * k + L.x_dim] - (lo[1] + static_cast<double>(x) * sx)) <= mx);
-        if (ok) continue;
-        ok = true;
+        off_centre = off_centre || !ok;
+    }
+    for (Index y = 0; y < L.height && off_centre; ++y) {
+        bool ok = true;
         for (Index x = 0; x < L.width; ++x) {
             const Index q = y * L.width + x;
             ok &= in_cell(0, P[q * k + L.y_dim], y) & in_cell(1, P[q * k + L.x_dim], x);

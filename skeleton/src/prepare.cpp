@@ -1,5 +1,6 @@
 #include "prepare.hpp"
 #include "array_scan.hpp"
+#include "parallel.hpp"
 
 #include <meanshift/errors.hpp>
 
@@ -139,15 +140,15 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
         const double* sc = p.scale.data();
         double* out = D.points.data();
         float* out_f = D.points_f.data();
-        const std::size_t count = static_cast<std::size_t>(n) * ku;
         bool overflow = false;
-        for (std::size_t i = 0, d = 0; i < count; ++i) {
-            const double v = (static_cast<double>(data[i]) - c[d]) * sc[d];
-            out[i] = v;
-            out_f[i] = static_cast<float>(v);
-            overflow |= !(std::fabs(out_f[i]) <= std::numeric_limits<float>::max());
-            if (++d == ku) d = 0;
-        }
+        MS_PARALLEL_FOR_OR(n * k, overflow)
+        for (Index i = 0; i < n; ++i)
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) {
+                const double v = (static_cast<double>(data[j]) - c[d]) * sc[d];
+                out[j] = v;
+                out_f[j] = static_cast<float>(v);
+                overflow = overflow || !(std::fabs(out_f[j]) <= std::numeric_limits<float>::max());
+            }
         if (overflow) throw_float32_overflow();
     }
     finalize_weights(D);
@@ -177,14 +178,15 @@ MatrixD to_prepared(const Prepared& p, const float* points, Index m, const char*
 MatrixF from_prepared(const Prepared& p, const MatrixD& y)
 {
     // One pass, no float64 temporary (a photo's modes: 8 ms with the temporary's page faults).
-    const std::size_t k = static_cast<std::size_t>(y.cols());
-    MatrixF x(y.rows(), y.cols());
+    const Index k = y.cols();
+    MatrixF x(y.rows(), k);
     const double* in = y.data();
     float* out = x.data();
-    for (std::size_t i = 0, d = 0, count = static_cast<std::size_t>(y.size()); i < count; ++i) {
-        out[i] = static_cast<float>(in[i] / p.scale[static_cast<Index>(d)] + p.centre[static_cast<Index>(d)]);
-        if (++d == k) d = 0;
-    }
+    const double* sc = p.scale.data();
+    const double* c = p.centre.data();
+    MS_PARALLEL_FOR(y.size())
+    for (Index i = 0; i < y.rows(); ++i)
+        for (Index d = 0, j = i * k; d < k; ++d, ++j) out[j] = static_cast<float>(in[j] / sc[d] + c[d]);
     return x;
 }
 
