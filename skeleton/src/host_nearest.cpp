@@ -8,6 +8,8 @@
 #include <nanoflann.hpp>
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 #include <vector>
 
 namespace meanshift::detail {
@@ -38,34 +40,79 @@ struct HostNearest::Tree {
 
 HostNearest::HostNearest(const MatrixF& points) : points_(points)
 {
-    if (points.cols() <= kHostTreeMaxDims) tree_ = std::make_unique<Tree>(points);
+    if (points.cols() <= kHostTreeMaxDims) {
+        tree_ = std::make_unique<Tree>(points);
+        return;
+    }
+    // Brute force by matrix products: centred float64 copies (|q − p|² = |q|² + |p|² − 2 q·p
+    // cancels less the nearer the data are to their mean) and the points' squared norms.
+    centre_ = points.cast<double>().colwise().mean();
+    centred_ = (points.cast<double>().rowwise() - centre_).cast<float>();
+    norms_ = centred_.rowwise().squaredNorm();
 }
 
 HostNearest::~HostNearest() = default;
 
 void HostNearest::query_rows(const MatrixF& queries, int count, Index begin, Index end, MatrixD& out) const
 {
-    const Index k = points_.cols(), n = points_.rows();
+    if (!tree_) {
+        brute_rows(queries, count, begin, end, out);
+        return;
+    }
+    const Index k = points_.cols();
     std::vector<double> q(static_cast<std::size_t>(k));
     std::vector<std::size_t> idx(static_cast<std::size_t>(count));
-    std::vector<double> d2(tree_ ? static_cast<std::size_t>(count) : static_cast<std::size_t>(n));
+    std::vector<double> d2(static_cast<std::size_t>(count));
     for (Index i = begin; i < end; ++i) {
         for (Index d = 0; d < k; ++d) q[std::size_t(d)] = queries(i, d);
-        if (tree_) {
-            const std::size_t got = tree_->index.knnSearch(q.data(), std::size_t(count), idx.data(), d2.data());
-            for (std::size_t j = 0; j < std::size_t(count); ++j) out(i, Index(j)) = d2[std::min(j, got - 1)];
-            continue;
+        const std::size_t got = tree_->index.knnSearch(q.data(), std::size_t(count), idx.data(), d2.data());
+        for (std::size_t j = 0; j < std::size_t(count); ++j) out(i, Index(j)) = d2[std::min(j, got - 1)];
+    }
+}
+
+void HostNearest::brute_rows(const MatrixF& queries, int count, Index begin, Index end, MatrixD& out) const
+{
+    // Blocks of points against the rows' block: G = Q·Pᵀ by Eigen's GEMM (float64; one thread
+    // inside the caller's parallel loop), then per row a max-heap of the `count` smallest d² with
+    // their points. The chosen ones are recomputed as Σ (q − p)² (an identical point is exactly 0,
+    // as with the kd-tree and the GPU searches; the expansion leaves ~1e-13).
+    constexpr Index kPointBlock = 1024;
+    using Entry = std::pair<float, Index>;
+    const Index n = centred_.rows(), k = centred_.cols(), rows = end - begin;
+    const std::size_t c = static_cast<std::size_t>(count);
+    const MatrixF Q = (queries.middleRows(begin, rows).cast<double>().rowwise() - centre_).cast<float>();
+    const VectorF qn = Q.rowwise().squaredNorm();
+    std::vector<Entry> heaps(static_cast<std::size_t>(rows) * c, Entry{std::numeric_limits<float>::infinity(), -1});
+    MatrixF G;
+    for (Index p0 = 0; p0 < n; p0 += kPointBlock) {
+        const Index np = std::min(kPointBlock, n - p0);
+        G.noalias() = Q * centred_.middleRows(p0, np).transpose();
+        for (Index i = 0; i < rows; ++i) {
+            Entry* h = heaps.data() + static_cast<std::size_t>(i) * c;
+            const float* g = G.row(i).data();
+            for (Index j = 0; j < np; ++j) {
+                const float d = qn[i] + norms_[p0 + j] - 2.0f * g[j];
+                if (d < h[0].first) {
+                    std::pop_heap(h, h + c);
+                    h[c - 1] = {d, p0 + j};
+                    std::push_heap(h, h + c);
+                }
+            }
         }
-        for (Index j = 0; j < n; ++j) {
+    }
+    std::vector<double> d2(c);
+    for (Index i = 0; i < rows; ++i) {
+        const Entry* h = heaps.data() + static_cast<std::size_t>(i) * c;
+        for (std::size_t j = 0; j < c; ++j) {
             double s = 0;
             for (Index d = 0; d < k; ++d) {
-                const double t = q[std::size_t(d)] - double(points_(j, d));
+                const double t = double(queries(begin + i, d)) - double(points_(h[j].second, d));
                 s += t * t;
             }
-            d2[std::size_t(j)] = s;
+            d2[j] = s;
         }
-        std::partial_sort(d2.begin(), d2.begin() + count, d2.end());
-        for (int j = 0; j < count; ++j) out(i, j) = d2[std::size_t(j)];
+        std::sort(d2.begin(), d2.end());
+        for (std::size_t j = 0; j < c; ++j) out(begin + i, Index(j)) = d2[j];
     }
 }
 

@@ -13,7 +13,9 @@ namespace meanshift::detail {
 inline constexpr Index kHostTreeMaxDims = 16;
 
 /// Exact search over `points` (n × k, float32 values, float64 distances): a nanoflann kd-tree for
-/// k ≤ kHostTreeMaxDims, brute force with a selection above. query() is const and thread-safe.
+/// k ≤ kHostTreeMaxDims; above, brute force through matrix products on centred float64 copies
+/// (|q − p|² = |q|² + |p|² − 2 q·p, Eigen's GEMM per block of 1024 points) with a max-heap per
+/// query. query_rows() is const and thread-safe.
 /// `points` must outlive the object.
 class HostNearest {
 public:
@@ -27,9 +29,14 @@ public:
     void query_rows(const MatrixF& queries, int count, Index begin, Index end, MatrixD& out) const;
 
 private:
+    void brute_rows(const MatrixF& queries, int count, Index begin, Index end, MatrixD& out) const;
+
     struct Tree;
     const MatrixF& points_;
     std::unique_ptr<Tree> tree_;  // null: brute force
+    Eigen::RowVectorXd centre_;   // brute force: the points' mean,
+    MatrixF centred_;             // the points minus it (n × k, float32: the screening GEMM),
+    VectorF norms_;               // and their squared norms (n)
 };
 
 /// The checks every Backend::nearest_distances makes: finite data, matching k, n, m >= 1,
