@@ -48,7 +48,7 @@ inline bool float_column_range(const float* x, std::size_t rows, std::size_t col
     bool bad = false;
 #if defined(_OPENMP)
 #pragma omp parallel for schedule(static) reduction(min : l[:cols]) reduction(max : h[:cols]) reduction(|| : bad) \
-    if (rows * cols >= static_cast<std::size_t>(kParallelMinValues))
+    num_threads(host_threads()) if (rows * cols >= static_cast<std::size_t>(kParallelMinValues))
 #endif
     for (std::size_t i = 0; i < rows; ++i) {
         const float* r = x + i * cols;

@@ -51,6 +51,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
            const Options& options, const float* weights, const float* seeds, Index m)
 {
     const auto t_start = Clock::now();
+    // The host passes of this call use the threads the caller gave the backend (0 = all).
+    const detail::HostThreads host_threads(options.backend_options.threads);
     validate_options(options);
     if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
 
