@@ -508,6 +508,17 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
         dev_->queue.enqueueMigrateMemObjects(resident, 0);
         return dev_->queue.finish();
     });
+    if (!config_.ranges) {
+        // One launch of the step's kernels with no work (count 0: every work-group skips its
+        // loop): NVIDIA's driver finishes loading a kernel at its first launch, which a
+        // one-iteration run paid in its only step (H200: ~9 ms of its 13 ms first-step overhead).
+        cl_call("warming up the step kernels", [&] {
+            bool combine = false;
+            reserve_partial(m_, combine);
+            enqueue_step(0, 0, 1, 1, 0.0f, false, combine, nullptr, nullptr);
+            return dev_->queue.finish();
+        });
+    }
 }
 
 int OpenCLBinding::choose_segments(int nblocks, Index count) const
@@ -570,56 +581,12 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
     // float32 threshold; a negative tol2 lets nothing converge, a huge one everything
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
-    const cl_int retire_i = retire ? 1 : 0, has_metric = has_metric_ ? 1 : 0;
     cl::Event done, combined;
     cl_call("running the approx_mode kernel", [&] {
-        cl::CommandQueue& q = dev_->queue;
-        if (retire) q.enqueueFillBuffer(counter_, cl_int(0), 0, sizeof(cl_int));
-        int a = 0;
-        kernel_.setArg(a++, records_);
-        kernel_.setArg(a++, centres_);
-        kernel_.setArg(a++, radii_);
-        kernel_.setArg(a++, static_cast<cl_int>(ntiles_));
-        kernel_.setArg(a++, modes_);
-        kernel_.setArg(a++, active_list_);
-        kernel_.setArg(a++, static_cast<cl_int>(count));
-        kernel_.setArg(a++, static_cast<cl_int>(nblocks));
-        kernel_.setArg(a++, static_cast<cl_int>(segments));
-        kernel_.setArg(a++, partial_);
-        auto finish_args = [&](cl::Kernel& kern, int i) {
-            kern.setArg(i++, metric_);
-            kern.setArg(i++, has_metric);
-            kern.setArg(i++, tol2f);
-            kern.setArg(i++, retire_i);
-            kern.setArg(i++, report_);
-            kern.setArg(i++, next_list_);
-            kern.setArg(i++, counter_);
-        };
-        finish_args(kernel_, a);
-        if (c.gemm) {
-            kernel_.setArg(a + 7, lcw_);
-            // L/2 · cutoff2: weight 0 where the log2-exponent (less L c_i) falls below -cutl
-            const double cutl = 0.5 * 1.4426950408889634 * data_->cutoff2;
-            kernel_.setArg(a + 8, static_cast<cl_float>(std::isfinite(cutl) ? std::min(cutl, 1e30) : 1e30));
-        }
-        q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
-                               cl::NDRange(c.tau), nullptr, &done);
-        if (combine) {
-            int b = 0;
-            combine_.setArg(b++, partial_);
-            combine_.setArg(b++, static_cast<cl_int>(segments));
-            combine_.setArg(b++, modes_);
-            combine_.setArg(b++, active_list_);
-            combine_.setArg(b++, static_cast<cl_int>(count));
-            finish_args(combine_, b);
-            const std::size_t local = 64;
-            q.enqueueNDRangeKernel(combine_, cl::NullRange,
-                                   cl::NDRange((static_cast<std::size_t>(count) + local - 1) / local * local),
-                                   cl::NDRange(local), nullptr, &combined);
-        }
+        enqueue_step(count, nblocks, segments, groups, tol2f, retire, combine, &done, &combined);
         // only count x (mode, shift², status) cross to the host
-        q.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
-                             staging_.as<cl_int>());
+        dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
+                                      staging_.as<cl_int>());
         return 0;
     });
     last_segments_ = segments;
@@ -632,6 +599,57 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     if (retire) {
         std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
         active_ = still_active;
+    }
+}
+
+void OpenCLBinding::enqueue_step(int count, int nblocks, int segments, int groups, cl_float tol2f, bool retire,
+                                 bool combine, cl::Event* done, cl::Event* combined)
+{
+    const KernelConfig& c = config_;
+    const cl_int retire_i = retire ? 1 : 0, has_metric = has_metric_ ? 1 : 0;
+    cl::CommandQueue& q = dev_->queue;
+    if (retire) q.enqueueFillBuffer(counter_, cl_int(0), 0, sizeof(cl_int));
+    int a = 0;
+    kernel_.setArg(a++, records_);
+    kernel_.setArg(a++, centres_);
+    kernel_.setArg(a++, radii_);
+    kernel_.setArg(a++, static_cast<cl_int>(ntiles_));
+    kernel_.setArg(a++, modes_);
+    kernel_.setArg(a++, active_list_);
+    kernel_.setArg(a++, static_cast<cl_int>(count));
+    kernel_.setArg(a++, static_cast<cl_int>(nblocks));
+    kernel_.setArg(a++, static_cast<cl_int>(segments));
+    kernel_.setArg(a++, partial_);
+    auto finish_args = [&](cl::Kernel& kern, int i) {
+        kern.setArg(i++, metric_);
+        kern.setArg(i++, has_metric);
+        kern.setArg(i++, tol2f);
+        kern.setArg(i++, retire_i);
+        kern.setArg(i++, report_);
+        kern.setArg(i++, next_list_);
+        kern.setArg(i++, counter_);
+    };
+    finish_args(kernel_, a);
+    if (c.gemm) {
+        kernel_.setArg(a + 7, lcw_);
+        // L/2 · cutoff2: weight 0 where the log2-exponent (less L c_i) falls below -cutl
+        const double cutl = 0.5 * 1.4426950408889634 * data_->cutoff2;
+        kernel_.setArg(a + 8, static_cast<cl_float>(std::isfinite(cutl) ? std::min(cutl, 1e30) : 1e30));
+    }
+    q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+                           cl::NDRange(c.tau), nullptr, done);
+    if (combine) {
+        int b = 0;
+        combine_.setArg(b++, partial_);
+        combine_.setArg(b++, static_cast<cl_int>(segments));
+        combine_.setArg(b++, modes_);
+        combine_.setArg(b++, active_list_);
+        combine_.setArg(b++, static_cast<cl_int>(count));
+        finish_args(combine_, b);
+        const std::size_t local = 64;
+        q.enqueueNDRangeKernel(combine_, cl::NullRange,
+                               cl::NDRange(std::max<std::size_t>(local, (static_cast<std::size_t>(count) + local - 1) / local * local)),
+                               cl::NDRange(local), nullptr, combined);
     }
 }
 

@@ -60,6 +60,10 @@ private:
     /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
     /// active list built on the host in the driver's (Morton) order from the report.
     void step_ranges(double tol2, bool retire, StepReport& report);
+    /// Enqueues the step kernel (and combine_segments when `combine`) for `count` active modes in
+    /// `nblocks` blocks of `segments` n-loop segments on `groups` work-groups.
+    void enqueue_step(int count, int nblocks, int segments, int groups, cl_float tol2f, bool retire, bool combine,
+                      cl::Event* done, cl::Event* combined);
     /// The step's report (count × [mode, shift², status] in staging_) into `report`, checked;
     /// returns how many modes stay active.
     Index unpack_report(int count, StepReport& report) const;
