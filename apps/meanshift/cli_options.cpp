@@ -180,7 +180,7 @@ std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
     out = BandwidthSpec{};
     const std::string usage =
         "; use a number (Gaussian sigma, data units), auto, scott, silverman, scott:per-dim, silverman:per-dim, "
-        "quantile:Q with 0 < Q <= 1, adaptive[:K[:C]], or abramson[:C[:P]]";
+        "quantile:Q with 0 < Q <= 1, adaptive[:K[:C]] (K may be empty: adaptive::C), or abramson[:C[:P]]";
     double v = 0;
     if (parse_number(text, v)) {
         if (v <= 0) return "must be > 0, got " + clip(text);
@@ -212,9 +212,12 @@ std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
         if (colon == std::string::npos) return {};
         const std::size_t c2 = arg.find(':');
         const std::string ks = arg.substr(0, c2);
-        if (!parse_number(ks, v) || v < 1 || v != std::floor(v) || v > 1e9)
-            return "'" + clip(text) + "': K must be an integer >= 1" + usage;
-        out.adaptive.k = int(v);
+        // An empty K (adaptive::C) keeps the default K.
+        if (!ks.empty()) {
+            if (!parse_number(ks, v) || v < 1 || v != std::floor(v) || v > 1e9)
+                return "'" + clip(text) + "': K must be an integer >= 1 (or empty for the default)" + usage;
+            out.adaptive.k = int(v);
+        }
         if (c2 != std::string::npos) {
             if (!parse_number(arg.substr(c2 + 1), v) || v <= 0) return "'" + clip(text) + "': C must be > 0" + usage;
             out.adaptive.c = v;
