@@ -41,6 +41,73 @@ void HostBinding::set_modes(const double* positions, Index m, const double* metr
     if (data_->tree) order_by_leaf();
 }
 
+Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double* s0, double* s1) const
+{
+    const PreparedData& D = *data_;
+    const int k = D.k();
+    std::fill(s0, s0 + k, 0.0);
+    std::fill(s1, s1 + k, 0.0);
+    ranges.clear();
+    const Index rows = block_ranges(y, 1, ranges);
+    for (std::size_t rg = 0; rg < ranges.size(); rg += 2)
+        for (Index i = ranges[rg]; i < ranges[rg + 1]; ++i) {
+            const double* x = D.points.data() + i * k;
+            if (D.model == KernelModel::Shared) {
+                double d2 = 0;
+                for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
+                if (d2 > D.cutoff2) continue;
+                const double e = std::exp(-0.5 * d2);
+                for (int d = 0; d < k; ++d) {
+                    s0[d] += e;
+                    s1[d] += e * x[d];
+                }
+            } else {
+                const double* w = D.precision.data() + i * k;
+                double d2 = 0;
+                for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
+                if (d2 > D.cutoff2) continue;
+                const double e = std::exp(D.log_weight[i] - 0.5 * d2);
+                for (int d = 0; d < k; ++d) {
+                    s0[d] += e * w[d];
+                    s1[d] += e * w[d] * x[d];
+                }
+            }
+        }
+    return rows;
+}
+
+void HostBinding::accumulate(const double* positions, Index count, double* sums)
+{
+    if (count < 0 || (count > 0 && (!positions || !sums)))
+        throw InvalidArgument("accumulate: need count >= 0 positions and a sums array");
+    const int k = data_->k();
+    const bool pp = data_->model == KernelModel::PerPoint;
+    const Index width = sum_width();
+    if (!all_finite(positions, static_cast<std::size_t>(count) * static_cast<std::size_t>(k)))
+        throw InvalidArgument("accumulate: positions must be finite");
+    [[maybe_unused]] const int threads = std::max(1, topology_.ppus);
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+        std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+        std::vector<Index> ranges;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic, 16)
+#endif
+        for (Index q = 0; q < count; ++q) {
+            mode_sums(positions + q * k, ranges, s0.data(), s1.data());
+            double* out = sums + q * width;
+            if (pp)
+                for (int d = 0; d < k; ++d) out[d] += s0[std::size_t(d)];
+            else
+                out[0] += s0[0];
+            double* o1 = out + (pp ? k : 1);
+            for (int d = 0; d < k; ++d) o1[d] += s1[std::size_t(d)];
+        }
+    }
+}
+
 void HostBinding::step(double tol2, bool retire, StepReport& report)
 {
     report.clear();

@@ -23,6 +23,9 @@ public:
     Index active_count() const noexcept override { return static_cast<Index>(active_.size()); }
     void step(double tol2, bool retire, StepReport& report) override;
     void read_modes(double* out) const override;
+    /// Binding::accumulate in float64 over the prepared points (the oracle's sums), the positions
+    /// shared among topology().ppus threads.
+    void accumulate(const double* positions, Index count, double* sums) override;
 
 protected:
     /// Advances `count` modes by one iteration: in and out are count × k (prepared units,
@@ -38,6 +41,11 @@ protected:
     /// the box along the last grid dim); with a kd-tree, the rows of the leaves whose reach box meets
     /// the modes' bounding box; without either, [0, n). Returns the number of rows. Thread-safe.
     Index block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const;
+    /// Alg. 3's float64 sums of one position y (k values, prepared units) over its candidate rows
+    /// (block_ranges; `ranges` is scratch): s0_d = Σ e (w_d), s1_d = Σ e (w_d) x_d per dimension
+    /// (for Shared every s0_d is Σ e). Returns the rows visited. The one host copy of the sums
+    /// (the serial oracle's step and accumulate()).
+    Index mode_sums(const double* y, std::vector<Index>& ranges, double* s0, double* s1) const;
     /// Whether block_ranges() can give fewer rows than [0, n) (a grid or a kd-tree).
     bool sparse_search() const noexcept { return data_->grid.has_value() || data_->tree.has_value(); }
 

@@ -22,46 +22,15 @@ public:
 private:
     void advance(const double* in, double* out, unsigned char* supported, Index count) override
     {
-        const PreparedData& D = *data_;
-        const int k = D.k();
-        const Index n = D.n();
-        (void)n;
+        const int k = data_->k();
         // Truncated kernel: a pair with D² > cutoff2 has weight 0; with a grid each mode visits the
         // rows of its own ±1 cell neighbourhood only (every point within the cutoff lies there).
-        const double cut2 = D.cutoff2;
         std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
         std::vector<Index> ranges;
         pairs_ = 0;
         for (Index q = 0; q < count; ++q) {
             const double* y = in + q * k;
-            std::fill(s0.begin(), s0.end(), 0.0);
-            std::fill(s1.begin(), s1.end(), 0.0);
-            ranges.clear();
-            pairs_ += static_cast<double>(block_ranges(y, 1, ranges));
-            for (std::size_t rg = 0; rg < ranges.size(); rg += 2)
-            for (Index i = ranges[rg]; i < ranges[rg + 1]; ++i) {
-                const double* x = D.points.data() + i * k;
-                if (D.model == KernelModel::Shared) {
-                    double d2 = 0;
-                    for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
-                    if (d2 > cut2) continue;
-                    const double e = std::exp(-0.5 * d2);
-                    for (int d = 0; d < k; ++d) {
-                        s0[d] += e;
-                        s1[d] += e * x[d];
-                    }
-                } else {
-                    const double* w = D.precision.data() + i * k;
-                    double d2 = 0;
-                    for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
-                    if (d2 > cut2) continue;
-                    const double e = std::exp(D.log_weight[i] - 0.5 * d2);
-                    for (int d = 0; d < k; ++d) {
-                        s0[d] += e * w[d];
-                        s1[d] += e * w[d] * x[d];
-                    }
-                }
-            }
+            pairs_ += static_cast<double>(mode_sums(y, ranges, s0.data(), s1.data()));
             supported[q] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, out + q * k, k) ? 1 : 0;
         }
     }

@@ -8,6 +8,18 @@ namespace meanshift {
 Backend::~Backend() = default;
 Binding::~Binding() = default;
 
+void Binding::accumulate(const double*, Index, double*)
+{
+    throw NotSupported("this backend's binding does not expose partial sums (Binding::accumulate); the host "
+                       "backends (serial, openmp) do");
+}
+
+Index Binding::sum_width() const noexcept
+{
+    const Index k = data().k();
+    return data().model == KernelModel::PerPoint ? 2 * k : 1 + k;
+}
+
 MatrixD Backend::nearest_distances(const MatrixF&, const MatrixF&, int)
 {
     throw InvalidArgument("backend '" + name() + "' has no nearest-neighbour search");

@@ -136,6 +136,18 @@ public:
     /// Current positions of all m modes (m × k row-major, prepared units) into `out`.
     virtual void read_modes(double* out) const = 0;
 
+    /// Partial sums of Alg. 3 over the bound points, for `count` positions (count × k row-major,
+    /// prepared units), without moving or reporting any mode: adds to `sums` (count × sum_width(),
+    /// row-major) per position [S0 | S1], where S1_d = Σ_i e_i (w_id) x_id and S0 = Σ_i e_i
+    /// (Shared: one value) or S0_d = Σ_i e_i w_id (PerPoint: k values), e_i = exp(c_i − ½D²) the
+    /// kernel weight of point i (0 beyond the cutoff); y'_d = S1_d / S0_d is then Alg. 3 line 20.
+    /// Sums of disjoint point sets add up, which is what the MPI ring strategy relies on (docs/mpi.md).
+    /// Independent of set_modes(). The host backends (serial, openmp) compute them in float64; the
+    /// default throws NotSupported (the GPU backends do not expose their partial sums yet).
+    virtual void accumulate(const double* positions, Index count, double* sums);
+    /// Columns per position of accumulate()'s sums: 1 + k (Shared) or 2k (PerPoint).
+    Index sum_width() const noexcept;
+
     /// Convenience for tests and benchmarks: one step of `count` modes at `positions` into `out`
     /// (count × k each, prepared units), i.e. set_modes + step(retire = false) + read_modes.
     void step_once(const double* positions, double* out, Index count, StepReport* report = nullptr);

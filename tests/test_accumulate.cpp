@@ -1,0 +1,128 @@
+// Binding::accumulate (the partial sums the MPI ring strategy adds across ranks): on the host
+// backends S1/S0 is the oracle's step, sums of disjoint point sets add up to the sums of their
+// union, per-point data give k S0 columns, and bindings without it say so (NotSupported).
+#include "skeleton/src/prepare.hpp"
+#include "step_support.hpp"
+#include "test_support.hpp"
+
+#include <doctest/doctest.h>
+
+#include <meanshift/errors.hpp>
+#include <meanshift/meanshift.hpp>
+#include <meanshift/registry.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace meanshift;
+using mstest::make_rng;
+
+/// n points in 3 blobs (prepared units), optionally per-point precisions in [0.5, 2].
+PreparedData blobs(std::mt19937_64& rng, Index n, int k, KernelModel model)
+{
+    std::normal_distribution<double> noise(0.0, 1.0);
+    std::uniform_real_distribution<double> prec(0.5, 2.0);
+    PreparedData D;
+    D.model = model;
+    D.points.resize(n, k);
+    for (Index i = 0; i < n; ++i)
+        for (int d = 0; d < k; ++d) D.points(i, d) = double(float(4.0 * double(i % 3) + noise(rng)));
+    if (model == KernelModel::PerPoint) {
+        D.precision.resize(n, k);
+        for (Index i = 0; i < D.precision.size(); ++i) D.precision.data()[i] = double(float(prec(rng)));
+    }
+    D.finalize();
+    return D;
+}
+
+/// The rows [first, first + count) of D as data of their own (same frame; per-point log-weights
+/// keep D's shift, so the weights are those of D's points).
+PreparedData rows_of(const PreparedData& D, Index first, Index count)
+{
+    PreparedData P;
+    P.model = D.model;
+    P.points = D.points.middleRows(first, count);
+    if (D.model == KernelModel::PerPoint) P.precision = D.precision.middleRows(first, count);
+    P.finalize();
+    if (D.model == KernelModel::PerPoint) {
+        P.log_weight = D.log_weight.segment(first, count);
+        P.log_weight_f = P.log_weight.cast<float>();
+    }
+    P.cutoff2 = D.cutoff2;
+    return P;
+}
+
+MatrixD sums_of(const std::string& backend, const PreparedData& D, const MatrixD& Q)
+{
+    auto b = make_backend(backend);
+    auto binding = b->bind(mstest::share(D), Topology{});
+    MatrixD S = MatrixD::Zero(Q.rows(), binding->sum_width());
+    binding->accumulate(Q.data(), Q.rows(), S.data());
+    return S;
+}
+
+}  // namespace
+
+TEST_CASE("accumulate: S1/S0 is the oracle's step, sums of disjoint parts add up (serial, openmp; shared, "
+          "per-point; exact and cutoff 3)")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("accumulate");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            const int k = 3;
+            PreparedData D = blobs(rng, 600, k, model);
+            D.cutoff2 = cut * cut;
+            MatrixD Q(40, k);
+            for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+            const MatrixD want = mstest::oracle_step(D, Q);
+            const bool pp = model == KernelModel::PerPoint;
+            for (const char* backend : {"serial", "openmp"}) {
+                if (!mstest::backend_usable(backend)) continue;
+                INFO(backend << (pp ? " per-point" : " shared") << " cutoff " << cut);
+                const MatrixD S = sums_of(backend, D, Q);
+                REQUIRE(S.cols() == (pp ? 2 * k : 1 + k));
+                double worst = 0;
+                for (Index q = 0; q < Q.rows(); ++q)
+                    for (int d = 0; d < k; ++d) {
+                        const double s0 = S(q, pp ? d : 0), s1 = S(q, (pp ? k : 1) + d);
+                        REQUIRE(s0 > 0);
+                        worst = std::max(worst, std::abs(s1 / s0 - want(q, d)));
+                    }
+                CHECK(worst <= 1e-12);
+                // Three disjoint parts (one of 1 row), accumulated into one array.
+                MatrixD parts = MatrixD::Zero(Q.rows(), S.cols());
+                for (const auto& r : {std::pair<Index, Index>{0, 250}, {250, 1}, {251, 349}}) {
+                    auto b = make_backend(backend);
+                    auto binding = b->bind(mstest::share(rows_of(D, r.first, r.second)), Topology{});
+                    binding->accumulate(Q.data(), Q.rows(), parts.data());
+                }
+                CHECK(((parts - S).array().abs() / S.array().abs().max(1e-300)).maxCoeff() <= 1e-12);
+            }
+        }
+}
+
+TEST_CASE("accumulate: bad arguments; bindings without partial sums throw NotSupported")
+{
+    auto rng = make_rng("accumulate-bad");
+    PreparedData D = blobs(rng, 50, 2, KernelModel::Shared);
+    auto b = make_backend("serial");
+    auto binding = b->bind(mstest::share(D), Topology{});
+    MatrixD Q = MatrixD::Constant(1, 2, std::nan(""));
+    MatrixD S = MatrixD::Zero(1, 3);
+    CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, S.data()), InvalidArgument);
+    Q.setZero();
+    CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, nullptr), InvalidArgument);
+    binding->accumulate(Q.data(), 0, nullptr);  // nothing to do
+    for (const char* gpu : {"opencl", "cuda"}) {
+        if (!mstest::backend_usable(gpu)) continue;
+        auto g = make_backend(gpu);
+        auto gb = g->bind(mstest::share(D), Topology{});
+        CHECK_THROWS_AS(gb->accumulate(Q.data(), 1, S.data()), NotSupported);
+    }
+}
