@@ -200,6 +200,7 @@ void run_cluster_mpi(const ClusterArgs& a)
     meanshift::mpi::DistributedResult r;
     try {
         const meanshift::mpi::Strategy strategy = a.mpi_strategy == "domain" ? meanshift::mpi::Strategy::DomainDecomposition
+                                                  : a.mpi_strategy == "ring" ? meanshift::mpi::Strategy::Ring
                                                   : a.mpi_strategy == "replicated"
                                                       ? meanshift::mpi::Strategy::ReplicatedPoints
                                                       : meanshift::mpi::Strategy::Auto;
@@ -247,6 +248,9 @@ void run_cluster_mpi(const ClusterArgs& a)
         std::printf("method      domain decomposition (slabs, halo = cutoff): at most %lld points on a rank, "
                     "%lld mode hand-overs; search %s\n",
                     held_max, static_cast<long long>(r.modes_migrated), r.search.c_str());
+    else if (r.strategy == meanshift::mpi::Strategy::Ring)
+        std::printf("method      ring (points stay on their rank, modes travel with their partial sums); search %s\n",
+                    r.search.c_str());
     else
         std::printf("method      replicated points, modes split; search %s\n", r.search.c_str());
     std::printf("seeding     %s\n", r.seeding.c_str());
@@ -255,11 +259,12 @@ void run_cluster_mpi(const ClusterArgs& a)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
     std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
     std::printf("iterations  %d\n", iterations);
-    const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition;
+    const bool ring = r.strategy == meanshift::mpi::Strategy::Ring;
+    const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition || ring;
     std::printf("time        %.3f s on rank 0 (%s %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, gather %.3f, "
                 "group %.3f, broadcast %.3f)\n",
-                t.seconds_total, domain ? "points to slabs" : "allgather", t.seconds_allgather, t.seconds_ascent,
-                ascent_max, domain ? "of which hand-overs" : "wait", domain ? t.seconds_migrate : t.seconds_wait,
+                t.seconds_total, ring ? "points moved" : domain ? "points to slabs" : "allgather", t.seconds_allgather,
+                t.seconds_ascent, ascent_max, ring ? "of which ring passes" : domain ? "of which hand-overs" : "wait", domain ? t.seconds_migrate : t.seconds_wait,
                 t.seconds_gather, t.seconds_group, t.seconds_broadcast);
     std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n", sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
@@ -354,8 +359,9 @@ void add_cluster_command(CLI::App& app, Mode mode)
 #ifdef MEANSHIFT_CLI_MPI
     sub->add_option("--mpi-strategy", a->mpi_strategy,
                     "under mpirun: auto (domain decomposition for the truncated kernel when no rank holds more "
-                    "than 75 % of the points), replicated, domain (docs/mpi.md)")
-        ->check(CLI::IsMember({"auto", "replicated", "domain"}))
+                    "than 75 % of the points), replicated, domain, ring (points stay on their rank, the modes "
+                    "travel; shared bandwidths, serial/openmp backends) (docs/mpi.md)")
+        ->check(CLI::IsMember({"auto", "replicated", "domain", "ring"}))
         ->capture_default_str();
 #endif
     auto* h = sub->add_option("--bandwidth", a->bandwidth,

@@ -37,6 +37,10 @@ timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dis
   --seeding all --mpi-strategy domain --threads 1 > dist-t.log || { echo "mpirun cluster --mpi-strategy domain failed: $?"; exit 1; }
 grep -q "domain decomposition" dist-t.log || { cat dist-t.log; echo "the domain decomposition did not run"; exit 1; }
 cmp one-t.csv dist-t.csv || { echo "domain decomposition: labels differ from one process's"; exit 1; }
+timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-r.csv --bandwidth 1 --cutoff 3 \
+  --seeding all --mpi-strategy ring --threads 1 > dist-r.log || { cat dist-r.log; echo "mpirun cluster --mpi-strategy ring failed"; exit 1; }
+grep -q "method      ring" dist-r.log || { cat dist-r.log; echo "the ring did not run"; exit 1; }
+cmp one-t.csv dist-r.csv || { echo "ring: labels differ from one process's"; exit 1; }
 
 # 1c. per-point bandwidths (the adaptive rule, computed by rank 0 on all the data, rows scattered
 #     with the points): both strategies give one process's labels.

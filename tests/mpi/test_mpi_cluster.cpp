@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -173,6 +174,80 @@ bool test_domain()
     return fails_everywhere(
         [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, exact, meanshift::mpi::Strategy::DomainDecomposition); },
         "truncated kernel", "domain decomposition with the exact kernel");
+}
+
+// Every rank's `ok`, agreed (so that one rank's failure does not leave the others in a collective).
+bool all_ranks(bool ok)
+{
+    int v = ok ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &v, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return v == 1;
+}
+
+// Ring (points stay on their rank, the modes travel with their partial sums): one process's labels
+// and cluster sizes, and its modes within 1e-5 on the serial backend (float64 sums in another
+// order) or within 5e-3 of the openmp backend's float32 kernels (the ring's sums are float64; a
+// trajectory may stop an iteration earlier or later, a few tolerances away); exact and truncated,
+// every point a seed and bin seeding; each rank holds only its own points; per-point H_i, sample
+// weights and a backend without partial sums fail on every rank.
+bool test_ring()
+{
+    const meanshift::Index n = 601;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    for (const char* backend : {"serial", "openmp"})
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            meanshift::Options opt = options();
+            opt.backend = backend;
+            opt.cutoff = cut;
+            if (!std::isfinite(cut)) opt.exact = true;
+            const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
+            const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
+            const std::string name = std::string("ring ") + backend + (std::isfinite(cut) ? " cutoff 3" : " exact");
+            const bool ok = r.strategy == meanshift::mpi::Strategy::Ring
+                                ? r.local_points_held == count
+                                      ? matches(ref, r, first, count, name, std::string(backend) == "serial" ? 1e-5 : 5e-3)
+                                      : fail(name + ": a rank holds other ranks' points")
+                                : fail(name + ": strategy");
+            if (!all_ranks(ok)) return false;
+        }
+    // Bin seeding (the library's default seeding), truncated kernel: one process's bin-seeded labels
+    // without refinement and without data binning (the ring bins no data).
+    meanshift::Options binned = options();
+    binned.backend = "openmp";
+    binned.seeding = meanshift::Seeding::Bins;
+    binned.refine_boundaries = false;
+    binned.data_bin_size = -1;
+    const meanshift::Result ref_bins = meanshift::cluster(all, binned);
+    const auto rb = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, binned, meanshift::mpi::Strategy::Ring);
+    if (!all_ranks(matches(ref_bins, rb, first, count, "ring bins", 5e-3))) return false;
+    // What the ring cannot take, on every rank.
+    meanshift::Options pp = options();
+    pp.backend = "serial";
+    pp.bandwidth = meanshift::Bandwidth::per_point(meanshift::MatrixD::Constant(count, 2, 1.0));
+    if (!fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, pp, meanshift::mpi::Strategy::Ring); },
+                          "shared bandwidths", "ring with per-point H_i"))
+        return false;
+    std::vector<float> w(static_cast<std::size_t>(count), 1.0f);
+    meanshift::Options sw = options();
+    sw.backend = "serial";
+    if (!fails_everywhere(
+            [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data(), sw, meanshift::mpi::Strategy::Ring); },
+            "without sample weights", "ring with sample weights"))
+        return false;
+    meanshift::Options gpu = options();
+    gpu.backend = "opencl";
+    bool opencl = false;
+    for (const auto& st : meanshift::list_backends()) opencl = opencl || (st.name == "opencl" && st.usable);
+    int all_opencl = opencl ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &all_opencl, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_opencl)
+        return fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, gpu, meanshift::mpi::Strategy::Ring); },
+                                "partial sums", "ring on a backend without partial sums");
+    return true;
 }
 
 // Sample weights travel with the points: both strategies give one process's weighted labels, and
@@ -479,6 +554,8 @@ int main(int argc, char** argv)
             ok = test_domain();
         } else if (mode == "weights") {
             ok = test_weights();
+        } else if (mode == "ring") {
+            ok = test_ring();
         } else if (mode == "perpoint") {
             ok = test_per_point();
         } else if (mode == "bins") {

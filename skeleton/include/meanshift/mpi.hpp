@@ -34,8 +34,18 @@
 /// above. Results equal one process's within float32 rounding (each rank's prepared units are
 /// centred on its own points; shifts are measured in one process's units).
 ///
-/// Sample weights and per-point H_i travel with the points in both strategies (strategy 1 allgathers
-/// n more floats / n·k more doubles).
+/// Strategy "ring" (points too large for one rank): each rank binds only its own n_r points, once;
+/// each iteration every rank's active modes (a_r of them) travel around the ring of R ranks
+/// (MPI_Sendrecv to the next rank, R passes), collecting at each stop the partial sums [S0 | S1]
+/// over that rank's points (Binding::accumulate); home again, the owner moves them (y' = S1/S0)
+/// and tests convergence, as one process does. Communication per iteration: R · a_r · (2k + 1)
+/// doubles sent per rank, and one allreduce; no point ever moves. Shared bandwidths without sample
+/// weights (the sums of different ranks must share one kernel scale); backends with partial sums:
+/// serial, openmp. Results equal one process's within float64 rounding (the sums are added in
+/// another order).
+///
+/// Sample weights and per-point H_i travel with the points in the first two strategies (strategy 1
+/// allgathers n more floats / n·k more doubles).
 ///
 /// Seeding: Seeding::AllPoints (and the exact kernel) makes every point the seed of its own ascent.
 /// Seeding::Bins (the default) bins every rank's rows in one process's units, merges the bins on
@@ -88,6 +98,11 @@ enum class Strategy {
     Auto,
     ReplicatedPoints,     ///< every rank holds all points, the modes are split
     DomainDecomposition,  ///< slabs + halos of the cutoff's width; InvalidArgument with the exact kernel
+    /// Points stay on their rank; every iteration the active modes pass once around the ring of
+    /// ranks with their partial sums (Binding::accumulate). Exact or truncated kernel; shared
+    /// bandwidths without sample weights, on a backend with partial sums (serial, openmp); never
+    /// chosen by Auto. InvalidArgument / NotSupported on every rank otherwise.
+    Ring,
 };
 
 /// Times of the distributed run (seconds, this rank's wall clock).
@@ -148,7 +163,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
 DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_points, const float* local_weights,
                           const Options& options, Strategy strategy = Strategy::Auto);
 
-/// "auto", "replicated", "domain".
+/// "auto", "replicated", "domain", "ring".
 const char* to_string(Strategy s) noexcept;
 
 }  // namespace meanshift::mpi

@@ -130,6 +130,7 @@ const char* to_string(Strategy s) noexcept
     case Strategy::Auto: return "auto";
     case Strategy::ReplicatedPoints: return "replicated";
     case Strategy::DomainDecomposition: return "domain";
+    case Strategy::Ring: return "ring";
     }
     return "?";
 }
@@ -275,8 +276,14 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         if (strategy == Strategy::DomainDecomposition && !decomposable)
             throw InvalidArgument("the domain decomposition does not take the exponential-last bandwidth model "
                                   "(H_i depends on the mode's coordinates); use the replicated strategy");
+        // The ring adds partial sums of different ranks: their kernel weights must share one scale.
+        if (strategy == Strategy::Ring && (!options.bandwidth.shared() || local_weights))
+            throw InvalidArgument("the ring strategy takes shared bandwidths (isotropic or diagonal) without sample "
+                                  "weights; use the replicated strategy for per-point H_i or weights");
     }));
-    if (truncated && decomposable && strategy != Strategy::ReplicatedPoints &&
+    if (strategy == Strategy::Ring) {
+        chosen = Strategy::Ring;
+    } else if (truncated && decomposable && strategy != Strategy::ReplicatedPoints &&
         (size > 1 || strategy == Strategy::DomainDecomposition)) {
         slabs = detail::plan_slabs(comm, local_points, reach, lo, hi, options.cutoff);
         if (strategy == Strategy::DomainDecomposition || slabs.largest_share <= kDomainMaxShare)
@@ -364,6 +371,10 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             a.modes_without_support = 0;
             return a;
         };
+        if (chosen == Strategy::Ring) {
+            t_a = Clock::now();
+            return take(detail::ring_ascent(comm, mine_rows, run_options, scale, queries, settled));
+        }
         if (chosen == Strategy::DomainDecomposition) {
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
             return take(binned ? detail::domain_ascent(comm, my_cells, cell_weights, run_options, scale, slabs,
@@ -449,7 +460,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         // when they leave at most n/4 weighted points). Automatic skips the merge when one rank alone
         // has more cells than that (a lower bound of the merged count), else decides on the merge.
         const double s = options.data_bin_size;
-        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s)) {
+        // Not with the ring: the cells carry weights, which its sums do not take.
+        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s) && chosen != Strategy::Ring) {
             const bool automatic = s == 0;
             Options cell_options = options;
             cell_options.bin_size = automatic ? options.bin_size / 4 : s;

@@ -1,0 +1,186 @@
+// The ring strategy (docs/mpi.md): every rank keeps its own n/R points bound on its backend and
+// never sends them; the modes travel instead. Each iteration the active modes of every rank, with
+// their partial sums [S0 | S1] (Binding::accumulate), pass once around the ring of ranks: at each
+// stop the host adds the sums over its points; back home after R hops they hold Alg. 3's sums over
+// all n points, and the owner moves them (y' = S1 / S0) and tests convergence (Alg. 5), exactly as
+// one process does. Point-to-point MPI_Sendrecv to the next rank; an agreement after every hop, so
+// a rank that fails ends every rank (never a hang). Shared bandwidths without sample weights only:
+// the kernel weights e = exp(−½D²) are then the same in every rank's prepared units, so sums from
+// different ranks add up (per-point H_i and weights carry each rank's own log-weight shift).
+#include "common.hpp"
+
+#include <meanshift/meanshift.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <climits>
+#include <optional>
+#include <vector>
+
+namespace meanshift::mpi::detail {
+
+LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& options, const std::vector<double>& scale,
+                        const MatrixF* queries, const std::function<bool(const double*)>& settled)
+{
+    int rank = 0, size = 1;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+    const int k = static_cast<int>(local.cols());
+    const std::size_t ku = static_cast<std::size_t>(k);
+    LocalAscent out;
+
+    // 1. This rank's binding of its own points (its neighbour search included), through a
+    //    one-seed, one-iteration fit, and its prepared units: (x − centre) · unit.
+    Options bind_options = options;
+    bind_options.grouping = GroupingMethod::None;
+    bind_options.fixed_iterations = 1;
+    bind_options.progress = nullptr;
+    bind_options.seeding = Seeding::AllPoints;
+    std::optional<Clusterer> clusterer;
+    std::vector<double> centre(ku, 0), unit(ku, 1);
+    Index width = 1 + k;
+    agree(comm, attempt([&] {
+        if (local.rows() == 0) return;  // contributes no sums
+        clusterer.emplace(bind_options);
+        const MatrixF seed = local.topRows(1);
+        const Eigen::Ref<const MatrixF> seed_ref(seed);
+        out.bind_info = clusterer->fit(local, nullptr, &seed_ref);
+        const Binding& b = clusterer->binding();
+        const PreparedData& D = b.data();
+        if (D.model != KernelModel::Shared)
+            throw InvalidArgument("the ring strategy takes shared bandwidths without sample weights");
+        width = b.sum_width();
+        for (int d = 0; d < k; ++d) {
+            Index lo_row = 0, hi_row = 0;
+            for (Index i = 1; i < D.n(); ++i) {
+                if (D.points(i, d) < D.points(lo_row, d)) lo_row = i;
+                if (D.points(i, d) > D.points(hi_row, d)) hi_row = i;
+            }
+            auto x_of = [&](Index i) {
+                return static_cast<double>(local(D.original.empty() ? i : D.original[std::size_t(i)], d));
+            };
+            const double dx = x_of(hi_row) - x_of(lo_row);
+            unit[std::size_t(d)] = dx > 0 ? (D.points(hi_row, d) - D.points(lo_row, d)) / dx : scale[std::size_t(d)];
+            centre[std::size_t(d)] = x_of(lo_row) - D.points(lo_row, d) / unit[std::size_t(d)];
+        }
+        // A probe, so that a backend without partial sums fails here, on every rank, with its reason.
+        std::vector<double> probe(static_cast<std::size_t>(width), 0.0), y(ku, 0.0);
+        clusterer->binding().accumulate(y.data(), 1, probe.data());
+    }));
+    out.points_held = local.rows();
+
+    // 2. This rank's modes (data units): its queries, else its own rows.
+    const MatrixF& start = queries ? *queries : local;
+    const Index m = start.rows();
+    std::vector<double> pos(static_cast<std::size_t>(m) * ku);
+    for (Index i = 0; i < m; ++i)
+        for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(i) * ku + std::size_t(d)] = start(i, d);
+    out.iterations.assign(static_cast<std::size_t>(m), 0);
+    out.converged.assign(static_cast<std::size_t>(m), false);
+    out.no_support.assign(static_cast<std::size_t>(m), false);
+    std::vector<Index> active(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) active[static_cast<std::size_t>(i)] = i;
+
+    const bool fixed = options.fixed_iterations.has_value();
+    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
+    const double tol2 = options.tolerance * options.tolerance;
+    const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    const std::size_t row = ku + static_cast<std::size_t>(width);  // a travelling mode: position, sums
+
+    // Adds this rank's sums over its points to the block's (data units: S1 = Σ e x).
+    std::vector<double> local_pos, local_sums;
+    auto add_sums = [&](std::vector<double>& block, Index count) {
+        if (!clusterer || count == 0) return;
+        local_pos.resize(static_cast<std::size_t>(count) * ku);
+        local_sums.assign(static_cast<std::size_t>(count) * static_cast<std::size_t>(width), 0.0);
+        for (Index j = 0; j < count; ++j)
+            for (int d = 0; d < k; ++d)
+                local_pos[static_cast<std::size_t>(j) * ku + std::size_t(d)] =
+                    (block[static_cast<std::size_t>(j) * row + std::size_t(d)] - centre[std::size_t(d)]) * unit[std::size_t(d)];
+        clusterer->binding().accumulate(local_pos.data(), count, local_sums.data());
+        for (Index j = 0; j < count; ++j) {
+            const double* s = local_sums.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(width);
+            double* acc = block.data() + static_cast<std::size_t>(j) * row + ku;
+            acc[0] += s[0];
+            for (int d = 0; d < k; ++d) acc[1 + d] += s[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * s[0];
+        }
+    };
+
+    const auto t_ascent = Clock::now();
+    double seconds_pass = 0;
+    std::vector<double> block, incoming;
+    for (int it = 0; it < max_it; ++it) {
+        long long alive = static_cast<long long>(active.size());
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &alive, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (active modes)");
+        if (alive == 0) break;
+        // The block of this rank's active modes: positions and zeroed sums.
+        Index count = static_cast<Index>(active.size());
+        block.assign(static_cast<std::size_t>(count) * row, 0.0);
+        for (Index j = 0; j < count; ++j)
+            std::copy_n(pos.data() + static_cast<std::size_t>(active[static_cast<std::size_t>(j)]) * ku, ku,
+                        block.data() + static_cast<std::size_t>(j) * row);
+        // R stops: the sums here, then on to the next rank; after the R-th pass the block is home.
+        for (int hop = 0; hop < size; ++hop) {
+            agree(comm, attempt([&] { add_sums(block, count); }));
+            if (size == 1) break;
+            const auto t_pass = Clock::now();
+            long long send_count = count, recv_count = 0;
+            check_mpi(MPI_Sendrecv(&send_count, 1, MPI_LONG_LONG, next, 0, &recv_count, 1, MPI_LONG_LONG, prev, 0, comm,
+                                   MPI_STATUS_IGNORE),
+                      "MPI_Sendrecv (ring: block size)");
+            incoming.resize(static_cast<std::size_t>(recv_count) * row);
+            const long long send_values = send_count * static_cast<long long>(row),
+                            recv_values = recv_count * static_cast<long long>(row);
+            agree(comm, attempt([&] {
+                if (send_values > INT_MAX || recv_values > INT_MAX)
+                    throw Error("ring strategy: a block of more than 2^31 - 1 values (use more ranks)");
+            }));
+            check_mpi(MPI_Sendrecv(block.data(), static_cast<int>(send_values), MPI_DOUBLE, next, 1, incoming.data(),
+                                   static_cast<int>(recv_values), MPI_DOUBLE, prev, 1, comm, MPI_STATUS_IGNORE),
+                      "MPI_Sendrecv (ring: modes and sums)");
+            block.swap(incoming);
+            count = static_cast<Index>(recv_count);
+            seconds_pass += since(t_pass);
+        }
+        // Home again: Alg. 3 line 20 and Alg. 5 for each of this rank's active modes.
+        std::vector<Index> still;
+        for (Index j = 0; j < count; ++j) {
+            const Index q = active[static_cast<std::size_t>(j)];
+            const double* b = block.data() + static_cast<std::size_t>(j) * row;
+            double* y = pos.data() + static_cast<std::size_t>(q) * ku;
+            ++out.iterations[static_cast<std::size_t>(q)];
+            if (!(b[ku] > 0)) {  // every weight underflowed: the mode keeps its position (driver's NoSupport)
+                out.no_support[static_cast<std::size_t>(q)] = true;
+                continue;
+            }
+            double shift2 = 0;
+            for (int d = 0; d < k; ++d) {
+                const double yn = b[ku + 1 + std::size_t(d)] / b[ku];
+                const double s = (yn - y[d]) * scale[std::size_t(d)];
+                shift2 += s * s;
+                y[d] = yn;
+            }
+            if (settled && settled(y)) {
+                out.converged[static_cast<std::size_t>(q)] = true;
+                continue;
+            }
+            if (!fixed && shift2 <= tol2) {
+                out.converged[static_cast<std::size_t>(q)] = true;
+                continue;
+            }
+            still.push_back(q);
+        }
+        active = std::move(still);
+    }
+    // Fixed iterations: every supported mode counts as converged (the driver's rule).
+    if (fixed)
+        for (Index q = 0; q < m; ++q) out.converged[std::size_t(q)] = !out.no_support[std::size_t(q)];
+    out.modes.resize(m, k);
+    for (Index i = 0; i < m; ++i)
+        for (int d = 0; d < k; ++d) out.modes(i, d) = static_cast<float>(pos[static_cast<std::size_t>(i) * ku + std::size_t(d)]);
+    out.seconds_migrate = seconds_pass;
+    out.bind_info.timing.seconds_iterate = since(t_ascent);
+    return out;
+}
+
+}  // namespace meanshift::mpi::detail
