@@ -76,15 +76,20 @@ Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double
     return rows;
 }
 
-void HostBinding::accumulate(const double* positions, Index count, double* sums)
+void HostBinding::check_accumulate(const double* positions, Index count, const double* sums) const
 {
     if (count < 0 || (count > 0 && (!positions || !sums)))
         throw InvalidArgument("accumulate: need count >= 0 positions and a sums array");
+    if (!all_finite(positions, static_cast<std::size_t>(count) * static_cast<std::size_t>(data_->k())))
+        throw InvalidArgument("accumulate: positions must be finite");
+}
+
+void HostBinding::accumulate(const double* positions, Index count, double* sums)
+{
+    check_accumulate(positions, count, sums);
     const int k = data_->k();
     const bool pp = data_->model == KernelModel::PerPoint;
     const Index width = sum_width();
-    if (!all_finite(positions, static_cast<std::size_t>(count) * static_cast<std::size_t>(k)))
-        throw InvalidArgument("accumulate: positions must be finite");
     [[maybe_unused]] const int threads = std::max(1, topology_.ppus);
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(threads)

@@ -35,7 +35,7 @@ run() {  # label, file, np, strategy
 echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 blobs "${N_STRONG:-100000}" "$work/strong.csv"
 run strong "$work/strong.csv" 0 -
-for np in "${ranks[@]}"; do for s in replicated domain; do run strong "$work/strong.csv" "$np" "$s"; done; done
+for np in "${ranks[@]}"; do for s in replicated domain ring; do run strong "$work/strong.csv" "$np" "$s"; done; done
 # Bin seeding (the default, with data binning and boundary refinement): one process's default against
 # mpirun's, both strategies; labels that differ are counted. "bins" on the separated blobs above,
 # "touch" on 20,000 points in 6 touching blobs (sigma 2, centres in [-10, 10]^2: ~260 boundary bins).
@@ -59,5 +59,5 @@ done
 for np in "${ranks[@]}"; do
   blobs $((${N_WEAK:-50000} * np)) "$work/weak$np.csv"
   run weak "$work/weak$np.csv" 0 -
-  for s in replicated domain; do run weak "$work/weak$np.csv" "$np" "$s"; done
+  for s in replicated domain ring; do run weak "$work/weak$np.csv" "$np" "$s"; done
 done

@@ -136,6 +136,36 @@ private:
             advance_wide(in, out, supported, count);
             return;
         }
+        advance_simd(in, out, supported, count);
+    }
+
+    /// Binding::accumulate by the SIMD kernels for a shared bandwidth (their float64 sums of float32
+    /// terms, as a step makes them); per-point data (whose kernels scale S0 and S1 by a common
+    /// factor: only their ratio is the step's) and where the kernels are not built (k > kMaxSimdK,
+    /// pair_form = gemm) by the float64 loop.
+    void accumulate(const double* positions, Index count, double* sums) override
+    {
+        if (gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point) {
+            HostBinding::accumulate(positions, count, sums);
+            return;
+        }
+        check_accumulate(positions, count, sums);
+        if (count == 0) return;
+        std::vector<double> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(kd_.k));
+        std::vector<unsigned char> supported(static_cast<std::size_t>(count));
+        struct Reset {  // kd_ must not keep the caller's pointers
+            KernelData& kd;
+            ~Reset() { kd.sums = nullptr, kd.sums_out = nullptr; }
+        } reset{kd_};
+        kd_.sums = sums;
+        kd_.sums_out = out.data();
+        kd_.sums_width = sum_width();
+        advance_simd(positions, out.data(), supported.data(), count);
+    }
+
+    /// The SIMD kernels (simd_kernel.hpp): blocks of modes shared among the threads.
+    void advance_simd(const double* in, double* out, unsigned char* supported, Index count)
+    {
         const int z = topology_.ppus;
         KernelData kd = kd_;
         // Two vectors of modes per block hide the exp2 latency best; drop to one when that

@@ -50,6 +50,13 @@ struct KernelData {
     const std::int64_t* ranges = nullptr;
     int nranges = 0;
     float cut = -__builtin_huge_valf();
+
+    /// Binding::accumulate: when set, each mode's float64 sums are also added to
+    /// sums + q · sums_width as [S0 (1 or k) | S1 (k, prepared units)], q = (out − sums_out) / k the
+    /// mode's row in the output array the caller passed (sums_out = its first row).
+    double* sums = nullptr;
+    const double* sums_out = nullptr;
+    std::int64_t sums_width = 0;
 };
 
 /// Advances modes [0, m) of one block: positions and out are m × k row-major, prepared units;

@@ -94,6 +94,12 @@ inline void zero(double* p, Index count)
 inline unsigned char write_mode(const KernelData& D, const double* s0, const double* s1, Index stride,
                                 const double* old_y, double* out)
 {
+    if (D.sums) {  // Binding::accumulate: the sums themselves, in prepared units
+        double* a = D.sums + (out - D.sums_out) / D.k * D.sums_width;
+        const int ns0 = D.per_point ? D.k : 1;
+        for (int c = 0; c < ns0; ++c) a[c] += s0[c * stride];
+        for (int d = 0; d < D.k; ++d) a[ns0 + d] += s1[d * stride] / D.y_scale;
+    }
     return detail::finish_mode(s0, D.per_point ? stride : 0, s1, stride, D.y_scale, old_y, out, D.k) ? 1 : 0;
 }
 

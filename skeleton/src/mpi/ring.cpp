@@ -78,8 +78,23 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
     out.iterations.assign(static_cast<std::size_t>(m), 0);
     out.converged.assign(static_cast<std::size_t>(m), false);
     out.no_support.assign(static_cast<std::size_t>(m), false);
+    // Active modes in the lexicographic order of their cells of side c (the cutoff) in bandwidth
+    // units: the backend steps them in blocks, and a block of nearby modes shares its candidate
+    // rows (20,000 2-D points, one rank: 4.8 s in input order, 0.64 s so ordered, openmp).
     std::vector<Index> active(static_cast<std::size_t>(m));
     for (Index i = 0; i < m; ++i) active[static_cast<std::size_t>(i)] = i;
+    if (std::isfinite(options.cutoff) && !options.exact) {
+        const double side = std::max(options.cutoff, 1e-12);
+        std::vector<long long> key(static_cast<std::size_t>(m) * ku);
+        for (std::size_t v = 0; v < key.size(); ++v)
+            key[v] = static_cast<long long>(std::floor(pos[v] * scale[v % ku] / side));
+        std::stable_sort(active.begin(), active.end(), [&](Index a, Index b) {
+            return std::lexicographical_compare(key.begin() + static_cast<std::ptrdiff_t>(a * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>((a + 1) * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>(b * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>((b + 1) * k));
+        });
+    }
 
     const bool fixed = options.fixed_iterations.has_value();
     const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
