@@ -84,15 +84,16 @@ void HostBinding::check_accumulate(const double* positions, Index count, const d
         throw InvalidArgument("accumulate: positions must be finite");
 }
 
-void HostBinding::accumulate(const double* positions, Index count, double* sums)
+double HostBinding::accumulate(const double* positions, Index count, double* sums)
 {
     check_accumulate(positions, count, sums);
     const int k = data_->k();
     const bool pp = data_->model == KernelModel::PerPoint;
     const Index width = sum_width();
     [[maybe_unused]] const int threads = std::max(1, topology_.ppus);
+    double pairs = 0;
 #if defined(_OPENMP)
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) reduction(+ : pairs)
 #endif
     {
         std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
@@ -101,7 +102,7 @@ void HostBinding::accumulate(const double* positions, Index count, double* sums)
 #pragma omp for schedule(dynamic, 16)
 #endif
         for (Index q = 0; q < count; ++q) {
-            mode_sums(positions + q * k, ranges, s0.data(), s1.data());
+            pairs += static_cast<double>(mode_sums(positions + q * k, ranges, s0.data(), s1.data()));
             double* out = sums + q * width;
             if (pp)
                 for (int d = 0; d < k; ++d) out[d] += s0[std::size_t(d)];
@@ -111,6 +112,7 @@ void HostBinding::accumulate(const double* positions, Index count, double* sums)
             for (int d = 0; d < k; ++d) o1[d] += s1[std::size_t(d)];
         }
     }
+    return pairs;
 }
 
 void HostBinding::step(double tol2, bool retire, StepReport& report)

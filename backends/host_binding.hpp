@@ -25,7 +25,7 @@ public:
     void read_modes(double* out) const override;
     /// Binding::accumulate in float64 over the prepared points (the oracle's sums), the positions
     /// shared among topology().ppus threads.
-    void accumulate(const double* positions, Index count, double* sums) override;
+    double accumulate(const double* positions, Index count, double* sums) override;
     /// accumulate()'s argument checks (InvalidArgument).
     void check_accumulate(const double* positions, Index count, const double* sums) const;
 

@@ -143,14 +143,11 @@ private:
     /// terms, as a step makes them); per-point data (whose kernels scale S0 and S1 by a common
     /// factor: only their ratio is the step's) and where the kernels are not built (k > kMaxSimdK,
     /// pair_form = gemm) by the float64 loop.
-    void accumulate(const double* positions, Index count, double* sums) override
+    double accumulate(const double* positions, Index count, double* sums) override
     {
-        if (gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point) {
-            HostBinding::accumulate(positions, count, sums);
-            return;
-        }
+        if (gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point) return HostBinding::accumulate(positions, count, sums);
         check_accumulate(positions, count, sums);
-        if (count == 0) return;
+        if (count == 0) return 0;
         std::vector<double> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(kd_.k));
         std::vector<unsigned char> supported(static_cast<std::size_t>(count));
         struct Reset {  // kd_ must not keep the caller's pointers
@@ -160,7 +157,9 @@ private:
         kd_.sums = sums;
         kd_.sums_out = out.data();
         kd_.sums_width = sum_width();
+        pairs_ = -1;
         advance_simd(positions, out.data(), supported.data(), count);
+        return pairs_ >= 0 ? pairs_ : static_cast<double>(count) * static_cast<double>(data_->n());
     }
 
     /// The SIMD kernels (simd_kernel.hpp): blocks of modes shared among the threads.

@@ -8,7 +8,7 @@ namespace meanshift {
 Backend::~Backend() = default;
 Binding::~Binding() = default;
 
-void Binding::accumulate(const double*, Index, double*)
+double Binding::accumulate(const double*, Index, double*)
 {
     throw NotSupported("this backend's binding does not expose partial sums (Binding::accumulate); the host "
                        "backends (serial, openmp) do");
