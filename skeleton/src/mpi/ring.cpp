@@ -102,23 +102,49 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     const std::size_t row = ku + static_cast<std::size_t>(width);  // a travelling mode: position, sums
 
+    // This rank's bounding box (data units): with the truncated kernel a mode farther than the
+    // cutoff from it gets nothing here and is not handed to the backend at all (its search would
+    // still visit the border cells nearest to it).
+    const bool truncated = !options.exact && std::isfinite(options.cutoff);
+    std::vector<double> box_lo(ku, 0), box_hi(ku, 0);
+    for (int d = 0; d < k && local.rows() > 0; ++d) {
+        box_lo[std::size_t(d)] = local.col(d).minCoeff();
+        box_hi[std::size_t(d)] = local.col(d).maxCoeff();
+    }
+    auto reaches = [&](const double* y) {
+        if (!truncated) return true;
+        double d2 = 0;
+        for (int d = 0; d < k; ++d) {
+            const double gap = std::max({0.0, box_lo[std::size_t(d)] - y[d], y[d] - box_hi[std::size_t(d)]}) * scale[std::size_t(d)];
+            d2 += gap * gap;
+        }
+        return d2 <= options.cutoff * options.cutoff * (1 + 1e-4);  // margin: the kernels test D² in float32
+    };
+
     // Adds this rank's sums over its points to the block's (data units: S1 = Σ e x).
     std::vector<double> local_pos, local_sums;
+    std::vector<Index> near;
     double pairs = 0;
     auto add_sums = [&](std::vector<double>& block, Index count) {
         if (!clusterer || count == 0) return;
-        local_pos.resize(static_cast<std::size_t>(count) * ku);
-        local_sums.assign(static_cast<std::size_t>(count) * static_cast<std::size_t>(width), 0.0);
+        near.clear();
         for (Index j = 0; j < count; ++j)
+            if (reaches(block.data() + static_cast<std::size_t>(j) * row)) near.push_back(j);
+        const Index c = static_cast<Index>(near.size());
+        if (c == 0) return;
+        local_pos.resize(static_cast<std::size_t>(c) * ku);
+        local_sums.assign(static_cast<std::size_t>(c) * static_cast<std::size_t>(width), 0.0);
+        for (Index i = 0; i < c; ++i)
             for (int d = 0; d < k; ++d)
-                local_pos[static_cast<std::size_t>(j) * ku + std::size_t(d)] =
-                    (block[static_cast<std::size_t>(j) * row + std::size_t(d)] - centre[std::size_t(d)]) * unit[std::size_t(d)];
-        pairs += clusterer->binding().accumulate(local_pos.data(), count, local_sums.data());
-        for (Index j = 0; j < count; ++j) {
-            const double* s = local_sums.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(width);
-            double* acc = block.data() + static_cast<std::size_t>(j) * row + ku;
-            acc[0] += s[0];
-            for (int d = 0; d < k; ++d) acc[1 + d] += s[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * s[0];
+                local_pos[static_cast<std::size_t>(i) * ku + std::size_t(d)] =
+                    (block[static_cast<std::size_t>(near[std::size_t(i)]) * row + std::size_t(d)] - centre[std::size_t(d)]) *
+                    unit[std::size_t(d)];
+        pairs += clusterer->binding().accumulate(local_pos.data(), c, local_sums.data());
+        for (Index i = 0; i < c; ++i) {
+            const double* sm = local_sums.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
+            double* acc = block.data() + static_cast<std::size_t>(near[std::size_t(i)]) * row + ku;
+            acc[0] += sm[0];
+            for (int d = 0; d < k; ++d) acc[1 + d] += sm[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * sm[0];
         }
     };
 
