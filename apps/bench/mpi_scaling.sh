@@ -17,7 +17,7 @@ blobs() {  # $1 = points, $2 = file
       r = sqrt(-2 * log(1 - rand())); t = 6.283185307 * rand();
       printf "%.5f,%.5f\n", 8 * b + r * cos(t), 5 * (b % 3) + r * sin(t) } }' > "$2"
 }
-common=(--bandwidth 1 --cutoff 3 --threads 1 -q)
+common=(-b "${BACKEND:-openmp}" --bandwidth 1 --cutoff 3 --threads 1 -q)  # openmp: CPU ranks even where auto would pick a GPU
 run() {  # label, file, np, strategy
   local t0 t1 line
   if [ "$3" = 0 ]; then
