@@ -30,6 +30,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <exception>
 #include <future>
 #include <memory>
@@ -192,13 +193,22 @@ struct DeviceContext {
 };
 
 /// The process's pool of pinned staging blocks for `device`: every cluster() call makes its own
-/// backend, so a pool per backend would never be reused. Deliberately never destroyed (the blocks
-/// would otherwise be freed after the CUDA runtime has shut down at exit).
+/// backend, so a pool per backend would never be reused. The pools themselves are never destroyed
+/// (a static's destructor could run after the CUDA runtime has shut down); their blocks are freed
+/// by an exit handler registered at the first pool's creation, i.e. after the runtime registered
+/// its own, so it runs before the runtime's teardown (memcheck's leak check sees no pinned blocks).
 PinnedPool& pinned_pool(int device)
 {
     static std::mutex mutex;
     static auto* pools = new std::vector<std::unique_ptr<PinnedPool>>();
     std::lock_guard<std::mutex> lock(mutex);
+    static const bool registered = [] {
+        return std::atexit([] {
+            for (auto& p : *pools)
+                if (p) p->release_all();
+        }) == 0;
+    }();
+    (void)registered;
     const std::size_t d = static_cast<std::size_t>(device);
     if (pools->size() <= d) pools->resize(d + 1);
     if (!(*pools)[d]) (*pools)[d] = std::make_unique<PinnedPool>();

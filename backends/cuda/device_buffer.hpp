@@ -133,9 +133,13 @@ public:
     PinnedPool() = default;
     PinnedPool(const PinnedPool&) = delete;
     PinnedPool& operator=(const PinnedPool&) = delete;
-    ~PinnedPool()
+    ~PinnedPool() { release_all(); }
+    /// Frees every kept block (blocks taken by live buffers come back later and are kept again).
+    void release_all() noexcept
     {
+        std::lock_guard<std::mutex> lock(mutex_);
         for (const Block& b : kept_) cudaFreeHost(b.ptr);
+        kept_.clear();
     }
     /// A block of at least `bytes` (> 0): a kept one, else a new cudaMallocHost (DeviceError on failure).
     std::pair<void*, std::size_t> take(std::size_t bytes)
