@@ -258,3 +258,40 @@ TEST_CASE("gemm step: pair_form=auto takes the GEMM form at k = 64 with a full b
 }
 
 #endif  // MEANSHIFT_HAVE_OPENMP
+
+TEST_CASE("gemm step: per-point weights |H_i|^-1/2 spanning far beyond float32's range still give the oracle's step")
+{
+    // Two blobs in 64 dimensions, σ = 1 and σ = 8: their points' log-weights differ by
+    // ½·64·ln 64 ≈ 133 (2^-192), so relative to the global maximum every weight of the wide blob
+    // underflows float32. The step shifts each mode's exponents by their own maximum instead.
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-weight-range");
+    const int k = 64;
+    const Index n = 600;
+    std::normal_distribution<double> noise(0.0, 1.0);
+    PreparedData D;
+    D.model = KernelModel::PerPoint;
+    D.points.resize(n, k);
+    D.precision.resize(n, k);
+    for (Index i = 0; i < n; ++i) {
+        const bool wide = i % 2 == 1;
+        for (int d = 0; d < k; ++d) {
+            D.points(i, d) = double(float((wide ? 40.0 : 0.0) + (wide ? 8.0 : 1.0) * noise(rng)));
+            D.precision(i, d) = wide ? 1.0 / 64.0 : 1.0;
+        }
+    }
+    D.finalize();
+    REQUIRE(D.log_weight.minCoeff() < -100.0);
+    MatrixD Q(64, k);
+    for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 9);  // both blobs
+    for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+        D.cutoff2 = cut * cut;
+        const MatrixD want = mstest::oracle_step(D, Q);
+        StepReport report;
+        const MatrixD got = step(*openmp(PairForm::Gemm), D, Q, &report);
+        INFO("cutoff " << cut);
+        for (std::size_t e = 0; e < report.status.size(); ++e) CHECK(report.status[e] != ModeStatus::NoSupport);
+        // tolerance of the wide blob's units (σ = 8): 1e-4 bandwidths there
+        CHECK(mstest::max_abs_diff(got, want) <= 8e-4 + conformance_tolerance(D, Q));
+    }
+}

@@ -24,6 +24,7 @@
 #include "simd_exp2.hpp"
 
 #include <cmath>
+#include <vector>
 #include <cstdint>
 
 namespace meanshift::openmp_detail {
@@ -148,7 +149,7 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
     const bool truncated = std::isfinite(D.cutoff2);
     // u = −½D² < u_min: beyond the cutoff (−inf: never).
     const vf u_min = splat(truncated ? static_cast<float>(-0.5 * D.cutoff2) : -__builtin_huge_valf());
-    const vf zero = splat(0.0f), far = splat(-1.0e4f), log2e = splat(1.44269504088896341f);
+    const vf zero = splat(0.0f), log2e = splat(1.44269504088896341f);
     // Rounding bound of u = −½D² in the expansion, relative to ½|x'|²_w + max_d w · ½|q'|² (each ≥ the
     // magnitudes the dot products cancel): ~(2k + 8) float32 roundings, doubled for safety.
     const vf err = splat(static_cast<float>((2 * k + 8) * 0x1p-23));
@@ -159,6 +160,12 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
     // One tile of `rows` gathered points in B, hp, lw: products, weights, sums. S has row stride
     // nb (a multiple of W), so the weight loop runs whole vectors; the pad columns are never read
     // by the second product.
+    // Per mode, the largest log2-weight seen so far (c_i − ½D² in log2 units): the weights are
+    // exp2(v − top), so the float32 weights never all underflow while float64 would not (per-point
+    // log-weights may span far more than float32's 2^-126: |H_i|^-1/2 in 128 dimensions); sums
+    // already made are rescaled when top grows. y' = c + S1/S0 does not depend on the scale.
+    std::vector<float> top(static_cast<std::size_t>(m), -__builtin_huge_valf());
+    constexpr float kNoWeight = -3.0e38f;  // v of pairs beyond the cutoff and of pad lanes
     auto tile = [&](int rows) {
         const MapF B(buf.b, rows, bc);
         Eigen::Map<RowMat, Eigen::Aligned64, Eigen::OuterStride<>> S(buf.s, m, rows, Eigen::OuterStride<>(nb));
@@ -166,7 +173,7 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         for (int j = 0; j < m; ++j) {
             float* s = buf.s + static_cast<Index>(j) * nb;
             const vf hq = splat(buf.hq[j]), qn = splat(buf.qn[j]);
-            vf esum = zero;
+            vf esum = zero, vtop = splat(kNoWeight);
             for (int i = 0; i < rows; i += W) {
                 vf u = loadu(s + i) - hq - loadu(buf.hp + i);
                 if (truncated) {
@@ -180,9 +187,28 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
                     }
                 }
                 u = -vmax(-u, zero);                         // −½D² ≤ 0 (rounding may give > 0)
-                u = u < u_min ? far : u;                     // truncated kernel: exp2 gives 0 (finite: no NaN in vreduceps)
-                if (i + W > rows) u = lane + static_cast<float>(i) < static_cast<float>(rows) ? u : far;  // pad lanes
-                const vf e = exp2_poly(u * log2e + loadu(buf.lw + i));
+                vf v = u * log2e + loadu(buf.lw + i);
+                v = u < u_min ? splat(kNoWeight) : v;        // truncated kernel: weight 0
+                if (i + W > rows) v = lane + static_cast<float>(i) < static_cast<float>(rows) ? v : splat(kNoWeight);  // pad lanes
+                vtop = vmax(vtop, v);
+                storeu(s + i, v);
+            }
+            float t = kNoWeight;
+            for (int l = 0; l < W; ++l) t = std::max(t, vtop[l]);
+            if (t > top[static_cast<std::size_t>(j)]) {
+                if (t == kNoWeight) t = -__builtin_huge_valf();  // nothing in this tile, nothing before
+                if (top[static_cast<std::size_t>(j)] > -__builtin_huge_valf()) {
+                    const double f = std::exp2(static_cast<double>(top[static_cast<std::size_t>(j)]) - t);
+                    acc.row(j) *= f;
+                    buf.den[j] *= f;
+                }
+                top[static_cast<std::size_t>(j)] = t;
+            }
+            const vf shift = splat(top[static_cast<std::size_t>(j)]);
+            const bool none = !(top[static_cast<std::size_t>(j)] > -__builtin_huge_valf());
+            for (int i = 0; i < rows; i += W) {
+                // exp2 of ≤ −150 is 0 (kNoWeight lanes included, whatever the shift)
+                const vf e = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
                 esum += e;
                 storeu(s + i, e);
             }
@@ -236,6 +262,13 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         const double* y = positions + static_cast<Index>(j) * k;
         double* o = out + static_cast<Index>(j) * k;
         const double* sums = buf.acc + static_cast<Index>(j) * bc;
+        // As the float64 oracle: no support when even the largest weight underflows float64's exp
+        // (below 2^-1074; the shift above would otherwise give such a mode its nearest points).
+        if (!(top[static_cast<std::size_t>(j)] >= -1074.0f)) {
+            for (int d = 0; d < k; ++d) o[d] = y[d];
+            supported[j] = 0;
+            continue;
+        }
         bool any = false;
         for (int d = 0; d < k; ++d) {
             const double den = per_point ? sums[k + d] : buf.den[j];
