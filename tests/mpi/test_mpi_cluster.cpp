@@ -188,8 +188,8 @@ bool all_ranks(bool ok)
 // and cluster sizes, and its modes within 1e-5 on the serial backend (float64 sums in another
 // order) or within 5e-3 of the openmp backend's float32 kernels (the ring's sums are float64; a
 // trajectory may stop an iteration earlier or later, a few tolerances away); exact and truncated,
-// every point a seed and bin seeding; each rank holds only its own points; per-point H_i, sample
-// weights and a backend without partial sums fail on every rank.
+// every point a seed and bin seeding, per-point H_i with sample weights; each rank holds only its
+// own points; a backend without partial sums fails on every rank.
 bool test_ring()
 {
     const meanshift::Index n = 601;
@@ -224,20 +224,26 @@ bool test_ring()
     const meanshift::Result ref_bins = meanshift::cluster(all, binned);
     const auto rb = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, binned, meanshift::mpi::Strategy::Ring);
     if (!all_ranks(matches(ref_bins, rb, first, count, "ring bins", 5e-3))) return false;
-    // What the ring cannot take, on every rank.
+    // Per-point H_i (σ differing 2.8x) with sample weights on the serial backend: the ranks' sums,
+    // each made with its own log-weight shift, are brought to one process's: modes identical within
+    // float64 rounding.
+    meanshift::MatrixD H(n, 2);
+    std::vector<float> w(static_cast<std::size_t>(n));
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
+        H(i, 0) = sg;
+        H(i, 1) = 1.3 * sg;
+        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
+    }
     meanshift::Options pp = options();
     pp.backend = "serial";
-    pp.bandwidth = meanshift::Bandwidth::per_point(meanshift::MatrixD::Constant(count, 2, 1.0));
-    if (!fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, pp, meanshift::mpi::Strategy::Ring); },
-                          "shared bandwidths", "ring with per-point H_i"))
-        return false;
-    std::vector<float> w(static_cast<std::size_t>(count), 1.0f);
-    meanshift::Options sw = options();
-    sw.backend = "serial";
-    if (!fails_everywhere(
-            [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data(), sw, meanshift::mpi::Strategy::Ring); },
-            "without sample weights", "ring with sample weights"))
-        return false;
+    pp.cutoff = 3.0;
+    meanshift::Options pp_all = pp;
+    pp_all.bandwidth = meanshift::Bandwidth::per_point(H);
+    const meanshift::Result ref_pp = meanshift::cluster(all, pp_all, w.data(), &seeds);
+    pp.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
+    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, pp, meanshift::mpi::Strategy::Ring);
+    if (!all_ranks(matches(ref_pp, rp, first, count, "ring per-point + weights, serial", 1e-5))) return false;
     meanshift::Options gpu = options();
     gpu.backend = "opencl";
     bool opencl = false;
@@ -270,7 +276,8 @@ bool test_weights()
     meanshift::Index first = 0, count = 0;
     share(n, first, count);
     const meanshift::MatrixF mine = all.middleRows(first, count);
-    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
+                   meanshift::mpi::Strategy::Ring}) {
         const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, opt, s);
         if (r.strategy != s) return fail("weights: strategy");
         if (!matches(ref, r, first, count, std::string("weights, ") + meanshift::mpi::to_string(s), 5e-3)) return false;
@@ -305,7 +312,8 @@ bool test_per_point()
     const meanshift::MatrixF mine = all.middleRows(first, count);
     meanshift::Options opt_mine = opt;
     opt_mine.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
-    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+    for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
+                   meanshift::mpi::Strategy::Ring}) {
         const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt_mine, s);
         if (r.strategy != s) return fail("per-point: strategy");
         if (!matches(ref, r, first, count, std::string("per-point, ") + meanshift::mpi::to_string(s), 5e-3))
@@ -329,8 +337,10 @@ bool test_per_point()
     if (e.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("exponential-last: Auto must replicate");
     if (e.cluster_sizes != eref.cluster_sizes) return fail("exponential-last: cluster sizes differ");
     return fails_everywhere(
-        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition); },
-        "exponential-last", "exponential-last with the domain decomposition");
+               [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition); },
+               "exponential-last", "exponential-last with the domain decomposition") &&
+           fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::Ring); },
+                            "exponential-last", "exponential-last with the ring");
 }
 
 // Bin seeding: the bins counted on every rank and merged give one process's seeds; without the

@@ -39,10 +39,11 @@
 /// (MPI_Sendrecv to the next rank, R passes), collecting at each stop the partial sums [S0 | S1]
 /// over that rank's points (Binding::accumulate); home again, the owner moves them (y' = S1/S0)
 /// and tests convergence, as one process does. Communication per iteration: R · a_r · (2k + 1)
-/// doubles sent per rank, and one allreduce; no point ever moves. Shared bandwidths without sample
-/// weights (the sums of different ranks must share one kernel scale); backends with partial sums:
-/// serial, openmp. Results equal one process's within float64 rounding (the sums are added in
-/// another order).
+/// doubles (3k for per-point H_i or weights) sent per rank, and one allreduce; no point, weight or
+/// H_i ever moves. Every bandwidth model but the exponential-last one, with or without sample
+/// weights (each rank's sums are scaled to one process's log-weight shift); backends with partial
+/// sums: serial, openmp. Results equal one process's within float64 rounding on serial (the sums
+/// are added in another order).
 ///
 /// Sample weights and per-point H_i travel with the points in the first two strategies (strategy 1
 /// allgathers n more floats / n·k more doubles).
@@ -99,9 +100,9 @@ enum class Strategy {
     ReplicatedPoints,     ///< every rank holds all points, the modes are split
     DomainDecomposition,  ///< slabs + halos of the cutoff's width; InvalidArgument with the exact kernel
     /// Points stay on their rank; every iteration the active modes pass once around the ring of
-    /// ranks with their partial sums (Binding::accumulate). Exact or truncated kernel; shared
-    /// bandwidths without sample weights, on a backend with partial sums (serial, openmp); never
-    /// chosen by Auto. InvalidArgument / NotSupported on every rank otherwise.
+    /// ranks with their partial sums (Binding::accumulate). Exact or truncated kernel; every
+    /// bandwidth model but exponential-last, sample weights; a backend with partial sums (serial,
+    /// openmp); never chosen by Auto. InvalidArgument / NotSupported on every rank otherwise.
     Ring,
 };
 

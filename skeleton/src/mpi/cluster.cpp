@@ -276,10 +276,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         if (strategy == Strategy::DomainDecomposition && !decomposable)
             throw InvalidArgument("the domain decomposition does not take the exponential-last bandwidth model "
                                   "(H_i depends on the mode's coordinates); use the replicated strategy");
-        // The ring adds partial sums of different ranks: their kernel weights must share one scale.
-        if (strategy == Strategy::Ring && (!options.bandwidth.shared() || local_weights))
-            throw InvalidArgument("the ring strategy takes shared bandwidths (isotropic or diagonal) without sample "
-                                  "weights; use the replicated strategy for per-point H_i or weights");
+        if (strategy == Strategy::Ring && !decomposable)
+            throw InvalidArgument("the ring strategy does not take the exponential-last bandwidth model (H_i depends "
+                                  "on the mode's coordinates); use the replicated strategy");
     }));
     if (strategy == Strategy::Ring) {
         chosen = Strategy::Ring;
@@ -373,7 +372,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         };
         if (chosen == Strategy::Ring) {
             t_a = Clock::now();
-            return take(detail::ring_ascent(comm, mine_rows, run_options, scale, queries, settled));
+            return take(detail::ring_ascent(comm, mine_rows, local_weights, run_options, scale, queries, settled));
         }
         if (chosen == Strategy::DomainDecomposition) {
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();

@@ -151,10 +151,12 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
 
 /// Collective: the ring strategy's ascent (ring.cpp, docs/mpi.md) of this rank's queries (nullptr:
 /// its own rows) over all ranks' points, each rank's points bound on its own backend. `scale`:
-/// one process's prepared units (1/h_d), in which the shifts meet the tolerance; `settled` as in
-/// domain_ascent. Shared bandwidths without weights (checked by the caller); a backend without
-/// Binding::accumulate throws NotSupported on every rank.
-LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& options, const std::vector<double>& scale,
-                        const MatrixF* queries, const std::function<bool(const double*)>& settled);
+/// one process's prepared units, in which the shifts meet the tolerance; `weights` this rank's
+/// sample weights or nullptr; `settled` as in domain_ascent. Every bandwidth model but the
+/// exponential-last one (checked by the caller); a backend without Binding::accumulate throws
+/// NotSupported on every rank.
+LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
+                        const std::vector<double>& scale, const MatrixF* queries,
+                        const std::function<bool(const double*)>& settled);
 
 }  // namespace meanshift::mpi::detail

@@ -4,9 +4,9 @@
 // stop the host adds the sums over its points; back home after R hops they hold Alg. 3's sums over
 // all n points, and the owner moves them (y' = S1 / S0) and tests convergence (Alg. 5), exactly as
 // one process does. Point-to-point MPI_Sendrecv to the next rank; an agreement after every hop, so
-// a rank that fails ends every rank (never a hang). Shared bandwidths without sample weights only:
-// the kernel weights e = exp(−½D²) are then the same in every rank's prepared units, so sums from
-// different ranks add up (per-point H_i and weights carry each rank's own log-weight shift).
+// a rank that fails ends every rank (never a hang). Sums from different ranks must share one scale:
+// each rank's prepared log-weights (per-point H_i, sample weights) are shifted by its own largest
+// one, so its sums are brought to the shift one process uses (the largest over all points) first.
 #include "common.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -14,13 +14,15 @@
 #include <algorithm>
 #include <cmath>
 #include <climits>
+#include <limits>
 #include <optional>
 #include <vector>
 
 namespace meanshift::mpi::detail {
 
-LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& options, const std::vector<double>& scale,
-                        const MatrixF* queries, const std::function<bool(const double*)>& settled)
+LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
+                        const std::vector<double>& scale, const MatrixF* queries,
+                        const std::function<bool(const double*)>& settled)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -38,18 +40,36 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
     bind_options.seeding = Seeding::AllPoints;
     std::optional<Clusterer> clusterer;
     std::vector<double> centre(ku, 0), unit(ku, 1);
-    Index width = 1 + k;
+    // Per-point model (per-point H_i, or sample weights): [S0_1..S0_k | S1]; shared: [S0 | S1].
+    const bool per_point = !options.bandwidth.shared() || weights != nullptr;
+    const Index width = per_point ? 2 * k : 1 + k;
+    // True log-weights c_i = −½ Σ_d log var_id + log w_i and per-dimension σ reach (data units).
+    std::vector<double> var(ku), reach(ku, 0.0);
+    double top_c = -std::numeric_limits<double>::infinity();  // this rank's largest c_i
+    double rank_offset = 0;  // its prepared log-weights minus the true ones (all rows alike)
     agree(comm, attempt([&] {
+        std::vector<double> x(ku);
+        for (Index i = 0; i < local.rows(); ++i) {
+            for (int d = 0; d < k; ++d) x[std::size_t(d)] = local(i, d);
+            options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());
+            double c = 0;
+            for (int d = 0; d < k; ++d) {
+                c -= 0.5 * std::log(var[std::size_t(d)]);
+                reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
+            }
+            if (weights) c += weights[i] > 0 ? std::log(static_cast<double>(weights[i])) : -1e4;
+            top_c = std::max(top_c, c);
+        }
         if (local.rows() == 0) return;  // contributes no sums
         clusterer.emplace(bind_options);
         const MatrixF seed = local.topRows(1);
         const Eigen::Ref<const MatrixF> seed_ref(seed);
-        out.bind_info = clusterer->fit(local, nullptr, &seed_ref);
+        out.bind_info = clusterer->fit(local, weights, &seed_ref);
         const Binding& b = clusterer->binding();
         const PreparedData& D = b.data();
-        if (D.model != KernelModel::Shared)
-            throw InvalidArgument("the ring strategy takes shared bandwidths without sample weights");
-        width = b.sum_width();
+        if (b.sum_width() != width) throw Error("ring strategy: unexpected kernel model of the binding");
+        // prepare() shifts the log-weights so that the largest is 0: that row is the rank's top_c.
+        if (per_point) rank_offset = -top_c;
         for (int d = 0; d < k; ++d) {
             Index lo_row = 0, hi_row = 0;
             for (Index i = 1; i < D.n(); ++i) {
@@ -68,6 +88,11 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
         clusterer->binding().accumulate(y.data(), 1, probe.data());
     }));
     out.points_held = local.rows();
+    // One process shifts every log-weight by the largest over all points (C): rank r's sums, made
+    // with e·exp(rank_offset), are multiplied by exp(−C − rank_offset) ≤ 1.
+    double global_top = top_c;
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &global_top, 1, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce (log-weights)");
+    const double rank_factor = per_point && clusterer ? std::exp(-global_top - rank_offset) : 1.0;
 
     // 2. This rank's modes (data units): its queries, else its own rows.
     const MatrixF& start = queries ? *queries : local;
@@ -75,6 +100,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
     std::vector<double> pos(static_cast<std::size_t>(m) * ku);
     for (Index i = 0; i < m; ++i)
         for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(i) * ku + std::size_t(d)] = start(i, d);
+    // Alg. 5's shift in one process's prepared units ((x − centre)·scale_d), as the other
+    // strategies measure it (they equal cluster(all, options, &all): explicit seeds, Euclidean there).
     out.iterations.assign(static_cast<std::size_t>(m), 0);
     out.converged.assign(static_cast<std::size_t>(m), false);
     out.no_support.assign(static_cast<std::size_t>(m), false);
@@ -114,8 +141,9 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
     auto reaches = [&](const double* y) {
         if (!truncated) return true;
         double d2 = 0;
-        for (int d = 0; d < k; ++d) {
-            const double gap = std::max({0.0, box_lo[std::size_t(d)] - y[d], y[d] - box_hi[std::size_t(d)]}) * scale[std::size_t(d)];
+        for (int d = 0; d < k; ++d) {  // Σ_d p_id gap_d² ≥ Σ_d (gap_d / max_i σ_id)²
+            const double gap = std::max({0.0, box_lo[std::size_t(d)] - y[d], y[d] - box_hi[std::size_t(d)]}) /
+                               std::max(reach[std::size_t(d)], 1e-300);
             d2 += gap * gap;
         }
         return d2 <= options.cutoff * options.cutoff * (1 + 1e-4);  // margin: the kernels test D² in float32
@@ -140,11 +168,22 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
                     (block[static_cast<std::size_t>(near[std::size_t(i)]) * row + std::size_t(d)] - centre[std::size_t(d)]) *
                     unit[std::size_t(d)];
         pairs += clusterer->binding().accumulate(local_pos.data(), c, local_sums.data());
+        // To data units and the common scale: prepared x' = (x − centre)·unit and precisions p/unit²,
+        // so S0_d = unit_d² S0'_d (per point) and S1_d = unit_d S1'_d + centre_d S0_d.
         for (Index i = 0; i < c; ++i) {
             const double* sm = local_sums.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
             double* acc = block.data() + static_cast<std::size_t>(near[std::size_t(i)]) * row + ku;
-            acc[0] += sm[0];
-            for (int d = 0; d < k; ++d) acc[1 + d] += sm[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * sm[0];
+            if (per_point) {
+                for (int d = 0; d < k; ++d) {
+                    const double u = unit[std::size_t(d)];
+                    const double s0 = sm[d] * u * u * rank_factor;
+                    acc[d] += s0;
+                    acc[k + d] += (sm[k + d] * u * rank_factor) + centre[std::size_t(d)] * s0;
+                }
+            } else {
+                acc[0] += sm[0];
+                for (int d = 0; d < k; ++d) acc[1 + d] += sm[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * sm[0];
+            }
         }
     };
 
@@ -193,15 +232,20 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const Options& opti
             const double* b = block.data() + static_cast<std::size_t>(j) * row;
             double* y = pos.data() + static_cast<std::size_t>(q) * ku;
             ++out.iterations[static_cast<std::size_t>(q)];
-            if (!(b[ku] > 0)) {  // every weight underflowed: the mode keeps its position (driver's NoSupport)
+            const double* s0 = b + ku;
+            const double* s1 = b + ku + (per_point ? ku : 1);
+            bool any = false;
+            for (int d = 0; d < k; ++d) any = any || s0[per_point ? d : 0] > 0;
+            if (!any) {  // every weight underflowed: the mode keeps its position (driver's NoSupport)
                 out.no_support[static_cast<std::size_t>(q)] = true;
                 continue;
             }
             double shift2 = 0;
             for (int d = 0; d < k; ++d) {
-                const double yn = b[ku + 1 + std::size_t(d)] / b[ku];
-                const double s = (yn - y[d]) * scale[std::size_t(d)];
-                shift2 += s * s;
+                const double den = s0[per_point ? d : 0];
+                const double yn = den > 0 ? s1[d] / den : y[d];  // a dimension without support keeps y_d
+                const double dy = yn - y[d];
+                shift2 += dy * dy * scale[std::size_t(d)] * scale[std::size_t(d)];
                 y[d] = yn;
             }
             if (settled && settled(y)) {
