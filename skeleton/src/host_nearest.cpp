@@ -72,14 +72,17 @@ void HostNearest::query_rows(const MatrixF& queries, int count, Index begin, Ind
 
 void HostNearest::brute_rows(const MatrixF& queries, int count, Index begin, Index end, MatrixD& out) const
 {
-    // Blocks of points against the rows' block: G = Q·Pᵀ by Eigen's GEMM (float64; one thread
-    // inside the caller's parallel loop), then per row a max-heap of the `count` smallest d² with
-    // their points. The chosen ones are recomputed as Σ (q − p)² (an identical point is exactly 0,
-    // as with the kd-tree and the GPU searches; the expansion leaves ~1e-13).
+    // Blocks of points against the rows' block: G = Q·Pᵀ by Eigen's float32 GEMM (one thread inside
+    // the caller's parallel loop) screens the candidates; per row a max-heap keeps the count + 16
+    // smallest estimates, which are then recomputed exactly as Σ (q − p)² in float64 (an identical
+    // point is exactly 0). The screening's error is bounded (float32 rounding of the expansion); when
+    // the bound cannot exclude a point outside the heap from the `count` nearest, the row is redone by
+    // the exact float64 loop (rare: a near tie at the heap's edge).
     constexpr Index kPointBlock = 1024;
+    constexpr int kExtra = 16;
     using Entry = std::pair<float, Index>;
     const Index n = centred_.rows(), k = centred_.cols(), rows = end - begin;
-    const std::size_t c = static_cast<std::size_t>(count);
+    const std::size_t c = static_cast<std::size_t>(std::min<Index>(n, count + kExtra));
     const MatrixF Q = (queries.middleRows(begin, rows).cast<double>().rowwise() - centre_).cast<float>();
     const VectorF qn = Q.rowwise().squaredNorm();
     std::vector<Entry> heaps(static_cast<std::size_t>(rows) * c, Entry{std::numeric_limits<float>::infinity(), -1});
@@ -100,19 +103,33 @@ void HostNearest::brute_rows(const MatrixF& queries, int count, Index begin, Ind
             }
         }
     }
+    auto exact = [&](Index i, Index j) {
+        double s = 0;
+        for (Index d = 0; d < k; ++d) {
+            const double t = double(queries(begin + i, d)) - double(points_(j, d));
+            s += t * t;
+        }
+        return s;
+    };
+    // |estimate − D²| ≤ ~(2k + 8) float32 roundings of |q'|² + |p'|² (the magnitudes cancelled); doubled.
+    const double eps = 2.0 * (2.0 * double(k) + 8.0) * std::ldexp(1.0, -24);
+    const double pn_max = n > 0 ? double(norms_.maxCoeff()) : 0.0;
     std::vector<double> d2(c);
     for (Index i = 0; i < rows; ++i) {
         const Entry* h = heaps.data() + static_cast<std::size_t>(i) * c;
-        for (std::size_t j = 0; j < c; ++j) {
-            double s = 0;
-            for (Index d = 0; d < k; ++d) {
-                const double t = double(queries(begin + i, d)) - double(points_(h[j].second, d));
-                s += t * t;
-            }
-            d2[j] = s;
-        }
+        for (std::size_t j = 0; j < c; ++j) d2[j] = exact(i, h[j].second);
         std::sort(d2.begin(), d2.end());
-        for (std::size_t j = 0; j < c; ++j) out(begin + i, Index(j)) = d2[j];
+        const double bound = eps * (double(qn[i]) + pn_max);
+        // Every point outside the heap has an estimate ≥ the heap's largest (h[0]): certain when
+        // that minus the bound is at least the count-th exact distance (or no point is outside).
+        const bool certain = static_cast<Index>(c) == n || double(h[0].first) - bound >= d2[std::size_t(count - 1)];
+        if (!certain) {
+            std::vector<double> all(static_cast<std::size_t>(n));
+            for (Index j = 0; j < n; ++j) all[std::size_t(j)] = exact(i, j);
+            std::partial_sort(all.begin(), all.begin() + count, all.end());
+            std::copy(all.begin(), all.begin() + count, d2.begin());
+        }
+        for (int j = 0; j < count; ++j) out(begin + i, Index(j)) = d2[std::size_t(j)];
     }
 }
 
