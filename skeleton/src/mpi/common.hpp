@@ -136,6 +136,13 @@ NodePlacement place_on_node(MPI_Comm comm, Options& options);
 Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const std::vector<double>& reach,
                  const std::vector<double>& lo, const std::vector<double>& hi, double cutoff);
 
+/// A rank's prepared units, (x − centre) · unit per dimension (backend.hpp, PreparedData: whitened
+/// by h, or by the rows' geometric-mean precision for per-point H_i), read back from the bound data
+/// D of `rows` (data units, D.original maps D's rows to them) at the two rows farthest apart in
+/// each dimension; `fallback` is the unit of a dimension where all rows coincide.
+void prepared_frame(const PreparedData& D, const MatrixF& rows, const std::vector<double>& fallback,
+                    std::vector<double>& centre, std::vector<double>& unit);
+
 /// Collective: the domain-decomposition ascent of every point (docs/mpi.md); returns this rank's
 /// rows' results. `first_rows`: each rank's first global row (rank order), size R + 1 with n last.
 /// `scale`: the prepared units one process would use for all the data ((x − centre) · scale_d),

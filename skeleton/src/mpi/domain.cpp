@@ -144,6 +144,27 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     return s;
 }
 
+void prepared_frame(const PreparedData& D, const MatrixF& rows, const std::vector<double>& fallback,
+                    std::vector<double>& centre, std::vector<double>& unit)
+{
+    const int k = D.k();
+    centre.assign(static_cast<std::size_t>(k), 0.0);
+    unit.assign(static_cast<std::size_t>(k), 1.0);
+    for (int d = 0; d < k; ++d) {
+        Index lo_row = 0, hi_row = 0;
+        for (Index i = 1; i < D.n(); ++i) {
+            if (D.points(i, d) < D.points(lo_row, d)) lo_row = i;
+            if (D.points(i, d) > D.points(hi_row, d)) hi_row = i;
+        }
+        auto x_of = [&](Index i) {
+            return static_cast<double>(rows(D.original.empty() ? i : D.original[std::size_t(i)], d));
+        };
+        const double dx = x_of(hi_row) - x_of(lo_row);
+        unit[std::size_t(d)] = dx > 0 ? (D.points(hi_row, d) - D.points(lo_row, d)) / dx : fallback[std::size_t(d)];
+        centre[std::size_t(d)] = x_of(lo_row) - D.points(lo_row, d) / unit[std::size_t(d)];
+    }
+}
+
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
                           const MatrixF* queries, const std::vector<long long>& query_first,
@@ -239,23 +260,8 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         const MatrixF seed = held.topRows(1);
         const Eigen::Ref<const MatrixF> seed_ref(seed);
         out.bind_info = clusterer->fit(held, weights ? held_w.data() : nullptr, &seed_ref);
-        // This rank's prepared units, (x − centre) · unit per dimension (backend.hpp, PreparedData:
-        // whitened by h, or by the held points' geometric-mean precision for per-point H_i), read
-        // back from the two held points farthest apart in each dimension.
-        const PreparedData& D = clusterer->binding().data();
-        for (int d = 0; d < k; ++d) {
-            Index lo_row = 0, hi_row = 0;
-            for (Index i = 1; i < D.n(); ++i) {
-                if (D.points(i, d) < D.points(lo_row, d)) lo_row = i;
-                if (D.points(i, d) > D.points(hi_row, d)) hi_row = i;
-            }
-            auto x_of = [&](Index i) {
-                return static_cast<double>(held(D.original.empty() ? i : D.original[std::size_t(i)], d));
-            };
-            const double dx = x_of(hi_row) - x_of(lo_row);
-            unit[std::size_t(d)] = dx > 0 ? (D.points(hi_row, d) - D.points(lo_row, d)) / dx : scale[std::size_t(d)];
-            centre[std::size_t(d)] = x_of(lo_row) - D.points(lo_row, d) / unit[std::size_t(d)];
-        }
+        // This rank's prepared units (the held points' own whitening).
+        prepared_frame(clusterer->binding().data(), held, scale, centre, unit);
     }));
 
     // 3. The ascents, one iteration at a time on every rank (a collective count ends them). The

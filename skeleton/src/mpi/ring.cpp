@@ -66,23 +66,10 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
         const Eigen::Ref<const MatrixF> seed_ref(seed);
         out.bind_info = clusterer->fit(local, weights, &seed_ref);
         const Binding& b = clusterer->binding();
-        const PreparedData& D = b.data();
         if (b.sum_width() != width) throw Error("ring strategy: unexpected kernel model of the binding");
         // prepare() shifts the log-weights so that the largest is 0: that row is the rank's top_c.
         if (per_point) rank_offset = -top_c;
-        for (int d = 0; d < k; ++d) {
-            Index lo_row = 0, hi_row = 0;
-            for (Index i = 1; i < D.n(); ++i) {
-                if (D.points(i, d) < D.points(lo_row, d)) lo_row = i;
-                if (D.points(i, d) > D.points(hi_row, d)) hi_row = i;
-            }
-            auto x_of = [&](Index i) {
-                return static_cast<double>(local(D.original.empty() ? i : D.original[std::size_t(i)], d));
-            };
-            const double dx = x_of(hi_row) - x_of(lo_row);
-            unit[std::size_t(d)] = dx > 0 ? (D.points(hi_row, d) - D.points(lo_row, d)) / dx : scale[std::size_t(d)];
-            centre[std::size_t(d)] = x_of(lo_row) - D.points(lo_row, d) / unit[std::size_t(d)];
-        }
+        prepared_frame(b.data(), local, scale, centre, unit);
         // A probe, so that a backend without partial sums fails here, on every rank, with its reason.
         std::vector<double> probe(static_cast<std::size_t>(width), 0.0), y(ku, 0.0);
         clusterer->binding().accumulate(y.data(), 1, probe.data());
