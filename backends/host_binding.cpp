@@ -1,5 +1,6 @@
 // HostBinding: mode storage, Alg. 5 shifts and active-set compaction of the host backends.
 #include "backends/host_binding.hpp"
+#include "backends/partial_sums.hpp"
 #include "skeleton/src/array_scan.hpp"
 #include "skeleton/src/prepare.hpp"
 
@@ -76,17 +77,9 @@ Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double
     return rows;
 }
 
-void HostBinding::check_accumulate(const double* positions, Index count, const double* sums) const
-{
-    if (count < 0 || (count > 0 && (!positions || !sums)))
-        throw InvalidArgument("accumulate: need count >= 0 positions and a sums array");
-    if (!all_finite(positions, static_cast<std::size_t>(count) * static_cast<std::size_t>(data_->k())))
-        throw InvalidArgument("accumulate: positions must be finite");
-}
-
 double HostBinding::accumulate(const double* positions, Index count, double* sums)
 {
-    check_accumulate(positions, count, sums);
+    check_accumulate(*data_, positions, count, sums);
     const int k = data_->k();
     const bool pp = data_->model == KernelModel::PerPoint;
     const Index width = sum_width();

@@ -26,8 +26,6 @@ public:
     /// Binding::accumulate in float64 over the prepared points (the oracle's sums), the positions
     /// shared among topology().ppus threads.
     double accumulate(const double* positions, Index count, double* sums) override;
-    /// accumulate()'s argument checks (InvalidArgument).
-    void check_accumulate(const double* positions, Index count, const double* sums) const;
 
 protected:
     /// Advances `count` modes by one iteration: in and out are count × k (prepared units,

@@ -5,6 +5,7 @@
 // Threads take blocks of modes dynamically; the SIMD kernels (kernel_*.cpp) advance one block.
 // See docs/backend-openmp.md.
 #include "backends/host_binding.hpp"
+#include "backends/partial_sums.hpp"
 #include "backends/factory.hpp"
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
@@ -146,7 +147,7 @@ private:
     double accumulate(const double* positions, Index count, double* sums) override
     {
         if (gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point) return HostBinding::accumulate(positions, count, sums);
-        check_accumulate(positions, count, sums);
+        detail::check_accumulate(*data_, positions, count, sums);
         if (count == 0) return 0;
         std::vector<double> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(kd_.k));
         std::vector<unsigned char> supported(static_cast<std::size_t>(count));
