@@ -22,6 +22,7 @@
 #include "backends/factory.hpp"
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
+#include "backends/partial_sums.hpp"
 #include "skeleton/src/parallel.hpp"
 
 #include <meanshift/errors.hpp>
@@ -290,6 +291,7 @@ struct Part {
     std::size_t cub_bytes = 0;
     DeviceBuffer queries, acc;
     Index query_capacity = 0;
+    Index query_room = 0;  // queries of one chunk that bind_part left device memory for
     PinnedBuffer<ModeRecord> host_records;
     PinnedBuffer<float> host_stage;
 
@@ -407,6 +409,25 @@ public:
         });
     }
 
+    /// The step's kernels on the query and accumulator buffers, which hold nothing between steps, so
+    /// the modes and active lists of set_modes() are untouched; the positions are split over the
+    /// devices as set_modes() splits modes.
+    double accumulate(const double* positions, Index count, double* sums) override
+    {
+        detail::check_accumulate(*data_, positions, count, sums);
+        const Index parts = static_cast<Index>(parts_.size());
+        const Index per = (count + parts - 1) / parts;
+        std::vector<double> pairs(parts_.size(), 0.0);
+        on_devices(ctx_, [&](std::size_t i) {
+            const Index q0 = std::min<Index>(count, static_cast<Index>(i) * per);
+            const Index q1 = std::min<Index>(count, q0 + per);
+            pairs[i] = accumulate_part(*parts_[i], positions + q0 * k_, q1 - q0, sums + q0 * sum_width());
+        });
+        double total = 0;
+        for (double p : pairs) total += p;
+        return total;
+    }
+
 private:
     /// Bytes per point (record) of the bound layout on the device.
     std::size_t point_bytes() const
@@ -431,6 +452,7 @@ private:
         // Room for the modes, assuming as many as points (the usual run: every point a seed).
         const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
         const Index qcap = std::min<Index>(max_queries_, share);
+        s.query_room = qcap;
         const std::size_t query_b = static_cast<std::size_t>(qcap) * (k_ + accumulator_stride(k_, pp_)) * sizeof(float);
         const std::size_t mode_b = static_cast<std::size_t>(share) * (2 * k_ * sizeof(float) + 2 * sizeof(std::int32_t) + 1 + sizeof(ModeRecord));
         // Keep a quarter of the free memory for the runtime and other users of the device.
@@ -551,13 +573,7 @@ private:
             s.host_stage.allocate(floats, &pinned_pool(s.ctx->device));
             s.capacity = m;
         }
-        const Index qcap = std::min<Index>(max_queries_, m);
-        if (s.query_capacity < qcap) {
-            s.query_capacity = 0;
-            s.queries.allocate(static_cast<std::size_t>(qcap) * k_ * sizeof(float));
-            s.acc.allocate(static_cast<std::size_t>(qcap) * accumulator_stride(k_, pp_) * sizeof(float));
-            s.query_capacity = qcap;
-        }
+        reserve_queries(s, std::min<Index>(max_queries_, m));
         float* stage = s.host_stage.get();
         MS_PARALLEL_FOR(floats)
         for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(positions[j]);
@@ -575,6 +591,60 @@ private:
         s.active = m;
     }
 
+    /// Query and accumulator buffers for chunks of up to `qcap` queries.
+    void reserve_queries(Part& s, Index qcap) const
+    {
+        if (s.query_capacity >= qcap) return;
+        s.query_capacity = 0;
+        s.queries.allocate(static_cast<std::size_t>(qcap) * k_ * sizeof(float));
+        s.acc.allocate(static_cast<std::size_t>(qcap) * accumulator_stride(k_, pp_) * sizeof(float));
+        s.query_capacity = qcap;
+    }
+
+    /// Alg. 3's sums of the `qn` queries in s.queries over all points into s.acc (zeroed first;
+    /// point chunks streamed when not resident): what a step and accumulate() share.
+    void sum_queries(Part& s, Index qn) const
+    {
+        const Index n = total_points();
+        MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, static_cast<std::size_t>(qn) * accumulator_stride(k_, pp_) * sizeof(float),
+                                      s.stream.get()));
+        for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
+            if (!s.resident) upload_chunk(s, p0);
+            launch(s, std::min(s.chunk_points, n - p0), qn);
+        }
+    }
+
+    /// accumulate() for `count` positions on one device: chunks of the queries bind_part made room
+    /// for, converted to float32, summed by the step's kernels, read back and made absolute.
+    double accumulate_part(Part& s, const double* positions, Index count, double* sums)
+    {
+        if (count == 0) return 0;
+        const cudaStream_t st = s.stream.get();
+        const int stride = accumulator_stride(k_, pp_);
+        const Index chunk = std::min(count, std::max(s.query_capacity, s.query_room));
+        reserve_queries(s, chunk);
+        std::vector<float> q(static_cast<std::size_t>(chunk) * k_), acc(static_cast<std::size_t>(chunk) * stride);
+        if (plan_.range) MS_CUDA_CHECK(cudaMemsetAsync(s.pairs.f(), 0, sizeof(unsigned long long), st));
+        for (Index q0 = 0; q0 < count; q0 += chunk) {
+            const Index qn = std::min(chunk, count - q0);
+            const double* y = positions + q0 * k_;
+            for (std::size_t j = 0; j < static_cast<std::size_t>(qn) * k_; ++j) q[j] = static_cast<float>(y[j]);
+            MS_CUDA_CHECK(cudaMemcpyAsync(s.queries.f(), q.data(), static_cast<std::size_t>(qn) * k_ * sizeof(float),
+                                          cudaMemcpyHostToDevice, st));
+            sum_queries(s, qn);
+            MS_CUDA_CHECK(cudaMemcpyAsync(acc.data(), s.acc.f(), static_cast<std::size_t>(qn) * stride * sizeof(float),
+                                          cudaMemcpyDeviceToHost, st));
+            MS_CUDA_CHECK(cudaStreamSynchronize(st));
+            // The fast kernels' per-point records are in the expanded form (a common factor L).
+            detail::add_relative_sums(acc.data(), 1, y, qn, k_, pp_,
+                                      plan_.fast && pp_ ? detail::kExpandedPerPointSumScale : 1.0, sums + q0 * stride);
+        }
+        if (!plan_.range) return static_cast<double>(count) * static_cast<double>(data_->n());
+        MS_CUDA_CHECK(cudaMemcpyAsync(s.host_pairs.get(), s.pairs.f(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));
+        return static_cast<double>(*s.host_pairs.get());
+    }
+
     void step_part(Part& s, float tol2, bool retire)
     {
         s.reported = 0;
@@ -583,9 +653,7 @@ private:
         const Index count = s.active;
         if (count == 0) return;
         const cudaStream_t st = s.stream.get();
-        const int stride = accumulator_stride(k_, pp_);
         const Index qchunk = std::min<Index>(count, max_queries_);
-        const Index n = total_points();
         std::int32_t* act = s.act.as<std::int32_t>();
         ModeRecord* rec = s.records.as<ModeRecord>();
         unsigned char* keep = s.keep.as<unsigned char>();
@@ -594,11 +662,7 @@ private:
         for (Index q0 = 0; q0 < count; q0 += qchunk) {
             const Index qn = std::min(qchunk, count - q0);
             MS_CUDA_CHECK(launch_gather(s.pos.f(), act + q0, qn, k_, s.queries.f(), st));
-            MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, static_cast<std::size_t>(qn) * stride * sizeof(float), st));
-            for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
-                if (!s.resident) upload_chunk(s, p0);
-                launch(s, std::min(s.chunk_points, n - p0), qn);
-            }
+            sum_queries(s, qn);
             FinishParams f;
             f.positions = s.pos.f();
             f.metric = s.has_metric ? s.metric.f() : nullptr;
