@@ -15,6 +15,19 @@
 #error "range_modes: build with MODES_PER_PU = 1"
 #endif
 
+/* The end of slot `slot` (mode j): with `sums` (Binding::accumulate) its S0, S1 (relative to the
+ * mode) go to sums[slot · NACC ..], the modes and the report untouched; else ms_finish_mode. */
+inline void ms_range_end(__global float* sums, __global float* modes, int j, int slot, const float* S0,
+                         const float* S1, MS_FINISH_PARAMS)
+{
+    if (sums) {
+        for (int d = 0; d < NS0; ++d) sums[slot * NACC + d] = S0[d];
+        for (int d = 0; d < K; ++d) sums[slot * NACC + NS0 + d] = S1[d];
+    } else {
+        ms_finish_mode(modes, j, slot, S0, S1, MS_FINISH_ARGS);
+    }
+}
+
 __kernel __attribute__((reqd_work_group_size(TAU, 1, 1)))
 void range_modes(__global const float* points,     /* n · K, sorted by cell */
                  __global const float* precision,  /* n · K (per-point model) */
@@ -29,6 +42,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
                  __global const int* active,       /* count slots */
                  const int count,
                  __global long* group_pairs,       /* per work-group: candidate pairs (box points x modes) */
+                 __global float* sums,             /* count · NACC (accumulate), or null: finish the step */
                  MS_FINISH_PARAMS)
 {
     __local int box[2 * MS_MAX_GRID_DIMS];
@@ -61,7 +75,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
 #endif
-        if (valid && lane == 0) ms_finish_mode(modes, j, slot, s.S0[0], s.S1[0], MS_FINISH_ARGS);
+        if (valid && lane == 0) ms_range_end(sums, modes, j, slot, s.S0[0], s.S1[0], MS_FINISH_ARGS);
     }
 }
 
@@ -83,7 +97,7 @@ void range_modes_wide(__global const float* points, __global const float* precis
                       __global const float* log_weight, const int n, __global const int* start,
                       __global const int* gi, __global const float* gf, const int g, const float cut2,
                       __global float* modes, __global const int* active, const int count, __global long* group_pairs,
-                      MS_FINISH_PARAMS)
+                      __global float* sums, MS_FINISH_PARAMS)
 {
     __local int box[2 * MS_MAX_GRID_DIMS];
     __local float wred[NACC * TAU];
@@ -116,7 +130,7 @@ void range_modes_wide(__global const float* points, __global const float* precis
     if (valid && lane == 0) {
         for (int d = 0; d < NS0; ++d) S0[d] = wred[d * TAU + lid];
         for (int d = 0; d < K; ++d) S1[d] = wred[(NS0 + d) * TAU + lid];
-        ms_finish_mode(modes, j, slot, S0, S1, MS_FINISH_ARGS);
+        ms_range_end(sums, modes, j, slot, S0, S1, MS_FINISH_ARGS);
     }
 }
 #endif /* MS_RANGE_WIDE */
@@ -148,7 +162,7 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void range_modes_cpu(__global const float* points, __global const float* precision, __global const float* log_weight,
                      const int n, __global const int* start, __global const int* gi, __global const float* gf,
                      const int g, const float cut2, __global float* modes, __global const int* active,
-                     const int count, __global long* group_pairs, MS_FINISH_PARAMS)
+                     const int count, __global long* group_pairs, __global float* sums, MS_FINISH_PARAMS)
 {
     const int nrow = MS_CPU_ROW(n);
     const int grp = (int)get_group_id(0);
@@ -229,7 +243,7 @@ void range_modes_cpu(__global const float* points, __global const float* precisi
         for (int d = 0; d < NS0; ++d) s0[d] = ms_cpu_hsum(S0[d]);
         MS_UNROLL_K
         for (int d = 0; d < K; ++d) s1[d] = ms_cpu_hsum(S1[d]);
-        ms_finish_mode(modes, j, slot, s0, s1, MS_FINISH_ARGS);
+        ms_range_end(sums, modes, j, slot, s0, s1, MS_FINISH_ARGS);
     }
     group_pairs[grp] = pairs;
 }

@@ -1,6 +1,7 @@
 // Binding::accumulate (the partial sums the MPI ring strategy adds across ranks): on the host
 // backends S1/S0 is the oracle's step (openmp: through its SIMD kernels, float32 terms), sums of disjoint point sets add up to the sums of their
-// union, per-point data give k S0 columns, and bindings without it say so (NotSupported).
+// union, per-point data give k S0 columns; the GPU bindings (opencl, cuda: each of their kernel
+// families) give the float64 sums within float32 accumulation and leave the modes of set_modes alone.
 #include "skeleton/src/prepare.hpp"
 #include "step_support.hpp"
 #include "test_support.hpp"
@@ -138,22 +139,116 @@ TEST_CASE("accumulate: the openmp SIMD kernels with vPPUs of 4 lanes (f_vppu = f
     }
 }
 
-TEST_CASE("accumulate: bad arguments; bindings without partial sums throw NotSupported")
+namespace {
+
+/// A GPU binding and the kernels its accumulate() runs (those of its step): each entry picks
+/// another kernel family; `exact_only`: the truncated kernel would run what another entry runs, or
+/// cannot run with these options (CUDA's range kernels need every point resident).
+struct GpuVariant {
+    const char* backend;
+    const char* what;
+    BackendOptions options;
+    Topology topology;
+    bool exact_only = false;
+};
+
+std::vector<GpuVariant> gpu_variants()
+{
+    std::vector<GpuVariant> v;
+    Topology vppu2;
+    vppu2.f_vppu = vppu2.f_load = 2;
+    BackendOptions direct, gemm, chunks;
+    direct.opencl.exponent = ExponentForm::Direct;
+    gemm.pair_form = PairForm::Gemm;
+    chunks.cuda.max_queries = 7;  // chunks of queries and streamed chunks of points
+    chunks.cuda.max_points = 128;
+    v.push_back({"opencl", "default shape (PoCL: approx_mode_cpu, range_modes_cpu)", {}, {}});
+    v.push_back({"opencl", "GPU shape, expanded exponent, f_vppu = 2 (range_modes)", {}, vppu2});
+    v.push_back({"opencl", "GPU shape, direct exponent", direct, vppu2, true});
+    v.push_back({"opencl", "pair_form = gemm", gemm, {}});
+    v.push_back({"cuda", "default (fast kernels, range kernels)", {}, {}});
+    v.push_back({"cuda", "topology kernels, f_vppu = 2", {}, vppu2});
+    v.push_back({"cuda", "topology kernels, 7 queries and 128 points a chunk", chunks, vppu2, true});
+    v.push_back({"cuda", "pair_form = gemm", gemm, {}});
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("accumulate: the GPU bindings' sums equal the float64 sums within float32 accumulation, add up over "
+          "disjoint parts and leave the modes of set_modes alone (opencl, cuda; shared, per-point; exact and cutoff 3)")
+{
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("accumulate-gpu");
+    std::vector<GpuVariant> variants;
+    for (const char* gpu : {"opencl", "cuda"})
+        if (mstest::backend_usable(gpu))
+            for (const GpuVariant& v : gpu_variants())
+                if (std::string(v.backend) == gpu) variants.push_back(v);
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            const int k = 3;
+            PreparedData D = blobs(rng, 600, k, model);
+            D.cutoff2 = cut * cut;
+            MatrixD Q(40, k);
+            for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+            const MatrixD want = sums_of("serial", D, Q);
+            const bool pp = model == KernelModel::PerPoint;
+            const Index ns0 = pp ? k : 1;
+            const double R = D.points.cwiseAbs().maxCoeff();
+            for (const GpuVariant& v : variants) {
+                if (v.exact_only && std::isfinite(cut)) continue;
+                const std::string what = std::string(v.backend) + ", " + v.what + (pp ? ", per-point" : ", shared");
+                INFO(what << ", cutoff " << cut);
+                auto b = make_backend(v.backend, v.options);
+                auto binding = b->bind(mstest::share(D), b->resolve_topology(v.topology, D));
+                MatrixD S = MatrixD::Zero(Q.rows(), binding->sum_width());
+                const double pairs = binding->accumulate(Q.data(), Q.rows(), S.data());
+                CHECK(pairs > 0);
+                CHECK(pairs <= double(Q.rows()) * double(D.n()));
+                // float32 terms summed in float32 (600 points): well within 1e-4 of the float64 sums.
+                CHECK(sums_error(S, want, ns0, R) <= 1e-4);
+                MatrixD parts = MatrixD::Zero(Q.rows(), S.cols());
+                for (const auto& r : {std::pair<Index, Index>{0, 250}, {250, 1}, {251, 349}}) {
+                    PreparedData P = rows_of(D, r.first, r.second);
+                    auto pb = b->bind(mstest::share(P), b->resolve_topology(v.topology, P));
+                    pb->accumulate(Q.data(), Q.rows(), parts.data());
+                }
+                CHECK(sums_error(parts, want, ns0, R) <= 1e-4);
+                // Modes set before an accumulate() step on as if it had not run.
+                const MatrixD M = Q.topRows(9).array() - 0.2;
+                StepReport report;
+                binding->set_modes(M.data(), M.rows());
+                binding->step(0.0, false, report);
+                binding->accumulate(Q.data(), Q.rows(), S.data());
+                binding->step(0.0, false, report);
+                MatrixD got(M.rows(), k), ref(M.rows(), k);
+                binding->read_modes(got.data());
+                auto fresh = b->bind(mstest::share(D), b->resolve_topology(v.topology, D));
+                fresh->set_modes(M.data(), M.rows());
+                fresh->step(0.0, false, report);
+                fresh->step(0.0, false, report);
+                fresh->read_modes(ref.data());
+                CHECK(mstest::max_abs_diff(got, ref) <= 1e-6);
+                CHECK(binding->active_count() == M.rows());
+            }
+        }
+}
+
+TEST_CASE("accumulate: bad arguments (every backend)")
 {
     auto rng = make_rng("accumulate-bad");
     PreparedData D = blobs(rng, 50, 2, KernelModel::Shared);
-    auto b = make_backend("serial");
-    auto binding = b->bind(mstest::share(D), Topology{});
-    MatrixD Q = MatrixD::Constant(1, 2, std::nan(""));
-    MatrixD S = MatrixD::Zero(1, 3);
-    CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, S.data()), InvalidArgument);
-    Q.setZero();
-    CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, nullptr), InvalidArgument);
-    binding->accumulate(Q.data(), 0, nullptr);  // nothing to do
-    for (const char* gpu : {"opencl", "cuda"}) {
-        if (!mstest::backend_usable(gpu)) continue;
-        auto g = make_backend(gpu);
-        auto gb = g->bind(mstest::share(D), Topology{});
-        CHECK_THROWS_AS(gb->accumulate(Q.data(), 1, S.data()), NotSupported);
+    for (const char* backend : {"serial", "openmp", "opencl", "cuda"}) {
+        if (!mstest::backend_usable(backend)) continue;
+        INFO(backend);
+        auto b = make_backend(backend);
+        auto binding = b->bind(mstest::share(D), b->resolve_topology(Topology{}, D));
+        MatrixD Q = MatrixD::Constant(1, 2, std::nan(""));
+        MatrixD S = MatrixD::Zero(1, 3);
+        CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, S.data()), InvalidArgument);
+        Q.setZero();
+        CHECK_THROWS_AS(binding->accumulate(Q.data(), 1, nullptr), InvalidArgument);
+        CHECK(binding->accumulate(Q.data(), 0, nullptr) == 0);  // nothing to do
     }
 }

@@ -8,6 +8,7 @@
 #include "backends/opencl/program_cache.hpp"
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/tile_layout.hpp"
+#include "backends/partial_sums.hpp"
 #include "skeleton/src/parallel.hpp"
 
 #include <meanshift/errors.hpp>
@@ -42,6 +43,10 @@ constexpr int kCpuRangeModes = 16;
 
 /// Grid dims the range kernel's box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
 constexpr int kMaxRangeGridDims = 16;
+
+/// accumulate(): positions per launch, so that a chunk's sums take at most 2^22 floats (16 MB) per
+/// n-loop segment.
+constexpr Index kAccumulateChunkFloats = Index(1) << 22;
 
 double event_seconds(const cl::Event& e)
 {
@@ -515,7 +520,7 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
         cl_call("warming up the step kernels", [&] {
             bool combine = false;
             reserve_partial(m_, combine);
-            enqueue_step(0, 0, 1, 1, 0.0f, false, combine, nullptr, nullptr);
+            enqueue_step(modes_, active_list_, 0, 0, 1, 1, 0.0f, false, combine, nullptr, nullptr);
             return dev_->queue.finish();
         });
     }
@@ -544,11 +549,11 @@ int OpenCLBinding::choose_segments(int nblocks, Index count) const
     return s;
 }
 
-int OpenCLBinding::reserve_partial(Index count, bool& combine)
+int OpenCLBinding::reserve_partial(Index count, bool& combine, int min_segments)
 {
     const KernelConfig& c = config_;
     const int nblocks = static_cast<int>((count + c.modes_per_block() - 1) / c.modes_per_block());
-    const int segments = choose_segments(nblocks, count);
+    const int segments = std::max(min_segments, choose_segments(nblocks, count));
     // The GEMM kernel always leaves its sums in `partial` (its PUs hold parts of a mode's dims);
     // combine_segments finishes the modes.
     combine = segments > 1 || c.gemm;
@@ -583,7 +588,7 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
     cl::Event done, combined;
     cl_call("running the approx_mode kernel", [&] {
-        enqueue_step(count, nblocks, segments, groups, tol2f, retire, combine, &done, &combined);
+        enqueue_step(modes_, active_list_, count, nblocks, segments, groups, tol2f, retire, combine, &done, &combined);
         // only count x (mode, shift², status) cross to the host
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
                                       staging_.as<cl_int>());
@@ -602,8 +607,9 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     }
 }
 
-void OpenCLBinding::enqueue_step(int count, int nblocks, int segments, int groups, cl_float tol2f, bool retire,
-                                 bool combine, cl::Event* done, cl::Event* combined)
+void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments,
+                                 int groups, cl_float tol2f, bool retire, bool combine, cl::Event* done,
+                                 cl::Event* combined)
 {
     const KernelConfig& c = config_;
     const cl_int retire_i = retire ? 1 : 0, has_metric = has_metric_ ? 1 : 0;
@@ -614,8 +620,8 @@ void OpenCLBinding::enqueue_step(int count, int nblocks, int segments, int group
     kernel_.setArg(a++, centres_);
     kernel_.setArg(a++, radii_);
     kernel_.setArg(a++, static_cast<cl_int>(ntiles_));
-    kernel_.setArg(a++, modes_);
-    kernel_.setArg(a++, active_list_);
+    kernel_.setArg(a++, modes);
+    kernel_.setArg(a++, list);
     kernel_.setArg(a++, static_cast<cl_int>(count));
     kernel_.setArg(a++, static_cast<cl_int>(nblocks));
     kernel_.setArg(a++, static_cast<cl_int>(segments));
@@ -642,8 +648,8 @@ void OpenCLBinding::enqueue_step(int count, int nblocks, int segments, int group
         int b = 0;
         combine_.setArg(b++, partial_);
         combine_.setArg(b++, static_cast<cl_int>(segments));
-        combine_.setArg(b++, modes_);
-        combine_.setArg(b++, active_list_);
+        combine_.setArg(b++, modes);
+        combine_.setArg(b++, list);
         combine_.setArg(b++, static_cast<cl_int>(count));
         finish_args(combine_, b);
         const std::size_t local = 64;
@@ -677,65 +683,15 @@ Index OpenCLBinding::unpack_report(int count, StepReport& report) const
 void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
 {
     const int count = static_cast<int>(active_);
-    // The load factor at work (Theorem 2): with the default f_vppu = f_load = 1 and fewer blocks of
-    // modes than the z work-groups the device holds (bin seeds, the last active modes), run the
-    // build with f_vppu = f_load = 32: each mode's candidate loop is shared by 32 PUs.
-    // The load factor at work (Theorem 2): when the modes are too few to fill the z work-groups
-    // the device holds (bin seeds, the last active modes), range_modes_wide spreads each mode's
-    // candidate loop over 32 PUs (built into the same program when the topology allows it).
-    KernelConfig c = config_;
-    cl::Kernel* kernel = &kernel_;
-    if (wide_kernel_() && c.f_vppu < 32 && (count + c.tau / c.f_vppu - 1) / (c.tau / c.f_vppu) * 2 <= topology_.ppus) {
-        c.f_vppu = c.f_load = 32;
-        kernel = &wide_kernel_;
-    }
-    const int vppus = c.tau / c.f_vppu;
-    // One work-group per block of modes (range_modes.cl has no loop around its barriers); the
-    // device keeps as many resident as its compute units hold (z of the topology).
-    const int per_group = c.cpu_range_modes > 0 ? c.cpu_range_modes : vppus;  // range_modes_cpu: one PU, many modes
-    const int groups = (count + per_group - 1) / per_group;
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
-    const cl_int has_metric = has_metric_ ? 1 : 0;
-    if (static_cast<std::size_t>(groups) > group_pairs_capacity_) {
-        group_pairs_ = cl_call("allocating the pair counts", [&] {
-            return cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY, static_cast<std::size_t>(groups) * sizeof(cl_long));
-        });
-        group_pairs_capacity_ = static_cast<std::size_t>(groups);
-    }
-    host_group_pairs_.resize(static_cast<std::size_t>(groups));
     cl::Event done;
     cl_call("running the range_modes kernel", [&] {
-        int a = 0;
-        kernel->setArg(a++, points_);
-        kernel->setArg(a++, precision_);
-        kernel->setArg(a++, log_weight_);
-        kernel->setArg(a++, static_cast<cl_int>(data_->n()));
-        kernel->setArg(a++, grid_start_);
-        kernel->setArg(a++, grid_i_);
-        kernel->setArg(a++, grid_f_);
-        kernel->setArg(a++, static_cast<cl_int>(g_));
-        kernel->setArg(a++, static_cast<cl_float>(data_->cutoff2));
-        kernel->setArg(a++, modes_);
-        kernel->setArg(a++, active_list_);
-        kernel->setArg(a++, static_cast<cl_int>(count));
-        kernel->setArg(a++, group_pairs_);
-        kernel->setArg(a++, metric_);
-        kernel->setArg(a++, has_metric);
-        kernel->setArg(a++, tol2f);
-        kernel->setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
-        kernel->setArg(a++, report_);
-        kernel->setArg(a++, next_list_);
-        kernel->setArg(a++, counter_);
-        dev_->queue.enqueueNDRangeKernel(*kernel, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
-                                         cl::NDRange(c.tau), nullptr, &done);
-        dev_->queue.enqueueReadBuffer(group_pairs_, CL_FALSE, 0, host_group_pairs_.size() * sizeof(cl_long),
-                                      host_group_pairs_.data());
+        enqueue_ranges(modes_, active_list_, count, nullptr, tol2f, &done);
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
                                       staging_.as<cl_int>());
         return 0;
     });
-    report.pairs = 0;
-    for (cl_long p : host_group_pairs_) report.pairs += static_cast<double>(p);
+    report.pairs = range_pairs();
     try {
         report.kernel_seconds = event_seconds(done);
     } catch (const cl::Error&) {
@@ -758,6 +714,66 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     active_ = still_active;
 }
 
+void OpenCLBinding::enqueue_ranges(const cl::Buffer& modes, const cl::Buffer& list, int count, const cl::Buffer* sums,
+                                   cl_float tol2f, cl::Event* done)
+{
+    // The load factor at work (Theorem 2): when the modes are too few to fill the z work-groups
+    // the device holds (bin seeds, the last active modes), range_modes_wide spreads each mode's
+    // candidate loop over 32 PUs (built into the same program when the topology allows it).
+    KernelConfig c = config_;
+    cl::Kernel* kernel = &kernel_;
+    if (wide_kernel_() && c.f_vppu < 32 && (count + c.tau / c.f_vppu - 1) / (c.tau / c.f_vppu) * 2 <= topology_.ppus) {
+        c.f_vppu = c.f_load = 32;
+        kernel = &wide_kernel_;
+    }
+    const int vppus = c.tau / c.f_vppu;
+    // One work-group per block of modes (range_modes.cl has no loop around its barriers); the
+    // device keeps as many resident as its compute units hold (z of the topology).
+    const int per_group = c.cpu_range_modes > 0 ? c.cpu_range_modes : vppus;  // range_modes_cpu: one PU, many modes
+    const int groups = (count + per_group - 1) / per_group;
+    const cl_int has_metric = has_metric_ ? 1 : 0;
+    if (static_cast<std::size_t>(groups) > group_pairs_capacity_) {
+        group_pairs_ = cl_call("allocating the pair counts", [&] {
+            return cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY, static_cast<std::size_t>(groups) * sizeof(cl_long));
+        });
+        group_pairs_capacity_ = static_cast<std::size_t>(groups);
+    }
+    host_group_pairs_.resize(static_cast<std::size_t>(groups));
+    int a = 0;
+    kernel->setArg(a++, points_);
+    kernel->setArg(a++, precision_);
+    kernel->setArg(a++, log_weight_);
+    kernel->setArg(a++, static_cast<cl_int>(data_->n()));
+    kernel->setArg(a++, grid_start_);
+    kernel->setArg(a++, grid_i_);
+    kernel->setArg(a++, grid_f_);
+    kernel->setArg(a++, static_cast<cl_int>(g_));
+    kernel->setArg(a++, static_cast<cl_float>(data_->cutoff2));
+    kernel->setArg(a++, modes);
+    kernel->setArg(a++, list);
+    kernel->setArg(a++, static_cast<cl_int>(count));
+    kernel->setArg(a++, group_pairs_);
+    kernel->setArg(a++, sums ? *sums : cl::Buffer());  // null: the kernel finishes the modes
+    kernel->setArg(a++, metric_);
+    kernel->setArg(a++, has_metric);
+    kernel->setArg(a++, tol2f);
+    kernel->setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
+    kernel->setArg(a++, report_);
+    kernel->setArg(a++, next_list_);
+    kernel->setArg(a++, counter_);
+    dev_->queue.enqueueNDRangeKernel(*kernel, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+                                     cl::NDRange(c.tau), nullptr, done);
+    dev_->queue.enqueueReadBuffer(group_pairs_, CL_FALSE, 0, host_group_pairs_.size() * sizeof(cl_long),
+                                  host_group_pairs_.data());
+}
+
+double OpenCLBinding::range_pairs() const
+{
+    double pairs = 0;
+    for (cl_long p : host_group_pairs_) pairs += static_cast<double>(p);
+    return pairs;
+}
+
 void OpenCLBinding::read_modes(double* out) const
 {
     if (m_ == 0) throw Error("opencl: read_modes() before set_modes()");
@@ -768,6 +784,62 @@ void OpenCLBinding::read_modes(double* out) const
     });
     MS_PARALLEL_FOR(values)
     for (std::size_t i = 0; i < values; ++i) out[i] = static_cast<double>(f[i]);
+}
+
+double OpenCLBinding::accumulate(const double* positions, Index count, double* sums)
+{
+    check_accumulate(*data_, positions, count, sums);
+    if (count == 0) return 0;
+    const KernelConfig& c = config_;
+    const int width = c.accumulators();
+    const Index chunk = std::min(count, std::max<Index>(1, kAccumulateChunkFloats / width));
+    if (query_capacity_ < chunk) {
+        std::vector<cl_int> slots(static_cast<std::size_t>(chunk));
+        for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<cl_int>(i);
+        cl_call("allocating the accumulate buffers", [&] {
+            queries_ = cl::Buffer(dev_->context, CL_MEM_READ_WRITE, static_cast<std::size_t>(chunk) * k_ * sizeof(float));
+            query_list_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, slots.size() * sizeof(cl_int),
+                                     slots.data());
+            if (c.ranges)
+                query_sums_ = cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY,
+                                         static_cast<std::size_t>(chunk) * width * sizeof(float));
+            return 0;
+        });
+        query_capacity_ = chunk;
+    }
+    // The per-point expanded form's records carry a common factor L (partial_sums.hpp).
+    const double scale = c.per_point && !c.ranges && c.form == ExponentForm::Expanded ? kExpandedPerPointSumScale : 1.0;
+    std::vector<float> q(static_cast<std::size_t>(chunk) * k_), acc;
+    double pairs = 0;
+    for (Index q0 = 0; q0 < count; q0 += chunk) {
+        const int qn = static_cast<int>(std::min(chunk, count - q0));
+        const double* y = positions + q0 * k_;
+        for (std::size_t j = 0; j < static_cast<std::size_t>(qn) * k_; ++j) q[j] = static_cast<float>(y[j]);
+        int segments = 1;
+        cl_call("running the step kernels for accumulate", [&] {
+            dev_->queue.enqueueWriteBuffer(queries_, CL_FALSE, 0, static_cast<std::size_t>(qn) * k_ * sizeof(float), q.data());
+            if (c.ranges) {
+                enqueue_ranges(queries_, query_list_, qn, &query_sums_, 0.0f, nullptr);
+                acc.resize(static_cast<std::size_t>(qn) * width);
+                dev_->queue.enqueueReadBuffer(query_sums_, CL_TRUE, 0, acc.size() * sizeof(float), acc.data());
+                pairs += range_pairs();
+                return 0;
+            }
+            // Two segments or more (the GEMM kernel: any): every unit leaves its sums in `partial`,
+            // none finishes a mode.
+            bool combine = false;
+            segments = reserve_partial(qn, combine, c.gemm ? 1 : 2);
+            const int nblocks = (qn + c.modes_per_block() - 1) / c.modes_per_block();
+            const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
+            enqueue_step(queries_, query_list_, qn, nblocks, segments, groups, 0.0f, false, false, nullptr, nullptr);
+            acc.resize(static_cast<std::size_t>(segments) * qn * width);
+            dev_->queue.enqueueReadBuffer(partial_, CL_TRUE, 0, acc.size() * sizeof(float), acc.data());
+            pairs += static_cast<double>(qn) * static_cast<double>(data_->n());
+            return 0;
+        });
+        add_relative_sums(acc.data(), segments, y, qn, k_, c.per_point, scale, sums + q0 * width);
+    }
+    return pairs;
 }
 
 std::string OpenCLBinding::program_binary() const

@@ -41,6 +41,11 @@ public:
     Index active_count() const noexcept override { return active_; }
     void step(double tol2, bool retire, StepReport& report) override;
     void read_modes(double* out) const override;
+    /// The step's kernels on positions of its own (query buffers apart from the modes of
+    /// set_modes(), which stay untouched): the exact kernels with at least two n-loop segments (the
+    /// GEMM kernel: any), so that they leave their sums in the partial buffer and combine_segments
+    /// is not run; the range kernels with a sums buffer instead of the finish.
+    double accumulate(const double* positions, Index count, double* sums) override;
 
     /// The kernel configuration (for benchmarks and tests).
     const KernelConfig& kernel_config() const noexcept { return config_; }
@@ -54,16 +59,23 @@ public:
 
 private:
     int choose_segments(int nblocks, Index count) const;
-    /// The partial-sum buffer for a step of `count` active modes (approx_mode path); returns the
-    /// segments per block and whether combine_segments runs.
-    int reserve_partial(Index count, bool& combine);
+    /// The partial-sum buffer for a step of `count` active modes (approx_mode path) in at least
+    /// `min_segments` segments; returns the segments per block and whether combine_segments runs.
+    int reserve_partial(Index count, bool& combine, int min_segments = 1);
     /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
     /// active list built on the host in the driver's (Morton) order from the report.
     void step_ranges(double tol2, bool retire, StepReport& report);
-    /// Enqueues the step kernel (and combine_segments when `combine`) for `count` active modes in
-    /// `nblocks` blocks of `segments` n-loop segments on `groups` work-groups.
-    void enqueue_step(int count, int nblocks, int segments, int groups, cl_float tol2f, bool retire, bool combine,
-                      cl::Event* done, cl::Event* combined);
+    /// Enqueues the range kernel for the `count` slots of `list` (positions in `modes`): it
+    /// finishes the modes, or with `sums` (count · accumulators floats) writes their sums there;
+    /// then the (non-blocking) read of the pair counts that range_pairs() adds up.
+    void enqueue_ranges(const cl::Buffer& modes, const cl::Buffer& list, int count, const cl::Buffer* sums,
+                        cl_float tol2f, cl::Event* done);
+    double range_pairs() const;
+    /// Enqueues the step kernel (and combine_segments when `combine`) for the `count` slots of
+    /// `list` (positions in `modes`) in `nblocks` blocks of `segments` n-loop segments on `groups`
+    /// work-groups.
+    void enqueue_step(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments, int groups,
+                      cl_float tol2f, bool retire, bool combine, cl::Event* done, cl::Event* combined);
     /// The step's report (count × [mode, shift², status] in staging_) into `report`, checked;
     /// returns how many modes stay active.
     Index unpack_report(int count, StepReport& report) const;
@@ -93,6 +105,9 @@ private:
     bool has_metric_ = false;
     cl::Buffer modes_, metric_, active_list_, next_list_, report_, counter_, partial_;
     std::size_t partial_capacity_ = 0;  // bytes
+    // accumulate(): its positions, their slots 0 .. capacity - 1 and (range kernels) their sums
+    cl::Buffer queries_, query_list_, query_sums_;
+    Index query_capacity_ = 0;
     int last_segments_ = 1;
     // Pinned host memory for the step's report (3 · count ints) and read_modes (m · k floats),
     // allocated by set_modes so that the first step pays no allocation or page faults.

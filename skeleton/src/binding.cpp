@@ -10,8 +10,8 @@ Binding::~Binding() = default;
 
 double Binding::accumulate(const double*, Index, double*)
 {
-    throw NotSupported("this backend's binding does not expose partial sums (Binding::accumulate); the host "
-                       "backends (serial, openmp) do");
+    throw NotSupported("this backend's binding does not expose partial sums (Binding::accumulate); the library's "
+                       "backends (serial, openmp, opencl, cuda) do");
 }
 
 Index Binding::sum_width() const noexcept

@@ -41,6 +41,20 @@ timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dis
   --seeding all --mpi-strategy ring --threads 1 > dist-r.log || { cat dist-r.log; echo "mpirun cluster --mpi-strategy ring failed"; exit 1; }
 grep -q "method      ring" dist-r.log || { cat dist-r.log; echo "the ring did not run"; exit 1; }
 cmp one-t.csv dist-r.csv || { echo "ring: labels differ from one process's"; exit 1; }
+# the ring with opencl ranks (their partial sums from the OpenCL kernels), where OpenCL is usable:
+# one opencl process's labels, exact and truncated.
+if "$tool" backends | grep -q '^opencl *usable'; then
+  for k in "--exact" "--cutoff 3"; do
+    "$tool" cluster blobs.csv -o one-ocl.csv -b opencl --bandwidth 1 $k --seeding all --data-bin-size off -q > /dev/null \
+      || { echo "single opencl run ($k) failed"; exit 1; }
+    timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster blobs.csv -o dist-ocl.csv -b opencl --bandwidth 1 $k \
+      --seeding all --mpi-strategy ring > dist-ocl.log || { cat dist-ocl.log; echo "mpirun ring -b opencl ($k) failed"; exit 1; }
+    grep -q "method      ring" dist-ocl.log || { cat dist-ocl.log; echo "the ring did not run (opencl, $k)"; exit 1; }
+    cmp one-ocl.csv dist-ocl.csv || { echo "ring -b opencl ($k): labels differ from one process's"; exit 1; }
+  done
+else
+  echo "opencl not usable: the ring with opencl ranks is not run"
+fi
 
 # 1c. per-point bandwidths (the adaptive rule, computed by rank 0 on all the data, rows scattered
 #     with the points): both strategies give one process's labels.
