@@ -142,9 +142,11 @@ public:
     /// (Shared: one value) or S0_d = Σ_i e_i w_id (PerPoint: k values), e_i = exp(c_i − ½D²) the
     /// kernel weight of point i (0 beyond the cutoff); y'_d = S1_d / S0_d is then Alg. 3 line 20.
     /// Sums of disjoint point sets add up, which is what the MPI ring strategy relies on (docs/mpi.md).
-    /// Independent of set_modes(). Returns the (position, point) pairs visited (count × n without
-    /// a neighbour search). The host backends (serial, openmp) sum in float64; the default throws
-    /// NotSupported (the GPU backends do not expose their partial sums yet).
+    /// Independent of set_modes() (the modes set there are neither moved nor needed). Returns the
+    /// (position, point) pairs visited (count × n without a neighbour search). The host backends
+    /// (serial, openmp) sum in float64; the GPU backends (cuda, opencl) run their step's kernels, so
+    /// their sums are float32 terms accumulated in float32, converted to float64 here. The default
+    /// (a backend that does not override it) throws NotSupported.
     virtual double accumulate(const double* positions, Index count, double* sums);
     /// Columns per position of accumulate()'s sums: 1 + k (Shared) or 2k (PerPoint).
     Index sum_width() const noexcept;
