@@ -5,6 +5,8 @@
 #   highdim: `meanshift bench` (the CLI, default options) at k = 16..256, n = 262,144, one
 #            iteration, every point a seed, exact kernel: cuda and opencl by default and with
 #            pair_form=direct, beside the PyTorch peer (apps/bench/peers/torch_step.py) in the same call
+#   compare: the CLI default (cuda, exact, isotropic) of these binaries against gpu-carry/before
+#            (the previous release's binaries and library) and PyTorch, k = DIMS, same call
 #   photos / blobs: device_run_truncated.sh's segmentation and 1e6-blob runs
 source gpu-carry/tools/device-opencl-env.sh >/dev/null; export LD_LIBRARY_PATH=$PWD/gpu-carry/lib; B=gpu-carry/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
@@ -38,4 +40,14 @@ if [[ $mode == all || $mode == highdim ]]; then
     done
   done
   python3 apps/bench/peers/torch_step.py --n $N --dims $DIMS --reps 2
+fi
+if [[ $mode == compare ]]; then
+  X="--exact -q --iterations 1 -b cuda --kernel ${KERNEL:-isotropic}"
+  for rep in 1 2; do
+    for k in $DIMS; do
+      echo "k=$k after:  $($B/meanshift bench --n $N --dims $k $X 2>&1 | tail -1)"
+      echo "k=$k before: $(LD_LIBRARY_PATH=$PWD/gpu-carry/before/lib:$PWD/gpu-carry/lib gpu-carry/before/bin/meanshift bench --n $N --dims $k $X 2>&1 | tail -1)"
+    done
+  done
+  /opt/torch/.venv/bin/python3 apps/bench/peers/torch_step.py --n $N --dims $DIMS --reps 2
 fi

@@ -135,7 +135,7 @@ bool gemm_shape(const Topology& t, const GemmKernel& gk)
 /// explicit other topology keeps Alg. 3's kernels.
 bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
-    const GemmKernel gk = gemm_kernel(k, pp);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
     return k >= (truncated ? kGemmCrossoverTruncated : kGemmCrossover) && gemm_shape(t, gk);
@@ -144,7 +144,7 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
 Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
 {
     Plan p;
-    const GemmKernel gk = gemm_kernel(k, pp);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated);
     const bool gemm = gemm_chosen(o, t, k, pp, truncated);
     if (gemm && gk.fn) {
         p.gemm = true;
@@ -900,7 +900,7 @@ public:
         if (gemm_chosen(options_, req, k, pp, truncated)) {
             // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
-            const GemmKernel gk = gemm_kernel(k, pp);
+            const GemmKernel gk = gemm_kernel(k, pp, truncated);
             if (!gemm_shape(req, gk))
                 throw InvalidArgument("cuda backend: pair_form=gemm runs its own block shape (tau = " +
                                       std::to_string(gk.threads) + ", f_vppu = f_load = 4), requested " +

@@ -1,4 +1,5 @@
-// The GEMM form of the step (issue 11, docs/high-dimensional.md): for k above the crossover the
+// The GEMM form of the step (issue 11, docs/high-dimensional.md) in TF32, for the per-point model
+// and for the shared model above k = 128 (gemm_f16_kernel.cu runs the shared model up to 128): the
 // exponents of a block of modes against a tile of points come from tensor-core matrix products
 //   shared H:    −½|q − p|² = q·p − ½|q|² − ½|p|²
 //   per-point H: −½ Σ_d w_d (q_d − x_d)² = [q, −½q∘q]·[w∘x, w] − ½ Σ_d w_d x_d²
@@ -13,6 +14,7 @@
 // (hi·hi + hi·lo + lo·hi) for the exponents and for the sums E·P (weights split too), so the
 // products keep about float32 accuracy; coordinates are taken relative to the block's median mode
 // (the block centre c), which keeps the cancellation in q·p − ½|q|² − ½|p|² to the block's extent.
+#include "backends/cuda/gemm_common.cuh"
 #include "backends/cuda/kernel_params.hpp"
 
 #include <cstdint>
@@ -20,20 +22,14 @@
 namespace meanshift::cuda {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
+using gemm::ex2;
+using gemm::kLog2e;
 
 __device__ __forceinline__ std::uint32_t tf32(float x)
 {
     std::uint32_t r;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
     return r;
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
 }
 
 /// d += a · b for one m16n8k8 TF32 tile (a: 16 × 8 row-major fragment, b: 8 × 8 column fragment).
@@ -87,31 +83,12 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     const long long m0 = static_cast<long long>(blockIdx.x) * BM;
     const int bm = static_cast<int>(min(static_cast<long long>(BM), p.count - m0));
 
-    // The block centre: the per-dimension median of its modes (robust: a far mode, e.g. a seed
-    // without support, does not drag the centre away from the others, as a mean would). The raw
-    // modes are staged in ql first.
+    // The block centre (gemm::block_median); the raw modes are staged in ql first.
     float* raw = reinterpret_cast<float*>(ql);
     for (int j = warp; j < BM; j += S::warps)
         for (int d = lane; d < KP; d += 32) raw[j * LD + d] = (j < bm && d < k) ? p.queries[(m0 + j) * k + d] : 0.0f;
     __syncthreads();
-    for (int d = tid; d < KP; d += T) {
-        float med = 0.0f;
-        const int half = (bm - 1) / 2;  // the lower median: #{v < med} <= half < #{v <= med}
-        for (int i = 0; i < bm; ++i) {
-            const float v = raw[i * LD + d];
-            int less = 0, leq = 0;
-            for (int j = 0; j < bm; ++j) {
-                const float u = raw[j * LD + d];
-                less += u < v;
-                leq += u <= v;
-            }
-            if (less <= half && leq > half) {
-                med = v;
-                break;
-            }
-        }
-        centre[d] = med;
-    }
+    gemm::block_median(raw, LD, bm, KP, centre, tid, T);
     __syncthreads();
     // Modes, one warp a mode: q' = y − c split into TF32 hi + lo; per-point features [q', −½q'²].
     for (int j = warp; j < BM; j += S::warps) {
@@ -206,10 +183,8 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int pt = j0 + 8 * c + 2 * t + (e & 1);
-                    // log2 of exp(−½ D²) (≤ 0; cancellation may leave it slightly positive).
-                    float x = kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt];
-                    x = x <= 0.0f ? x : (x > 0.0f ? 0.0f : -INFINITY);  // NaN (inf − inf) -> no weight
-                    const float v = x < cut ? 0.0f : ex2(x + pc[pt]);
+                    const float x = gemm::pair_log2(kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt], cut);
+                    const float v = ex2(x + pc[pt]);
                     // Split too: rounding the weights alone to TF32 (±2^-12 each) moved modes by
                     // ~1e-4 bandwidths (H100, k = 16: 1.6e-4 against the float64 oracle).
                     w[c][e] = tf32(v);
@@ -285,8 +260,9 @@ GemmKernel entry()
 
 }  // namespace
 
-GemmKernel gemm_kernel(int k, bool per_point)
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated)
 {
+    if (!per_point && k <= 128) return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu
     const int f = per_point ? 2 * k : k;
     if (per_point) {
         if (f <= 16) return entry<16, true>();

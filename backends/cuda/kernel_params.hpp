@@ -100,8 +100,12 @@ struct GemmKernel {
     unsigned long smem = 0;
 };
 
-/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H).
-GemmKernel gemm_kernel(int k, bool per_point);
+/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H). The shared model up to k = 128
+/// runs the fp16 kernel (gemm_f16_kernel), the rest the TF32 one (gemm_kernel.cu). `truncated`:
+/// the launch masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test).
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated);
+/// The fp16 tensor-core kernel of the shared model, k ≤ 128 (gemm_f16_kernel.cu); empty above.
+GemmKernel gemm_f16_kernel(int k, bool truncated);
 
 /// Kernel entry points (nullptr when that combination is not instantiated).
 /// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block. `variant`
