@@ -107,56 +107,62 @@ __device__ __forceinline__ void stage_scalar(const GemmParams& p, long long t0, 
     }
 }
 
-/// The same for k % 4 == 0: 16-byte loads, all issued before the first is used (their latency
-/// overlaps), KF/4 consecutive threads per point, |p'|² reduced over them by shuffles.
+/// The same for k % 4 == 0: 16-byte loads, all of a batch issued before the first is used (their
+/// latency overlaps); KF/4 consecutive threads per point (a thread keeps its 4 dimensions q for the
+/// whole tile), |p'|² reduced over them by shuffles. (x − c)·s is one fma with c·s precomputed
+/// (s a power of two: exact as s·(x − c)), so |p'|² = |s p'|² / s².
 template <int KF, int NT, int LD, int T>
-__device__ __forceinline__ void stage_vec(const GemmParams& p, long long t0, long long p_end, const float* centre,
-                                          float s, __half* ph, __half* pl, float* pn, int tid)
+__device__ __forceinline__ void stage_vec(const GemmParams& p, long long t0, long long p_end, float4 cs, float s,
+                                          float pn_scale, __half* ph, __half* pl, float* pn, int tid)
 {
-    constexpr int C = KF / 4;                   // float4 chunks per point row (≤ 32: one warp)
-    constexpr int R = NT * C / T;               // chunks per thread
-    constexpr int B = R > 8 ? 8 : R;            // loaded together
-    const int k = p.k;
-    const float4* src = reinterpret_cast<const float4*>(p.points);
+    constexpr int C = KF / 4;      // float4 chunks per point row (≤ 32: within one warp)
+    constexpr int RS = T / C;      // rows per pass of the block
+    constexpr int R = NT / RS;     // passes (chunks per thread)
+    constexpr int B = R > 8 ? 8 : R;  // loaded together
+    const int k = p.k, q = tid % C, j0 = tid / C;
+    const bool in = 4 * q < k;
+    const long long k4 = k / 4;
+    const float4* src = reinterpret_cast<const float4*>(p.points) + (t0 + j0) * k4 + q;
 #pragma unroll
     for (int r0 = 0; r0 < R; r0 += B) {
         float4 v[B];
 #pragma unroll
         for (int r = 0; r < B; ++r) {
-            const int c = tid + (r0 + r) * T, j = c / C, q = c % C;
-            const long long i = t0 + j;
-            v[r] = (i < p_end && 4 * q < k) ? src[(i * k) / 4 + q] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            const bool ok = in && t0 + j0 + (r0 + r) * RS < p_end;
+            v[r] = ok ? src[(r0 + r) * RS * k4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
         }
 #pragma unroll
         for (int r = 0; r < B; ++r) {
-            const int c = tid + (r0 + r) * T, j = c / C, q = c % C;
-            const bool in = 4 * q < k;
-            const float4 cq = *reinterpret_cast<const float4*>(centre + 4 * q);
-            const float a = in ? v[r].x - cq.x : 0.0f, b = in ? v[r].y - cq.y : 0.0f;
-            const float e = in ? v[r].z - cq.z : 0.0f, f = in ? v[r].w - cq.w : 0.0f;
-            const float m = fmaxf(fmaxf(fabsf(a), fabsf(b)), fmaxf(fabsf(e), fabsf(f))) * s;
-            float nrm = m > 32768.0f ? INFINITY : a * a + b * b + e * e + f * f;
-            const float lim = 32768.0f;
+            const int j = j0 + (r0 + r) * RS;
+            float a = in ? fmaf(v[r].x, s, -cs.x) : 0.0f, b = in ? fmaf(v[r].y, s, -cs.y) : 0.0f;
+            float e = in ? fmaf(v[r].z, s, -cs.z) : 0.0f, f = in ? fmaf(v[r].w, s, -cs.w) : 0.0f;
+            const bool far = fmaxf(fmaxf(fabsf(a), fabsf(b)), fmaxf(fabsf(e), fabsf(f))) > 32768.0f;
+            float nrm = far ? INFINITY : a * a + b * b + e * e + f * f;
+            if (far) a = b = e = f = 0.0f;  // beyond every mode's reach (pn = +inf); finite for the sums
             uint2 hi, lo;
-            split2(fminf(fmaxf(a * s, -lim), lim), fminf(fmaxf(b * s, -lim), lim), hi.x, lo.x);
-            split2(fminf(fmaxf(e * s, -lim), lim), fminf(fmaxf(f * s, -lim), lim), hi.y, lo.y);
+            split2(a, b, hi.x, lo.x);
+            split2(e, f, hi.y, lo.y);
             *reinterpret_cast<uint2*>(ph + j * LD + 4 * q) = hi;
             *reinterpret_cast<uint2*>(pl + j * LD + 4 * q) = lo;
 #pragma unroll
             for (int off = 1; off < C; off *= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
-            if (q == 0) pn[j] = t0 + j < p_end ? 0.5f * kLog2e * nrm : INFINITY;
+            if (q == 0) pn[j] = t0 + j < p_end ? pn_scale * nrm : INFINITY;
         }
     }
 }
 
-/// KF = k padded to 16; WARPS warps of 16 modes; NT points per staged tile. Point rows are KF + 8
-/// halves apart (16 bytes of padding), which makes every ldmatrix phase free of bank conflicts.
+/// KF = k padded to 16; WARPS warps of MT × 16 modes; NT points per staged tile; weights scaled per
+/// group of 8·GT points. Point rows are KF + 8 halves apart (16 bytes of padding), which makes every
+/// ldmatrix phase free of bank conflicts. Shapes measured on an H200 (docs/high-dimensional.md):
+/// two m-tiles per warp halve the shared-memory loads per mma where the registers allow it.
 template <int KF>
 struct Shape {
-    static constexpr int warps = 8;
-    static constexpr int bm = 16 * warps;
+    static constexpr int mt = (KF == 16 || KF == 64) ? 2 : 1;  // m16 tiles of modes per warp
+    static constexpr int warps = KF == 64 ? 4 : 8;
+    static constexpr int blocks = KF >= 128 ? 1 : 2;            // per SM (__launch_bounds__)
+    static constexpr int bm = 16 * mt * warps;
     static constexpr int nt = 128;
-    static constexpr int gt = 4;           // n8 tiles of points per weight group
+    static constexpr int gt = mt == 2 ? 2 : 4;                   // n8 tiles of points per weight group
     static constexpr int ld = KF + 8;      // halves per staged point row
     static constexpr int raw_ld = KF + 4;  // floats per staged mode row (before the tiles)
     static constexpr unsigned long tiles = 2ul * nt * ld * sizeof(__half);  // P hi, P lo
@@ -167,11 +173,11 @@ struct Shape {
 };
 
 template <int KF, bool VEC, bool TRUNC>
-__global__ void __launch_bounds__(Shape<KF>::warps * 32, KF >= 128 ? 1 : 2) gemm_f16_t(const GemmParams p)
+__global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm_f16_t(const GemmParams p)
 {
     using S = Shape<KF>;
     constexpr int LD = S::ld, RL = S::raw_ld, BM = S::bm, NT = S::nt, W = S::warps, T = W * 32, KS = KF / 16;
-    constexpr int GT = S::gt;
+    constexpr int GT = S::gt, MT = S::mt;
     extern __shared__ __align__(16) unsigned char smem[];
     __half* ph = reinterpret_cast<__half*>(smem);
     __half* pl = ph + NT * LD;
@@ -215,45 +221,63 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, KF >= 128 ? 1 : 2) gemm
     frexpf(__uint_as_float(*qmax), &e2);  // max |q'| < 2^e2
     const float s = ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
+    float4 cs = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // c·s of this thread's 4 dimensions (stage_vec)
+    if (VEC) {
+        const int d = 4 * (tid % (KF / 4));
+        cs = make_float4(centre[d] * s, centre[d + 1] * s, centre[d + 2] * s, centre[d + 3] * s);
+    }
     const float inv_s = 1.0f / s;
 
-    // This warp's 16 modes as m16n8k16 A fragments (rows g, g + 8; columns 2t, 2t + 8 of each k-step).
-    const int r0 = warp * 16 + g;
-    std::uint32_t qh[KS][4], ql[KS][4];
+    // This warp's MT × 16 modes as m16n8k16 A fragments (rows g, g + 8 of each m-tile; columns
+    // 2t, 2t + 8 of each k-step).
+    const int rw = warp * 16 * MT + g;  // row g of the warp's first m-tile
+    std::uint32_t qh[MT][KS][4], ql[MT][KS][4];
+    float qa[MT], qb[MT];
 #pragma unroll
-    for (int ks = 0; ks < KS; ++ks)
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const float* src = raw + (r0 + (i & 1) * 8) * RL + ks * 16 + 2 * t + (i & 2) * 4;
-            split2(s * src[0], s * src[1], qh[ks][i], ql[ks][i]);
-        }
-    const float qa = qn[r0], qb = qn[r0 + 8];
+        for (int ks = 0; ks < KS; ++ks)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const float* src = raw + (rw + 16 * mt + (i & 1) * 8) * RL + ks * 16 + 2 * t + (i & 2) * 4;
+                split2(s * src[0], s * src[1], qh[mt][ks][i], ql[mt][ks][i]);
+            }
+        qa[mt] = qn[rw + 16 * mt];
+        qb[mt] = qn[rw + 16 * mt + 8];
+    }
 
     const long long per_slice = (p.n + gridDim.y - 1) / gridDim.y;
     const long long p_begin = blockIdx.y * per_slice;
     const long long p_end = min(p.n, p_begin + per_slice);
 
-    float acc[KF / 8][4];
+    float acc[MT][KF / 8][4];
+    float rs0[MT], rs1[MT];  // S0 of rows g and g + 8 of each m-tile (this thread's share)
 #pragma unroll
-    for (int i = 0; i < KF / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-    float rs0 = 0.0f, rs1 = 0.0f;  // S0 of rows g and g + 8 (this thread's share)
+    for (int mt = 0; mt < MT; ++mt) {
+        rs0[mt] = rs1[mt] = 0.0f;
+#pragma unroll
+        for (int i = 0; i < KF / 8; ++i) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.0f;
+    }
     const float cut = p.cut_log2;
 
     for (long long t0 = p_begin; t0 < p_end; t0 += NT) {
         __syncthreads();  // the previous tile (or the staged modes) is consumed
         if (VEC)
-            stage_vec<KF, NT, LD, T>(p, t0, p_end, centre, s, ph, pl, pn, tid);
+            stage_vec<KF, NT, LD, T>(p, t0, p_end, cs, s, 0.5f * kLog2e / (s * s), ph, pl, pn, tid);
         else
             stage_scalar<KF, NT, LD, W>(p, t0, p_end, centre, s, ph, pl, pn, warp, lane);
         __syncthreads();
 
-        // This warp: 16 modes × NT points in groups of 8·GT (GT n8 tiles of exponents = GT/2 k16
-        // steps of the sums), each group with its own weight scale.
+        // This warp: MT·16 modes × NT points in groups of 8·GT (GT n8 tiles of exponents = GT/2 k16
+        // steps of the sums), each group with its own weight scale per mode. Each point fragment
+        // loaded from shared memory serves the MT m-tiles.
 #pragma unroll 1
         for (int j0 = 0; j0 < NT; j0 += 8 * GT) {
-            float x[GT][4];
+            float x[MT][GT][4];
 #pragma unroll
-            for (int h = 0; h < GT; ++h) x[h][0] = x[h][1] = x[h][2] = x[h][3] = 0.0f;
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int h = 0; h < GT; ++h) x[mt][h][0] = x[mt][h][1] = x[mt][h][2] = x[mt][h][3] = 0.0f;
             // Exponents: matrices 0/1 = P hi (dims +0, +8), 2/3 = P lo, rows = the 8 points of tile h.
             const __half* rowp = ((lane & 16) ? pl : ph) + (j0 + (lane & 7)) * LD + (lane & 8);
 #pragma unroll
@@ -262,91 +286,113 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, KF >= 128 ? 1 : 2) gemm
                 for (int h = 0; h < GT; ++h) {
                     std::uint32_t b[4];
                     ldsm4<false>(b, rowp + h * 8 * LD + ks * 16);
-                    mma(x[h], ql[ks], b[0], b[1]);
-                    mma(x[h], qh[ks], b[2], b[3]);
-                    mma(x[h], qh[ks], b[0], b[1]);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma(x[mt][h], ql[mt][ks], b[0], b[1]);
+                        mma(x[mt][h], qh[mt][ks], b[2], b[3]);
+                        mma(x[mt][h], qh[mt][ks], b[0], b[1]);
+                    }
                 }
-            // log2 weights; x[h][e]: row g (e < 2) or g + 8, point j0 + 8h + 2t + (e & 1).
-            float ma = -INFINITY, mb = -INFINITY;
+            // log2 weights up to the row's −L·½|q'|², which only scales the group (applied in fa, fb);
+            // x[mt][h][e]: row g (e < 2) or g + 8, point j0 + 8h + 2t + (e & 1). No NaN: the fp16
+            // operands are finite and pn = +inf gives −inf.
+            float fa[MT], fb[MT];
+            std::uint32_t eh[MT][GT / 2][4], el[MT][GT / 2][4];
 #pragma unroll
-            for (int h = 0; h < GT; ++h)
+            for (int mt = 0; mt < MT; ++mt) {
+                float ma = -INFINITY, mb = -INFINITY;
 #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    // ≤ 0 up to the cancellation (a slightly positive value only scales its group
-                    // by slightly more than 1); no NaN: the fp16 operands are finite and pn = +inf
-                    // gives −inf.
-                    float v = fmaf(dot_scale, x[h][e], -(e < 2 ? qa : qb)) - pn[j0 + 8 * h + 2 * t + (e & 1)];
-                    if (TRUNC) v = v < cut ? -INFINITY : v;
-                    x[h][e] = v;
-                    if (e < 2) ma = fmaxf(ma, v);
-                    else mb = fmaxf(mb, v);
+                for (int h = 0; h < GT; ++h) {
+                    const float2 pn2 = *reinterpret_cast<const float2*>(pn + j0 + 8 * h + 2 * t);
+#pragma unroll
+                    for (int e = 0; e < 4; ++e) {
+                        float v = fmaf(dot_scale, x[mt][h][e], -((e & 1) ? pn2.y : pn2.x));
+                        if (TRUNC) v = v - (e < 2 ? qa[mt] : qb[mt]) < cut ? -INFINITY : v;
+                        x[mt][h][e] = v;
+                        if (e < 2) ma = fmaxf(ma, v);
+                        else mb = fmaxf(mb, v);
+                    }
                 }
-            ma = quad_max(ma);
-            mb = quad_max(mb);
-            if (ma == -INFINITY) ma = 0.0f;  // no weight in this group: every e is 0
-            if (mb == -INFINITY) mb = 0.0f;
-            // Weights relative to the group's largest (≤ 1) as A fragments of the sums: the C layout
-            // of two exponent tiles is the A layout of a 16 × 16 tile (no shuffle). Scaling per group
-            // (not by a running maximum) keeps fp16's flush below 2^-24 relative to these 8·GT points.
-            std::uint32_t eh[GT / 2][4], el[GT / 2][4];
-            float sa = 0.0f, sb = 0.0f;
+                ma = quad_max(ma);
+                mb = quad_max(mb);
+                // A slightly positive log2 weight (cancellation) only scales its group by slightly more than 1.
+                fa[mt] = ma == -INFINITY ? 0.0f : ex2(ma - qa[mt]);
+                fb[mt] = mb == -INFINITY ? 0.0f : ex2(mb - qb[mt]);
+                if (ma == -INFINITY) ma = 0.0f;  // no weight in this group: every e is 0
+                if (mb == -INFINITY) mb = 0.0f;
+                // Weights relative to the group's largest (≤ 1) as A fragments of the sums: the C
+                // layout of two exponent tiles is the A layout of a 16 × 16 tile (no shuffle).
+                // Scaling per group (not by a running maximum) keeps fp16's flush below 2^-24
+                // relative to these 8·GT points.
+                float sa = 0.0f, sb = 0.0f;
 #pragma unroll
-            for (int h = 0; h < GT; ++h) {
-                const float e0 = ex2(x[h][0] - ma), e1 = ex2(x[h][1] - ma);
-                const float e2w = ex2(x[h][2] - mb), e3 = ex2(x[h][3] - mb);
-                sa += e0 + e1;
-                sb += e2w + e3;
-                split2(e0, e1, eh[h / 2][2 * (h % 2)], el[h / 2][2 * (h % 2)]);
-                split2(e2w, e3, eh[h / 2][2 * (h % 2) + 1], el[h / 2][2 * (h % 2) + 1]);
+                for (int h = 0; h < GT; ++h) {
+                    const float e0 = ex2(x[mt][h][0] - ma), e1 = ex2(x[mt][h][1] - ma);
+                    const float e2w = ex2(x[mt][h][2] - mb), e3 = ex2(x[mt][h][3] - mb);
+                    sa += e0 + e1;
+                    sb += e2w + e3;
+                    split2(e0, e1, eh[mt][h / 2][2 * (h % 2)], el[mt][h / 2][2 * (h % 2)]);
+                    split2(e2w, e3, eh[mt][h / 2][2 * (h % 2) + 1], el[mt][h / 2][2 * (h % 2) + 1]);
+                }
+                rs0[mt] += fa[mt] * sa;
+                rs1[mt] += fb[mt] * sb;
             }
-            const float fa = ex2(ma), fb = ex2(mb);
-            rs0 += fa * sa;
-            rs1 += fb * sb;
-            // Sums: acc (16 × KF) += 2^m · E (16 × 8GT) · P (8GT × KF); matrices 0/1 = P hi of points
-            // +0 / +8 transposed, 2/3 = P lo.
+            // Sums: acc (16 × KF) += 2^m · E (16 × 8GT) · P (8GT × KF) per m-tile; matrices 0/1 = P hi
+            // of points +0 / +8 transposed, 2/3 = P lo.
             const __half* colp = ((lane & 16) ? pl : ph) + (j0 + (lane & 15)) * LD;
 #pragma unroll
             for (int nn = 0; nn < KF / 8; ++nn) {
-                float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+                float c[MT][4];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) c[mt][0] = c[mt][1] = c[mt][2] = c[mt][3] = 0.0f;
 #pragma unroll
                 for (int kg = 0; kg < GT / 2; ++kg) {
                     std::uint32_t b[4];
                     ldsm4<true>(b, colp + kg * 16 * LD + nn * 8);
-                    mma(c, el[kg], b[0], b[1]);
-                    mma(c, eh[kg], b[2], b[3]);
-                    mma(c, eh[kg], b[0], b[1]);
+#pragma unroll
+                    for (int mt = 0; mt < MT; ++mt) {
+                        mma(c[mt], el[mt][kg], b[0], b[1]);
+                        mma(c[mt], eh[mt][kg], b[2], b[3]);
+                        mma(c[mt], eh[mt][kg], b[0], b[1]);
+                    }
                 }
-                acc[nn][0] += fa * c[0];
-                acc[nn][1] += fa * c[1];
-                acc[nn][2] += fb * c[2];
-                acc[nn][3] += fb * c[3];
+#pragma unroll
+                for (int mt = 0; mt < MT; ++mt) {
+                    acc[mt][nn][0] += fa[mt] * c[mt][0];
+                    acc[mt][nn][1] += fa[mt] * c[mt][1];
+                    acc[mt][nn][2] += fb[mt] * c[mt][2];
+                    acc[mt][nn][3] += fb[mt] * c[mt][3];
+                }
             }
         }
     }
 
     // Row sums over the quad (the vPPU reduction), then S0 and S1 relative to the mode.
-    for (int off = 1; off < 4; off *= 2) {
-        rs0 += __shfl_xor_sync(0xffffffffu, rs0, off);
-        rs1 += __shfl_xor_sync(0xffffffffu, rs1, off);
-    }
     const int stride = k + 1;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int row = r0 + 8 * half;
-        if (row >= bm) continue;
-        const long long q = m0 + row;
-        float* out = p.acc + q * stride;
-        const float rs = half ? rs1 : rs0;
-        if (t == 0) atomicAdd(out, rs);
+    for (int mt = 0; mt < MT; ++mt) {
+        for (int off = 1; off < 4; off *= 2) {
+            rs0[mt] += __shfl_xor_sync(0xffffffffu, rs0[mt], off);
+            rs1[mt] += __shfl_xor_sync(0xffffffffu, rs1[mt], off);
+        }
 #pragma unroll
-        for (int nn = 0; nn < KF / 8; ++nn)
+        for (int half = 0; half < 2; ++half) {
+            const int row = rw + 16 * mt + 8 * half;
+            if (row >= bm) continue;
+            const long long q = m0 + row;
+            float* out = p.acc + q * stride;
+            const float rs = half ? rs1[mt] : rs0[mt];
+            if (t == 0) atomicAdd(out, rs);
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = nn * 8 + 2 * t + e;
-                if (col >= k) continue;
-                const float yd = p.queries[q * k + col] - centre[col];
-                atomicAdd(out + 1 + col, acc[nn][2 * half + e] * inv_s - yd * rs);
-            }
+            for (int nn = 0; nn < KF / 8; ++nn)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int col = nn * 8 + 2 * t + e;
+                    if (col >= k) continue;
+                    const float yd = p.queries[q * k + col] - centre[col];
+                    atomicAdd(out + 1 + col, acc[mt][nn][2 * half + e] * inv_s - yd * rs);
+                }
+        }
     }
 }
 
