@@ -156,12 +156,36 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
                           const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {},
                           const std::function<bool(const double*)>& settled = {});
 
+/// How the ring splits a travelling block of modes into chunks (ring.cpp): a block of a modes goes
+/// as ceil(a / rows) chunks of `rows` modes (the last one shorter), rows = ceil(a / c) rounded up to
+/// a multiple of `granule`, c = a / min_rows clamped to [1, max_chunks]; a chunk never exceeds
+/// 2^31 − 1 doubles (one MPI message). The owner of a block chooses its layout and the ranks learn it
+/// with the block sizes, so ranks with other settings still agree on every message.
+struct RingChunks {
+    Index min_rows = 2048;  ///< a chunk carries at least this many modes (unless the block is smaller)
+    int max_chunks = 8;     ///< chunks per block at most: the pipeline's depth
+    /// Chunk boundaries at multiples of it: the host kernels' blocks of modes (openmp: up to 32) then
+    /// fall as in one call for the whole block, so a mode's sums do not depend on the chunking.
+    Index granule = 64;
+    int fail_rank = -1;  ///< tests only: this rank throws in its sums at hop min(1, R − 1) of the first iteration
+};
+
+/// The ring's chunking (internal; tests force small chunks and an injected failure with it). Not
+/// thread-safe: set it before the collective call.
+RingChunks& ring_chunks();
+
+/// Modes per chunk for a block of `count` modes of `row` doubles each (0 for an empty block).
+Index ring_chunk_rows(Index count, std::size_t row, const RingChunks& c);
+
 /// Collective: the ring strategy's ascent (ring.cpp, docs/mpi.md) of this rank's queries (nullptr:
 /// its own rows) over all ranks' points, each rank's points bound on its own backend. `scale`:
 /// one process's prepared units, in which the shifts meet the tolerance; `weights` this rank's
 /// sample weights or nullptr; `settled` as in domain_ascent. Every bandwidth model but the
 /// exponential-last one (checked by the caller); a backend without Binding::accumulate throws
-/// NotSupported on every rank.
+/// NotSupported on every rank. Each hop is pipelined: the block travels in chunks (RingChunks), a
+/// chunk sent on (MPI_Isend) as soon as its sums are added while the next chunks arrive (MPI_Irecv
+/// posted a hop ahead); a rank whose sums throw keeps passing the chunks on and every rank throws
+/// DistributedError at the end of that iteration.
 LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                         const std::vector<double>& scale, const MatrixF* queries,
                         const std::function<bool(const double*)>& settled);

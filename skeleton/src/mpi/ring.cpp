@@ -3,10 +3,21 @@
 // their partial sums [S0 | S1] (Binding::accumulate), pass once around the ring of ranks: at each
 // stop the host adds the sums over its points; back home after R hops they hold Alg. 3's sums over
 // all n points, and the owner moves them (y' = S1 / S0) and tests convergence (Alg. 5), exactly as
-// one process does. Point-to-point MPI_Sendrecv to the next rank; an agreement after every hop, so
-// a rank that fails ends every rank (never a hang). Sums from different ranks must share one scale:
-// each rank's prepared log-weights (per-point H_i, sample weights) are shifted by its own largest
-// one, so its sums are brought to the shift one process uses (the largest over all points) first.
+// one process does. Sums from different ranks must share one scale: each rank's prepared
+// log-weights (per-point H_i, sample weights) are shifted by its own largest one, so its sums are
+// brought to the shift one process uses (the largest over all points) first.
+//
+// A hop is pipelined, as all-pairs N-body codes pass their particles: the travelling block goes in
+// chunks (RingChunks, common.hpp); a rank waits for chunk j of the block it holds (MPI_Irecv posted
+// a hop ahead), adds its sums to it and sends it on (MPI_Isend) at once, so that while it works on
+// chunk j + 1, chunk j is on its way to the next rank and chunk j + 2 is arriving from the previous
+// one; a chunk may run a whole hop ahead of the next. The block sizes (and each owner's chunk
+// layout) are allgathered at the start of the iteration, so no size travels with the data and the
+// pattern of messages is fixed before any sum is made. Every mode still gets the same sums added in
+// the same (hop) order, so the results equal the unpipelined ring's bit for bit. A rank whose sums
+// throw keeps passing the chunks on (its sums no longer matter) and the ranks agree once at the end
+// of the iteration: every rank throws DistributedError with its reason, none waits for a chunk
+// that never comes.
 #include "common.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -19,6 +30,24 @@
 #include <vector>
 
 namespace meanshift::mpi::detail {
+
+RingChunks& ring_chunks()
+{
+    static RingChunks chunks;
+    return chunks;
+}
+
+Index ring_chunk_rows(Index count, std::size_t row, const RingChunks& c)
+{
+    if (count <= 0) return 0;
+    const Index granule = std::max<Index>(1, c.granule);
+    const Index chunks = std::clamp<Index>(count / std::max<Index>(1, c.min_rows), 1, std::max(1, c.max_chunks));
+    Index rows = (count + chunks - 1) / chunks;
+    rows = (rows + granule - 1) / granule * granule;
+    const Index cap = std::max<Index>(1, static_cast<Index>(INT_MAX / std::max<std::size_t>(1, row)));  // one message
+    if (rows > cap) rows = cap >= granule ? cap / granule * granule : cap;
+    return std::min(rows, count);
+}
 
 LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                         const std::vector<double>& scale, const MatrixF* queries,
@@ -47,6 +76,11 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     std::vector<double> var(ku), reach(ku, 0.0);
     double top_c = -std::numeric_limits<double>::infinity();  // this rank's largest c_i
     double rank_offset = 0;  // its prepared log-weights minus the true ones (all rows alike)
+    // The largest block that will travel (active sets only shrink): three rotating buffers of it
+    // (the block summed here, the next hop's block arriving, the last hop's block still being sent).
+    long long largest_block = queries ? queries->rows() : local.rows();
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest_block, 1, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce (block size)");
+    std::vector<double> buffers[3];
     agree(comm, attempt([&] {
         std::vector<double> x(ku);
         for (Index i = 0; i < local.rows(); ++i) {
@@ -60,6 +94,9 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
             if (weights) c += weights[i] > 0 ? std::log(static_cast<double>(weights[i])) : -1e4;
             top_c = std::max(top_c, c);
         }
+        const std::size_t row_values = ku + static_cast<std::size_t>(width);
+        for (int b = 0; b < (size > 1 ? 3 : 1); ++b)
+            buffers[b].resize(static_cast<std::size_t>(largest_block) * row_values);
         if (local.rows() == 0) return;  // contributes no sums
         clusterer.emplace(bind_options);
         const MatrixF seed = local.topRows(1);
@@ -140,11 +177,11 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     std::vector<double> local_pos, local_sums;
     std::vector<Index> near;
     double pairs = 0;
-    auto add_sums = [&](std::vector<double>& block, Index count) {
+    auto add_sums = [&](double* block, Index count) {
         if (!clusterer || count == 0) return;
         near.clear();
         for (Index j = 0; j < count; ++j)
-            if (reaches(block.data() + static_cast<std::size_t>(j) * row)) near.push_back(j);
+            if (reaches(block + static_cast<std::size_t>(j) * row)) near.push_back(j);
         const Index c = static_cast<Index>(near.size());
         if (c == 0) return;
         local_pos.resize(static_cast<std::size_t>(c) * ku);
@@ -159,7 +196,7 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
         // so S0_d = unit_d² S0'_d (per point) and S1_d = unit_d S1'_d + centre_d S0_d.
         for (Index i = 0; i < c; ++i) {
             const double* sm = local_sums.data() + static_cast<std::size_t>(i) * static_cast<std::size_t>(width);
-            double* acc = block.data() + static_cast<std::size_t>(near[std::size_t(i)]) * row + ku;
+            double* acc = block + static_cast<std::size_t>(near[std::size_t(i)]) * row + ku;
             if (per_point) {
                 for (int d = 0; d < k; ++d) {
                     const double u = unit[std::size_t(d)];
@@ -175,48 +212,104 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     };
 
     const auto t_ascent = Clock::now();
-    double seconds_pass = 0;
-    std::vector<double> block, incoming;
+    const RingChunks chunking = ring_chunks();
+    double seconds_pass = 0;  // blocked in the ring's communication (what the sums did not hide)
+    // Per rank: its block's size and the rows of its chunks, allgathered each iteration.
+    std::vector<long long> layout(2 * static_cast<std::size_t>(size));
+    std::vector<MPI_Request> sends[3], recvs[3];
+    auto wait_all = [&](std::vector<MPI_Request>& requests, const char* what) {
+        if (requests.empty()) return;
+        const auto t = Clock::now();
+        check_mpi(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), what);
+        requests.clear();
+        seconds_pass += since(t);
+    };
+    // The chunks of rank `owner`'s block: chunk j holds modes [j · rows, min((j + 1) · rows, count)).
+    auto chunks_of = [&](int owner, Index& count, Index& rows) {
+        count = static_cast<Index>(layout[2 * static_cast<std::size_t>(owner)]);
+        rows = static_cast<Index>(layout[2 * static_cast<std::size_t>(owner) + 1]);
+        return rows > 0 ? (count + rows - 1) / rows : Index(0);
+    };
+    constexpr int kTag = 15;  // every chunk: they match in the order sent (MPI's non-overtaking rule)
     int iterations = 0;
     for (int it = 0; it < max_it; ++it) {
-        long long alive = static_cast<long long>(active.size());
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, &alive, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (active modes)");
+        const Index count = static_cast<Index>(active.size());
+        long long mine[2] = {static_cast<long long>(count), static_cast<long long>(ring_chunk_rows(count, row, chunking))};
+        check_mpi(MPI_Allgather(mine, 2, MPI_LONG_LONG, layout.data(), 2, MPI_LONG_LONG, comm),
+                  "MPI_Allgather (ring: block sizes)");
+        long long alive = 0;
+        for (int r = 0; r < size; ++r) alive += layout[2 * static_cast<std::size_t>(r)];
         if (alive == 0) break;
         ++iterations;
         // The block of this rank's active modes: positions and zeroed sums.
-        Index count = static_cast<Index>(active.size());
-        block.assign(static_cast<std::size_t>(count) * row, 0.0);
+        double* own = buffers[0].data();
+        std::fill_n(own, static_cast<std::size_t>(count) * row, 0.0);
         for (Index j = 0; j < count; ++j)
             std::copy_n(pos.data() + static_cast<std::size_t>(active[static_cast<std::size_t>(j)]) * ku, ku,
-                        block.data() + static_cast<std::size_t>(j) * row);
-        // R stops: the sums here, then on to the next rank; after the R-th pass the block is home.
-        for (int hop = 0; hop < size; ++hop) {
-            agree(comm, attempt([&] { add_sums(block, count); }));
-            if (size == 1) break;
-            const auto t_pass = Clock::now();
-            long long send_count = count, recv_count = 0;
-            check_mpi(MPI_Sendrecv(&send_count, 1, MPI_LONG_LONG, next, 0, &recv_count, 1, MPI_LONG_LONG, prev, 0, comm,
-                                   MPI_STATUS_IGNORE),
-                      "MPI_Sendrecv (ring: block size)");
-            incoming.resize(static_cast<std::size_t>(recv_count) * row);
-            const long long send_values = send_count * static_cast<long long>(row),
-                            recv_values = recv_count * static_cast<long long>(row);
-            agree(comm, attempt([&] {
-                if (send_values > INT_MAX || recv_values > INT_MAX)
-                    throw Error("ring strategy: a block of more than 2^31 - 1 values (use more ranks)");
-            }));
-            check_mpi(MPI_Sendrecv(block.data(), static_cast<int>(send_values), MPI_DOUBLE, next, 1, incoming.data(),
-                                   static_cast<int>(recv_values), MPI_DOUBLE, prev, 1, comm, MPI_STATUS_IGNORE),
-                      "MPI_Sendrecv (ring: modes and sums)");
-            block.swap(incoming);
-            count = static_cast<Index>(recv_count);
-            seconds_pass += since(t_pass);
+                        own + static_cast<std::size_t>(j) * row);
+        std::exception_ptr failed;
+        auto sums_of = [&](double* chunk, Index rows, int hop, Index j) {
+            if (failed) return;  // this iteration ends in an error anyway: only pass the chunks on
+            failed = attempt([&] {
+                if (chunking.fail_rank == rank && it == 0 && hop == std::min(1, size - 1) && j == 0)
+                    throw Error("ring strategy: failure injected by the test hook");
+                add_sums(chunk, rows);
+            });
+        };
+        const double* home = own;
+        if (size == 1) {
+            sums_of(own, count, 0, 0);
+        } else {
+            // Hop h: the block of rank (rank − h) mod R, in buffers[h % 3]; hop R is the own block, home.
+            auto owner_at = [&](int hop) { return (rank - hop % size + size) % size; };
+            auto post_receives = [&](int hop) {
+                std::vector<MPI_Request>& reqs = recvs[hop % 3];
+                wait_all(sends[hop % 3], "MPI_Waitall (ring: a buffer's sends)");  // hop − 3's chunks leave it
+                Index c = 0, rows = 0;
+                const Index n_chunks = chunks_of(owner_at(hop), c, rows);
+                reqs.resize(static_cast<std::size_t>(n_chunks));
+                for (Index j = 0; j < n_chunks; ++j) {
+                    const Index first = j * rows, len = std::min(rows, c - first);
+                    check_mpi(MPI_Irecv(buffers[hop % 3].data() + static_cast<std::size_t>(first) * row,
+                                        static_cast<int>(static_cast<std::size_t>(len) * row), MPI_DOUBLE, prev, kTag,
+                                        comm, &reqs[static_cast<std::size_t>(j)]),
+                              "MPI_Irecv (ring: a chunk)");
+                }
+            };
+            for (int hop = 0; hop < size; ++hop) {
+                post_receives(hop + 1);  // the next hop's chunks arrive while this hop's are summed
+                double* block = buffers[hop % 3].data();
+                Index c = 0, rows = 0;
+                const Index n_chunks = chunks_of(owner_at(hop), c, rows);
+                std::vector<MPI_Request>& out_reqs = sends[hop % 3];
+                out_reqs.resize(static_cast<std::size_t>(n_chunks));
+                for (Index j = 0; j < n_chunks; ++j) {
+                    const Index first = j * rows, len = std::min(rows, c - first);
+                    double* chunk = block + static_cast<std::size_t>(first) * row;
+                    if (hop > 0) {
+                        const auto t = Clock::now();
+                        check_mpi(MPI_Wait(&recvs[hop % 3][static_cast<std::size_t>(j)], MPI_STATUS_IGNORE),
+                                  "MPI_Wait (ring: a chunk)");
+                        seconds_pass += since(t);
+                    }
+                    sums_of(chunk, len, hop, j);
+                    check_mpi(MPI_Isend(chunk, static_cast<int>(static_cast<std::size_t>(len) * row), MPI_DOUBLE, next,
+                                        kTag, comm, &out_reqs[static_cast<std::size_t>(j)]),
+                              "MPI_Isend (ring: a chunk)");
+                }
+                recvs[hop % 3].clear();  // all completed by the waits above
+            }
+            wait_all(recvs[size % 3], "MPI_Waitall (ring: the block home)");
+            for (auto& s : sends) wait_all(s, "MPI_Waitall (ring: the last chunks)");
+            home = buffers[size % 3].data();
         }
+        // One agreement per iteration, after every message of the ring has completed.
+        agree(comm, failed);
         // Home again: Alg. 3 line 20 and Alg. 5 for each of this rank's active modes.
         std::vector<Index> still;
         for (Index j = 0; j < count; ++j) {
             const Index q = active[static_cast<std::size_t>(j)];
-            const double* b = block.data() + static_cast<std::size_t>(j) * row;
+            const double* b = home + static_cast<std::size_t>(j) * row;
             double* y = pos.data() + static_cast<std::size_t>(q) * ku;
             ++out.iterations[static_cast<std::size_t>(q)];
             const double* s0 = b + ku;
