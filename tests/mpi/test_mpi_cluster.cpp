@@ -5,6 +5,8 @@
 //                                   Auto's choice; the exact kernel refused for it on every rank
 //   test_mpi_cluster weights        sample weights, both strategies: the same labels as one process's
 //                                   weighted run; weights on some ranks only -> error on every rank
+//   test_mpi_cluster ring_chunks    the pipelined ring with several chunks per hop: bit for bit the
+//                                   one-chunk ring's results, one process's labels; a failing rank ends all
 //   test_mpi_cluster ring_opencl    the ring with opencl ranks (their partial sums from the OpenCL kernels)
 //                                   against one process on opencl; exit code 77 (skipped) without OpenCL
 //   test_mpi_cluster perpoint       per-point H_i (the paper's model) in both strategies, and Sec. IV's
@@ -249,10 +251,162 @@ bool test_ring()
     return all_ranks(matches(ref_pp, rp, first, count, "ring per-point + weights, serial", 1e-5));
 }
 
+// Every rank's result equal bit for bit (labels, modes, iterations) to `one` (the same ring run with
+// one chunk per hop).
+bool same_bits(const meanshift::mpi::DistributedResult& one, const meanshift::mpi::DistributedResult& r,
+               const std::string& name)
+{
+    if (r.labels != one.labels || r.iterations != one.iterations || r.cluster_sizes != one.cluster_sizes)
+        return fail(name + ": labels, iterations or cluster sizes differ from the one-chunk ring's");
+    if (r.modes.rows() != one.modes.rows() || r.modes != one.modes)
+        return fail(name + ": modes differ from the one-chunk ring's (by " +
+                    std::to_string((r.modes - one.modes).cwiseAbs().maxCoeff()) + ")");
+    if (r.centres != one.centres) return fail(name + ": centres differ from the one-chunk ring's");
+    return true;
+}
+
+// Runs `call` (a ring run) with one chunk per hop and with `chunks` (detail::ring_chunks(), the
+// internal hook; restored afterwards); checks that this rank's first block (`modes` modes of `row`
+// doubles) goes in at least 2 chunks and that the results are the same bit for bit. Returns the
+// check and the chunked run's result.
+template <class F>
+std::pair<bool, meanshift::mpi::DistributedResult> chunked_vs_one(const meanshift::mpi::detail::RingChunks& chunks,
+                                                                  meanshift::Index modes, std::size_t row,
+                                                                  const std::string& name, F&& call)
+{
+    auto& hook = meanshift::mpi::detail::ring_chunks();
+    const meanshift::mpi::detail::RingChunks defaults = hook;
+    meanshift::mpi::detail::RingChunks single;
+    single.max_chunks = 1;
+    hook = single;
+    const auto one = call();
+    hook = chunks;
+    const auto r = call();
+    hook = defaults;
+    const meanshift::Index rows = meanshift::mpi::detail::ring_chunk_rows(modes, row, chunks);
+    const meanshift::Index pieces = rows > 0 ? (modes + rows - 1) / rows : 0;
+    std::printf("[rank %d] %s: %lld modes in %lld chunks of %lld\n", rank_, name.c_str(), static_cast<long long>(modes),
+                static_cast<long long>(pieces), static_cast<long long>(rows));
+    if (pieces < 2) return {fail(name + ": fewer than 2 chunks per hop"), r};
+    return {same_bits(one, r, name), r};
+}
+
+// The pipelined ring (each hop's block in chunks, MPI_Isend / MPI_Irecv) with several chunks per hop,
+// forced through the internal hook detail::ring_chunks(): serial with chunks of 7 modes (no alignment:
+// its sums are per mode), openmp with chunks of 64 (the default granule, so its SIMD blocks of modes
+// fall as in one call). Exact and cutoff 3, every point a seed; bin seeding; per-point H_i with
+// weights. Each result equals the same run with one chunk per hop bit for bit, and one process's
+// labels and cluster sizes (modes within 1e-5 on serial, 5e-3 on openmp, as test_ring). The default
+// chunking on blocks of 4,096-6,145 modes (2-3 chunks of at least 2,048), and a rank that throws
+// while chunks are in flight: every rank gets its error, no hang.
+bool test_ring_chunks()
+{
+    using meanshift::mpi::detail::RingChunks;
+    auto& hook = meanshift::mpi::detail::ring_chunks();
+    const RingChunks defaults = hook;
+    const meanshift::Index n = 601;
+    const meanshift::MatrixF all = blobs(n);
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    const meanshift::MatrixF mine = all.middleRows(first, count);
+    const Eigen::Ref<const meanshift::MatrixF> seeds(all);
+    RingChunks tiny;  // serial: 7 modes per chunk, unaligned
+    tiny.min_rows = 7;
+    tiny.max_chunks = 1000;
+    tiny.granule = 1;
+    RingChunks aligned;  // openmp: 64 modes per chunk (the granule)
+    aligned.min_rows = 64;
+    aligned.max_chunks = 1000;
+    for (const char* backend : {"serial", "openmp"})
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            meanshift::Options opt = options();
+            opt.backend = backend;
+            opt.cutoff = cut;
+            if (!std::isfinite(cut)) opt.exact = true;
+            const bool serial = std::string(backend) == "serial";
+            const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
+            const std::string name = std::string("ring chunks ") + backend + (std::isfinite(cut) ? " cutoff 3" : " exact");
+            auto [ok, r] = chunked_vs_one(serial ? tiny : aligned, count, 5, name, [&] {
+                return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
+            });
+            if (!all_ranks(ok && matches(ref, r, first, count, name, serial ? 1e-5 : 5e-3))) return false;
+        }
+    // Bin seeding (no refinement, no data binning): the seeds' blocks in chunks of 7.
+    meanshift::Options binned = options();
+    binned.backend = "serial";
+    binned.seeding = meanshift::Seeding::Bins;
+    binned.refine_boundaries = false;
+    binned.data_bin_size = -1;
+    binned.bin_size = 0.25;  // enough seeds for several chunks per rank
+    const meanshift::Result ref_bins = meanshift::cluster(all, binned);
+    {
+        meanshift::Index s_first = 0, s_count = 0;
+        share(ref_bins.seed_count, s_first, s_count);  // the seeds' split over the ranks
+        auto [ok, r] = chunked_vs_one(tiny, s_count, 5, "ring chunks bins", [&] {
+            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, binned, meanshift::mpi::Strategy::Ring);
+        });
+        if (!all_ranks(ok && matches(ref_bins, r, first, count, "ring chunks bins", 1e-5))) return false;
+    }
+    // Per-point H_i with sample weights (3k doubles per mode), serial, cutoff 3.
+    meanshift::MatrixD H(n, 2);
+    std::vector<float> w(static_cast<std::size_t>(n));
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
+        H(i, 0) = sg;
+        H(i, 1) = 1.3 * sg;
+        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
+    }
+    meanshift::Options pp = options();
+    pp.backend = "serial";
+    pp.cutoff = 3.0;
+    meanshift::Options pp_all = pp;
+    pp_all.bandwidth = meanshift::Bandwidth::per_point(H);
+    const meanshift::Result ref_pp = meanshift::cluster(all, pp_all, w.data(), &seeds);
+    pp.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
+    {
+        auto [ok, r] = chunked_vs_one(tiny, count, 6, "ring chunks per-point + weights", [&] {
+            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, pp, meanshift::mpi::Strategy::Ring);
+        });
+        if (!all_ranks(ok && matches(ref_pp, r, first, count, "ring chunks per-point + weights", 1e-5))) return false;
+    }
+    // The default chunking (at least 2,048 modes per chunk) on blocks of 4,096-6,145 modes, openmp,
+    // cutoff 3.
+    {
+        const meanshift::Index big_n = 12289;
+        const meanshift::MatrixF big = blobs(big_n);
+        meanshift::Index b_first = 0, b_count = 0;
+        share(big_n, b_first, b_count);
+        const meanshift::MatrixF big_mine = big.middleRows(b_first, b_count);
+        meanshift::Options opt = options();
+        opt.backend = "openmp";
+        opt.cutoff = 3.0;
+        const Eigen::Ref<const meanshift::MatrixF> big_seeds(big);
+        const meanshift::Result ref = meanshift::cluster(big, opt, &big_seeds);
+        auto [ok, r] = chunked_vs_one(defaults, b_count, 5, "ring default chunks openmp cutoff 3", [&] {
+            return meanshift::mpi::cluster(MPI_COMM_WORLD, big_mine, opt, meanshift::mpi::Strategy::Ring);
+        });
+        if (!all_ranks(ok && matches(ref, r, b_first, b_count, "ring default chunks openmp cutoff 3", 5e-3)))
+            return false;
+    }
+    // Rank 1 throws in its sums at the second hop, its first chunk, while the other chunks are in
+    // flight: every rank ends with its message, none waits for a chunk.
+    meanshift::Options opt = options();
+    opt.backend = "serial";
+    opt.exact = true;
+    hook = tiny;
+    hook.fail_rank = 1;
+    const bool failed = fails_everywhere(
+        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring); },
+        "rank 1: ring strategy: failure injected", "a rank failing inside the pipelined ring");
+    hook = defaults;
+    return all_ranks(failed);
+}
+
 // Ring with opencl ranks: each rank's partial sums come from the OpenCL kernels of its step (float32
 // sums, added across ranks in float64). One process's opencl labels and cluster sizes, modes within
-// 5e-3 as for openmp above; exact and cutoff 3, every point a seed; per-point H_i with sample weights
-// (each rank's log-weight shift brought to one process's). Skipped unless every rank has OpenCL.
+// 5e-3 as for openmp above; exact and cutoff 3, every point a seed, also with several chunks per hop
+// (bit for bit the one-chunk ring); per-point H_i with sample weights (each rank's log-weight shift
+// brought to one process's). Skipped unless every rank has OpenCL.
 bool test_ring_opencl()
 {
     bool opencl = false;
@@ -281,6 +435,15 @@ bool test_ring_opencl()
                                                            : fail(name + ": a rank holds other ranks' points")
                             : fail(name + ": strategy");
         if (!all_ranks(ok)) return false;
+        // Pipelined in chunks of 64 modes (the granule): the kernels' query tiles are those of one
+        // call, so the results are the one-chunk ring's bit for bit.
+        meanshift::mpi::detail::RingChunks aligned;
+        aligned.min_rows = 64;
+        aligned.max_chunks = 1000;
+        const bool same = chunked_vs_one(aligned, count, 5, name + " in chunks", [&] {
+                              return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
+                          }).first;
+        if (!all_ranks(same)) return false;
     }
     meanshift::MatrixD H(n, 2);
     std::vector<float> w(static_cast<std::size_t>(n));
@@ -611,6 +774,8 @@ int main(int argc, char** argv)
             ok = test_weights();
         } else if (mode == "ring") {
             ok = test_ring();
+        } else if (mode == "ring_chunks") {
+            ok = test_ring_chunks();
         } else if (mode == "ring_opencl") {
             ok = test_ring_opencl();
         } else if (mode == "perpoint") {
