@@ -184,6 +184,38 @@ MS_INLINE void ms_pair_expanded_per_point(const float* q, const float* q2, const
     }
 }
 
+/* The two per-point pairs above with the mode's log2 weights shifted (see "per-mode log2 shift"
+ * below): the exponent starts from rec[0] + nsh, nsh = -m_q (one add per pair more). Used by the
+ * OpenCL kernels built with MS_LOG2_SHIFT; the unshifted ones stay as they are. */
+MS_INLINE void ms_pair_direct_per_point_shifted(const float* q, const float* rec, float nsh, int k,
+                                                float* s0, float* s1)
+{
+    float d2 = 0.0f;
+    for (int d = 0; d < k; ++d) {
+        const float t = q[d] - rec[1 + d];
+        d2 = MS_FMA(rec[1 + k + d] * t, t, d2);
+    }
+    const float e = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, rec[0] + nsh));
+    for (int d = 0; d < k; ++d) {
+        const float ew = e * rec[1 + k + d];
+        s0[d] += ew;
+        s1[d] = MS_FMA(ew, rec[1 + d], s1[d]);
+    }
+}
+
+MS_INLINE void ms_pair_expanded_per_point_shifted(const float* q, const float* q2, const float* rec, float nsh,
+                                                  int k, float* s0, float* s1)
+{
+    float arg = rec[0] + nsh;
+    for (int d = 0; d < k; ++d) arg = MS_FMA(rec[1 + d], q[d], arg);
+    for (int d = 0; d < k; ++d) arg = MS_FMA(rec[1 + k + d], q2[d], arg);
+    const float e = MS_EXP2(arg);
+    for (int d = 0; d < k; ++d) {
+        s0[d] = MS_FMA(e, rec[1 + k + d], s0[d]);
+        s1[d] = MS_FMA(e, rec[1 + d], s1[d]);
+    }
+}
+
 /* Fold a tile's raw sums into the mode's totals. rmq = r_t - y (k values). The totals satisfy
  * y_new = y + S1 / S0 (per dimension for the per-point model). `s0_scale` converts raw s0 to
  * the unit of raw s1: 1 for the direct forms and the shared expanded form, -2 for the per-point
@@ -203,6 +235,75 @@ MS_INLINE void ms_fold_per_point(const float* rmq, const float* s0, const float*
         S0[d] += t;
         S1[d] += MS_FMA(rmq[d], t, s1[d]);
     }
+}
+
+/* ---- per-mode log2 shift of the per-point weights (issue 14) ------------------------------
+ * The per-point weights e = 2^(L c_i - L/2 D²) span |H_i|^-1/2, which in high dimensions reaches
+ * far below float32's range (2^-126): relative to the global maximum c = 0 every weight of a wide
+ * cluster's point underflows. Where the host sees that the c_i may do so (L min c_i < -64,
+ * backends/partial_sums.hpp), each mode q gets a shift m_q = max_i (L c_i - L/2 D²_qi) over its
+ * candidates (pairs within the cutoff), found by a max-only pass over the points first, and the
+ * kernels weigh by 2^(L c_i - L/2 D² - m_q): the largest weight is 1, so a mode has support
+ * wherever float64 has it. Every block of a mode subtracts the same m_q, so sums of point slices
+ * and chunks still add up; y' = S1/S0 does not depend on it, and Binding::accumulate multiplies
+ * the sums by 2^m_q in float64.
+ * The max pass combines partial maxima by an integer atomic max on the "ordered" bits of the
+ * float (monotone: f < g <=> ordered(f) < ordered(g)); a buffer filled with bytes 0x80
+ * (MS_SHIFT_EMPTY) means "no candidate". A mode whose maximum is below -1074 (float64's smallest
+ * subnormal 2^-1074: the oracle has no support either) or that has no candidate gets the shift
+ * MS_SHIFT_NO_SUPPORT, which makes every one of its weights 0 (NoSupport, position kept). */
+#if defined(__OPENCL_VERSION__)
+#  define MS_FLOAT_BITS(f) as_int(f)
+#  define MS_BITS_FLOAT(i) as_float(i)
+#elif defined(__CUDACC__)
+#  define MS_FLOAT_BITS(f) __float_as_int(f)
+#  define MS_BITS_FLOAT(i) __int_as_float(i)
+#else
+#  include <string.h>
+static inline int ms_float_bits_host(float f) { int i; memcpy(&i, &f, sizeof i); return i; }
+static inline float ms_bits_float_host(int i) { float f; memcpy(&f, &i, sizeof f); return f; }
+#  define MS_FLOAT_BITS(f) ms_float_bits_host(f)
+#  define MS_BITS_FLOAT(i) ms_bits_float_host(i)
+#endif
+#define MS_SHIFT_EMPTY ((int)0x80808080)          /* a buffer of 0x80 bytes: no candidate yet */
+#define MS_SHIFT_FLOOR_ORDERED ((int)0xbb79bfff)  /* ms_ordered_from_float(-1074.0f) */
+#define MS_SHIFT_NO_SUPPORT (1.0e30f)             /* every weight 2^(v - 1e30) = 0; finite (fast math) */
+#define MS_LOG2_WEIGHT_NONE (-3.0e38f)            /* a max pass's start: below every real log2 weight */
+
+/* Monotone int image of a float (not NaN): ordered(f) < ordered(g) exactly when f < g. */
+MS_INLINE int ms_ordered_from_float(float f)
+{
+    const int i = MS_FLOAT_BITS(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+
+/* The shift a kernel subtracts from mode q's log2 weights, from its max pass's ordered maximum:
+ * the maximum itself, or MS_SHIFT_NO_SUPPORT when it is below -1074 (or there was no candidate). */
+MS_INLINE float ms_log2_shift(int ordered_max)
+{
+    if (ordered_max < MS_SHIFT_FLOOR_ORDERED) return MS_SHIFT_NO_SUPPORT;
+    return MS_BITS_FLOAT(ordered_max >= 0 ? ordered_max : ordered_max ^ 0x7fffffff);
+}
+
+/* The max pass in the direct form, over the points i = i0, i0 + step, ... < i1 of a per-point
+ * data set (point i, dim d at points[i·ps + d·ds], the same for precision; log_weight[i] natural
+ * log): the largest L c_i - L/2 D² of query y (k values) among the pairs with D² <= cut2
+ * (+huge: the exact kernel), MS_LOG2_WEIGHT_NONE when there is none. */
+MS_INLINE float ms_log2_weight_max(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,
+                                   MS_CONST_GLOBAL float* log_weight, long ps, long ds, long i0, long i1,
+                                   long step, MS_CONST_GLOBAL float* y, int k, float cut2)
+{
+    float best = MS_LOG2_WEIGHT_NONE;
+    for (long i = i0; i < i1; i += step) {
+        float d2 = 0.0f;
+        for (int d = 0; d < k; ++d) {
+            const float t = points[i * ps + d * ds] - y[d];
+            d2 = MS_FMA(precision[i * ps + d * ds] * t, t, d2);
+        }
+        const float v = MS_FMA(d2, MS_NEG_HALF_LOG2E, MS_LOG2E * log_weight[i]);
+        if (d2 <= cut2 && v > best) best = v;
+    }
+    return best;
 }
 
 /* ---- end of a step: Alg. 3 line 20 and Alg. 5, the one device-side copy (CUDA and OpenCL) ---- */
