@@ -23,7 +23,7 @@ void approx_mode(MS_APPROX_MODE_PARAMS)
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s, active, count, blk, vppu);
+        ms_load_modes(&s, active, count, blk, vppu, log2_shift);
         if (lane < F_LOAD) {
             for (int t = t0; t < t1; ++t) {
                 __global const float4* tile4 = records + t * (TILE * STRIDE / 4);
@@ -68,7 +68,7 @@ void approx_mode_cpu(MS_APPROX_MODE_PARAMS)
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s; /* idx, and the lane-summed totals for ms_store_unit */
-        ms_load_modes(&s, active, count, blk, lid);
+        ms_load_modes(&s, active, count, blk, lid, log2_shift);
         msv S0[R][NS0], S1[R][K];
 #pragma unroll
         for (int m = 0; m < R; ++m) {
@@ -116,7 +116,9 @@ void approx_mode_cpu(MS_APPROX_MODE_PARAMS)
              * MS_CPU_DC dims at a time in registers over the tile. */
             msv E[TILE / MS_CPU_VW];
             for (int b = 0; b < TILE / MS_CPU_VW; ++b)
-#if MODEL_PER_POINT
+#if MODEL_PER_POINT && MS_LOG2_SHIFT
+                E[b] = MS_VLOAD(0, tb + b * (STRIDE * MS_CPU_VW)) + s.nsh[0];
+#elif MODEL_PER_POINT
                 E[b] = MS_VLOAD(0, tb + b * (STRIDE * MS_CPU_VW));
 #else
                 E[b] = MS_VLOAD(K, tb + b * (STRIDE * MS_CPU_VW)) + cq[0];
@@ -208,7 +210,11 @@ void approx_mode_cpu(MS_APPROX_MODE_PARAMS)
                 const msv A = MS_VLOAD(0, pb);
 #pragma unroll
                 for (int m = 0; m < R; ++m) {
+#if MS_LOG2_SHIFT
+                    msv arg = A + s.nsh[m]; /* the mode's log2 shift (approx_mode_common.clh) */
+#else
                     msv arg = A;
+#endif
                     MS_UNROLL_K
                     for (int d = 0; d < K; ++d) {
                         arg = MS_VFMA(MS_VLOAD(1 + d, pb), (msv)(q[m][d]), arg);

@@ -23,7 +23,7 @@ void approx_modes_preload(MS_APPROX_MODE_PARAMS)
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         ms_modes s;
-        ms_load_modes(&s, active, count, blk, vppu);
+        ms_load_modes(&s, active, count, blk, vppu, log2_shift);
         for (int t = t0; t < t1; ++t) {
             /* preload batch t (coalesced: consecutive PUs copy consecutive float4s) */
             __global const float4* src = records + t * (TILE * STRIDE / 4);

@@ -28,6 +28,11 @@
  *
  * Options (-D) besides those of approx_mode_common.clh (built with F_VPPU = F_LOAD = MODES_PER_PU
  * = 1, EXPANDED = 1, TILE = BN): GEMM_BM, GEMM_TM, GEMM_TN, GEMM_BK, GEMM_CUT (0/1).
+ * Per-point weights beyond float32's range (MS_LOG2_SHIFT, approx_mode_common.clh): the weights are
+ * 2^(arg - m_q) with each mode's log2 shift m_q = log2_shift[slot]; the same source built with
+ * GEMM_MAXPASS = 1 is the max pass that finds m_q first: phase 1 only, each PU's largest arg of a
+ * mode (within the cutoff) goes into log2_shift[slot] by an atomic max on the ordered bits, and
+ * nothing else is written.
  * The barriers sit in loops without unrolling (PoCL 3 miscompiled barriers in unrolled loops). */
 #ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
 #include "approx_mode_common.clh"
@@ -48,6 +53,9 @@
 #endif
 #if TAU < BM
 #error "gemm_modes: TAU >= BM (one PU per mode computes |q'|²)"
+#endif
+#if GEMM_MAXPASS && !MS_LOG2_SHIFT
+#error "gemm_modes: GEMM_MAXPASS is the max pass of MS_LOG2_SHIFT"
 #endif
 #define TK2 ((K + DGRP - 1) / DGRP) /* dims per PU in phase 2 */
 #define NCHUNK ((K + BK - 1) / BK)
@@ -78,6 +86,9 @@ void gemm_modes(MS_APPROX_MODE_PARAMS,
 #endif
     __local float Es[BM * LDN]; /* the weights of the tile, [m][j] */
     __local int midx[BM];
+#if MS_LOG2_SHIFT && !GEMM_MAXPASS
+    __local float nshl[BM]; /* minus each mode's log2 shift */
+#endif
     __global const float* recs = (__global const float*)records;
     const int tid = (int)get_local_id(0);
     const int mi = tid / DGRP;
@@ -87,8 +98,17 @@ void gemm_modes(MS_APPROX_MODE_PARAMS,
         int blk, t0, t1;
         ms_unit(u, segments, ntiles, &blk, &t0, &t1);
         barrier(CLK_LOCAL_MEM_FENCE); /* the previous unit is done with midx */
-        for (int m = tid; m < BM; m += TAU) midx[m] = active[min(blk * BM + m, count - 1)];
+        for (int m = tid; m < BM; m += TAU) {
+            midx[m] = active[min(blk * BM + m, count - 1)];
+#if MS_LOG2_SHIFT && !GEMM_MAXPASS
+            nshl[m] = -ms_log2_shift(log2_shift[min(blk * BM + m, count - 1)]);
+#endif
+        }
         barrier(CLK_LOCAL_MEM_FENCE);
+#if GEMM_MAXPASS
+        float mx[TM]; /* this PU's largest log2 weight of each of its modes */
+        for (int a = 0; a < TM; ++a) mx[a] = MS_LOG2_WEIGHT_NONE;
+#endif
 
         float S1[TM][TK2];
 #if MODEL_PER_POINT
@@ -185,11 +205,25 @@ void gemm_modes(MS_APPROX_MODE_PARAMS,
                     const int m = mi + MGRP * a;
 #if MODEL_PER_POINT
                     const float arg = fmin(acc[a][b] + pj, 0.0f);
+#if GEMM_MAXPASS
 #if GEMM_CUT
-                    const float e = arg - lc < -cutl ? 0.0f : MS_EXP2(arg);
+                    if (!(arg - lc < -cutl)) mx[a] = fmax(mx[a], arg);
 #else
-                    const float e = MS_EXP2(arg);
+                    mx[a] = fmax(mx[a], arg);
 #endif
+                    (void)m;
+#else
+#if MS_LOG2_SHIFT
+                    const float sarg = arg + nshl[m];
+#else
+                    const float sarg = arg;
+#endif
+#if GEMM_CUT
+                    const float e = arg - lc < -cutl ? 0.0f : MS_EXP2(sarg);
+#else
+                    const float e = MS_EXP2(sarg);
+#endif
+#endif /* GEMM_MAXPASS */
 #else
                     const float arg = fmin(MS_FMA(MS_LOG2E, MS_FMA(-0.5f, qnl[m], acc[a][b]), pj), 0.0f);
 #if GEMM_CUT
@@ -198,9 +232,14 @@ void gemm_modes(MS_APPROX_MODE_PARAMS,
                     const float e = MS_EXP2(arg);
 #endif
 #endif
+#if !GEMM_MAXPASS
                     Es[m * LDN + j] = e;
+#endif
                 }
             }
+#if GEMM_MAXPASS
+            continue; /* no sums (no barrier skipped: the loop's next chunk starts with one) */
+#endif
             barrier(CLK_LOCAL_MEM_FENCE);
             /* ---- phase 2: weighted sums, E · P, dims ni + DGRP·c of modes mi + MGRP·a ---- */
             for (int j = 0; j < BN; ++j) {
@@ -256,6 +295,14 @@ void gemm_modes(MS_APPROX_MODE_PARAMS,
             }
         }
 
+#if GEMM_MAXPASS
+        for (int a = 0; a < TM; ++a) {
+            const int slot = blk * BM + mi + MGRP * a;
+            if (slot < count && mx[a] > MS_LOG2_WEIGHT_NONE)
+                atomic_max(log2_shift + slot, ms_ordered_from_float(mx[a]));
+        }
+        continue; /* nothing else is written */
+#endif
         /* ---- the unit's sums per mode: [S0 (NS0), S1 (K)] for combine_segments ---- */
         const int seg = u % segments;
 #pragma unroll

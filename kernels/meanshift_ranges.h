@@ -16,7 +16,9 @@
  * Per pair, direct form (accurate wherever the data lie; the candidate loop is short):
  *   t_d = x_id - y_d,  D² = Σ_d w_id t_d²  (w = 1 for a shared, whitened H),
  *   pairs with D² > cut2 (= c²) get weight 0,
- *   e = exp2(L c_i - L/2 D²),  S0 (+= e, or e w_id per dim),  S1_d += e w_id t_d
+ *   e = exp2(L c_i - L/2 D² + nsh),  S0 (+= e, or e w_id per dim),  S1_d += e w_id t_d
+ * (nsh = minus the mode's log2 shift of meanshift_device.h, 0 where the host runs none: the FMA that
+ * forms L c_i + nsh replaces a multiply, so the shift costs nothing per pair)
  * so that the new mode is y_d + S1_d / S0_d (the accumulator layout of both backends).
  *
  * Grid arrays on the device (the host copies CellGrid into them):
@@ -123,10 +125,12 @@ MS_INLINE long ms_box_points(MS_LOCAL_INT* box, MS_CONST_GLOBAL int* gi, MS_CONS
 }
 
 /* Adds the pairs (y, x_i), i in [b, e) visited by PU `lane` (stride f_load), to s0, s1.
- * y, t, s0, s1: private arrays of k values (s0: 1 value for the shared model). */
+ * y, t, s0, s1: private arrays of k values (s0: 1 value for the shared model). nsh: minus the
+ * mode's log2 shift (per-point model; 0 without one). */
 MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,
                               MS_CONST_GLOBAL float* log_weight, int per_point, int b, int e, int lane,
-                              int f_load, int k, float cut2, const float* y, float* t, float* s0, float* s1)
+                              int f_load, int k, float cut2, float nsh, const float* y, float* t, float* s0,
+                              float* s1)
 {
     for (int i = b + lane; i < e; i += f_load) {
         MS_CONST_GLOBAL float* x = points + (long)i * k;
@@ -138,7 +142,7 @@ MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL flo
                 d2 = MS_FMA(w[d] * t[d], t[d], d2);
             }
             if (!(d2 <= cut2)) continue;
-            const float ew = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, MS_LOG2E * log_weight[i]));
+            const float ew = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, MS_FMA(MS_LOG2E, log_weight[i], nsh)));
             for (int d = 0; d < k; ++d) {
                 const float ewd = ew * w[d];
                 s0[d] += ewd;
@@ -159,12 +163,13 @@ MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL flo
 
 /* One mode's sums over the candidates of its group's box. Every work-item of the group calls it
  * (the box is built with barriers); `valid` = 0 for work-items past the last mode (they help
- * with nothing but the barriers). yg: the mode in global memory (k floats); y: its private copy. */
+ * with nothing but the barriers). yg: the mode in global memory (k floats); y: its private copy;
+ * nsh: minus its log2 shift (ms_range_pairs). */
 MS_INLINE void ms_range_sums(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,
                              MS_CONST_GLOBAL float* log_weight, int per_point, int n, MS_CONST_GLOBAL int* start,
                              MS_CONST_GLOBAL int* gi, MS_CONST_GLOBAL float* gf, int g, MS_LOCAL_INT* box,
                              MS_CONST_GLOBAL float* yg, int valid, int lid, int tau, int lane, int f_load, int k,
-                             float cut2, const float* y, float* t, float* s0, float* s1)
+                             float cut2, float nsh, const float* y, float* t, float* s0, float* s1)
 {
     /* The barriers of ms_group_box are reached unconditionally (no early return, no barrier in
      * a branch, even a uniform one): PoCL turns work-group code into loops over the work-items
@@ -175,7 +180,7 @@ MS_INLINE void ms_range_sums(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL floa
     for (int r = 0; r < rows; ++r) {
         int b = 0, e = n;
         if (g > 0) ms_row_range(box, gi, start, g, r, &b, &e);
-        ms_range_pairs(points, precision, log_weight, per_point, b, e, lane, f_load, k, cut2, y, t, s0, s1);
+        ms_range_pairs(points, precision, log_weight, per_point, b, e, lane, f_load, k, cut2, nsh, y, t, s0, s1);
     }
 }
 

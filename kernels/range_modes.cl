@@ -4,7 +4,9 @@
  * step (ms_finish_mode) are approx_mode_common.clh's, built with MODES_PER_PU = 1.
  * A work-group takes VPPUS consecutive slots of the active list (the host keeps that list in the
  * driver's Morton order, so a group's modes are close and its box small); the host launches one
- * work-group per block. */
+ * work-group per block. With MS_LOG2_SHIFT (per-point weights beyond float32's range) each mode's
+ * log2 weights are shifted by log2_shift[slot] (approx_mode_common.clh), which the host's max
+ * pass (log2_weight_max) has filled; the FMA that forms L c_i + nsh costs nothing per pair. */
 #ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
 #include "approx_mode_common.clh"
 #endif
@@ -13,6 +15,13 @@
 #endif
 #if MODES_PER_PU != 1
 #error "range_modes: build with MODES_PER_PU = 1"
+#endif
+
+/* minus the log2 shift of slot `slot` (0 without MS_LOG2_SHIFT) */
+#if MS_LOG2_SHIFT
+#define MS_RANGE_NSH(slot) (-ms_log2_shift(log2_shift[(slot)]))
+#else
+#define MS_RANGE_NSH(slot) 0.0f
 #endif
 
 /* The end of slot `slot` (mode j): with `sums` (Binding::accumulate) its S0, S1 (relative to the
@@ -70,7 +79,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
         MS_UNROLL_K
         for (int d = 0; d < NS0; ++d) s.S0[0][d] = 0.0f;
         ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU,
-                      lane, F_LOAD, K, cut2, y, t, s.S0[0], s.S1[0]);
+                      lane, F_LOAD, K, cut2, MS_RANGE_NSH(valid ? slot : count - 1), y, t, s.S0[0], s.S1[0]);
         if (lid == 0) group_pairs[blk] = ms_box_points(box, gi, start, g, n) * min(VPPUS, count - blk * VPPUS);
 #if F_LOAD > 1
         ms_reduce_modes(&s, red, lid, lane);
@@ -116,7 +125,7 @@ void range_modes_wide(__global const float* points, __global const float* precis
     MS_UNROLL_K
     for (int d = 0; d < NS0; ++d) S0[d] = 0.0f;
     ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU, lane,
-                  W_LANES, K, cut2, y, t, S0, S1);
+                  W_LANES, K, cut2, MS_RANGE_NSH(valid ? slot : count - 1), y, t, S0, S1);
     if (lid == 0)
         group_pairs[get_group_id(0)] = ms_box_points(box, gi, start, g, n) * min(W_VPPUS, count - (int)get_group_id(0) * W_VPPUS);
     for (int d = 0; d < NS0; ++d) wred[d * TAU + lid] = S0[d];
@@ -174,6 +183,7 @@ void range_modes_cpu(__global const float* points, __global const float* precisi
         float y[K];
         MS_UNROLL_K
         for (int d = 0; d < K; ++d) y[d] = yg[d];
+        const msv nsh = (msv)(MS_RANGE_NSH(slot));
         /* this mode's box of cells (as ms_group_box for one mode) */
         int lo[MS_MAX_GRID_DIMS], hi[MS_MAX_GRID_DIMS];
         int rows = 1;
@@ -217,7 +227,7 @@ void range_modes_cpu(__global const float* points, __global const float* precisi
 #endif
                 }
 #if MODEL_PER_POINT
-                msv ew = ms_cpu_exp2(MS_VFMA(d2, (msv)(MS_NEG_HALF_LOG2E), MS_LOG2E * MS_RV(log_weight + i0)));
+                msv ew = ms_cpu_exp2(MS_VFMA(d2, (msv)(MS_NEG_HALF_LOG2E), MS_VFMA((msv)(MS_LOG2E), MS_RV(log_weight + i0), nsh)));
 #else
                 msv ew = ms_cpu_exp2(d2 * MS_NEG_HALF_LOG2E);
 #endif

@@ -6,6 +6,10 @@
 //   loop over the cell grid's block-sparse ranges, f_vppu ≤ 32.
 //   BackendOptions::pair_form = gemm: the GEMM kernels (gemm_kernel.cu), exponents and sums through
 //   tensor-core matrix products, exact or truncated (Auto: from kGemmCrossover / kGemmCrossoverTruncated on).
+//   Per-point weights beyond float32's range (detail::needs_log2_shift): a max pass first (the GEMM
+//   kernel's own, or launch_log2_max for the others) finds each mode's largest log2 weight, and the
+//   topology, range and GEMM kernels subtract it (kernel_params.hpp); the fast kernels' data run the
+//   topology kernels then.
 // The modes live on the device for the whole run (mode_kernels.hpp): a step gathers the active
 // modes, accumulates, finishes them in place and compacts the active list there; only
 // (index, shift², status) of each advanced mode crosses to the host. Several GPUs: every device
@@ -114,6 +118,8 @@ struct Plan {
     bool fast = false;
     bool gemm = false;   // GEMM form (issue 11)
     GemmKernel gemm_kernel;
+    bool shift = false;  // per-mode log2 shift of the per-point weights (a max pass before each step)
+    const void* max_kernel = nullptr;  // the GEMM kernel's max pass (shift with gemm)
     bool range = false;  // truncated kernel over the grid's ranges
     bool preload = true;
     int tile = 0;
@@ -141,9 +147,11 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
     return k >= (truncated ? kGemmCrossoverTruncated : kGemmCrossover) && gemm_shape(t, gk);
 }
 
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
+/// `shift`: detail::needs_log2_shift of the data (per-point weights beyond float32's range).
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift)
 {
     Plan p;
+    p.shift = shift;
     const GemmKernel gk = gemm_kernel(k, pp, truncated);
     const bool gemm = gemm_chosen(o, t, k, pp, truncated);
     if (gemm && gk.fn) {
@@ -153,6 +161,8 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         p.kernel = gk.fn;
         p.smem = gk.smem;
         p.tile = gk.points;
+        if (shift) p.max_kernel = gemm_log2_max_kernel(k, truncated);
+        if (shift && !p.max_kernel) throw Error("cuda backend: no GEMM max pass instantiated for k = " + std::to_string(k));
         return p;
     }
     if (o.pair_form == PairForm::Gemm)
@@ -167,7 +177,9 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
                                   " dimensions, got " + std::to_string(k) + "; set Options::exact (or cutoff = inf)");
         return p;
     }
-    p.fast = t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
+    // The fast kernels have no log2 shift: per-point weights beyond float32's range run the topology
+    // kernels (the same topology, direct form) instead.
+    p.fast = !shift && t.f_vppu == 1 && k <= 8 && t.pus_per_ppu <= kMaxFastThreads;
     p.preload = preload_on(o, p.fast, t.f_vppu);
     if (p.fast) {
         p.tile = o.preload_size > 0 ? o.preload_size : kDefaultFastTile;
@@ -178,7 +190,7 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         p.smem = p.preload ? gpu::tile_bytes(k, pp, p.tile) : 0;
     } else {
         p.tile = o.preload_size > 0 ? o.preload_size : t.pus_per_ppu;
-        p.kernel = topology_kernel(k, pp, p.preload);
+        p.kernel = topology_kernel(k, pp, p.preload, shift);
         p.smem = topology_smem_bytes(k, pp, p.preload, p.tile, t.pus_per_ppu);
     }
     if (!p.kernel) throw Error("cuda backend: no kernel instantiated for this configuration");
@@ -290,6 +302,7 @@ struct Part {
     DeviceBuffer pos, metric, act, act_next, keep, records, selected, cub_temp;
     std::size_t cub_bytes = 0;
     DeviceBuffer queries, acc;
+    DeviceBuffer shift;  // Plan::shift: per query, the ordered maximum of its log2 weights (max pass)
     Index query_capacity = 0;
     Index query_room = 0;  // queries of one chunk that bind_part left device memory for
     PinnedBuffer<ModeRecord> host_records;
@@ -441,9 +454,13 @@ private:
 
     void bind_part(Part& s)
     {
-        if (plan_.smem > 48 * 1024)  // opt in to more than 48 KiB of dynamic shared memory (this device)
+        if (plan_.smem > 48 * 1024) {  // opt in to more than 48 KiB of dynamic shared memory (this device)
             MS_CUDA_CHECK(cudaFuncSetAttribute(plan_.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(plan_.smem)));
+            if (plan_.max_kernel)
+                MS_CUDA_CHECK(cudaFuncSetAttribute(plan_.max_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(plan_.smem)));
+        }
         const Index n = total_points();
         std::size_t free_b = 0, total_b = 0;
         MS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -453,7 +470,8 @@ private:
         const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
         const Index qcap = std::min<Index>(max_queries_, share);
         s.query_room = qcap;
-        const std::size_t query_b = static_cast<std::size_t>(qcap) * (k_ + accumulator_stride(k_, pp_)) * sizeof(float);
+        const std::size_t query_b =
+            static_cast<std::size_t>(qcap) * (k_ + accumulator_stride(k_, pp_) + (plan_.shift ? 1 : 0)) * sizeof(float);
         const std::size_t mode_b = static_cast<std::size_t>(share) * (2 * k_ * sizeof(float) + 2 * sizeof(std::int32_t) + 1 + sizeof(ModeRecord));
         // Keep a quarter of the free memory for the runtime and other users of the device.
         const std::size_t budget = free_b / 4 * 3;
@@ -598,6 +616,7 @@ private:
         s.query_capacity = 0;
         s.queries.allocate(static_cast<std::size_t>(qcap) * k_ * sizeof(float));
         s.acc.allocate(static_cast<std::size_t>(qcap) * accumulator_stride(k_, pp_) * sizeof(float));
+        if (plan_.shift) s.shift.allocate(static_cast<std::size_t>(qcap) * sizeof(int));
         s.query_capacity = qcap;
     }
 
@@ -606,6 +625,14 @@ private:
     void sum_queries(Part& s, Index qn) const
     {
         const Index n = total_points();
+        if (plan_.shift) {
+            // The max pass over every point chunk first: bytes 0x80 (MS_SHIFT_EMPTY) are "no candidate".
+            MS_CUDA_CHECK(cudaMemsetAsync(s.shift.f(), 0x80, static_cast<std::size_t>(qn) * sizeof(int), s.stream.get()));
+            for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
+                if (!s.resident) upload_chunk(s, p0);
+                launch_max(s, std::min(s.chunk_points, n - p0), qn);
+            }
+        }
         MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, static_cast<std::size_t>(qn) * accumulator_stride(k_, pp_) * sizeof(float),
                                       s.stream.get()));
         for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
@@ -624,6 +651,7 @@ private:
         const Index chunk = std::min(count, std::max(s.query_capacity, s.query_room));
         reserve_queries(s, chunk);
         std::vector<float> q(static_cast<std::size_t>(chunk) * k_), acc(static_cast<std::size_t>(chunk) * stride);
+        std::vector<std::int32_t> shifts(plan_.shift ? static_cast<std::size_t>(chunk) : 0);
         if (plan_.range) MS_CUDA_CHECK(cudaMemsetAsync(s.pairs.f(), 0, sizeof(unsigned long long), st));
         for (Index q0 = 0; q0 < count; q0 += chunk) {
             const Index qn = std::min(chunk, count - q0);
@@ -634,10 +662,14 @@ private:
             sum_queries(s, qn);
             MS_CUDA_CHECK(cudaMemcpyAsync(acc.data(), s.acc.f(), static_cast<std::size_t>(qn) * stride * sizeof(float),
                                           cudaMemcpyDeviceToHost, st));
+            if (plan_.shift)  // each query's log2 shift, undone in float64
+                MS_CUDA_CHECK(cudaMemcpyAsync(shifts.data(), s.shift.f(), static_cast<std::size_t>(qn) * sizeof(std::int32_t),
+                                              cudaMemcpyDeviceToHost, st));
             MS_CUDA_CHECK(cudaStreamSynchronize(st));
             // The fast kernels' per-point records are in the expanded form (a common factor L).
             detail::add_relative_sums(acc.data(), 1, y, qn, k_, pp_,
-                                      plan_.fast && pp_ ? detail::kExpandedPerPointSumScale : 1.0, sums + q0 * stride);
+                                      plan_.fast && pp_ ? detail::kExpandedPerPointSumScale : 1.0, sums + q0 * stride,
+                                      plan_.shift ? shifts.data() : nullptr);
         }
         if (!plan_.range) return static_cast<double>(count) * static_cast<double>(data_->n());
         MS_CUDA_CHECK(cudaMemcpyAsync(s.host_pairs.get(), s.pairs.f(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
@@ -712,9 +744,39 @@ private:
         p.k = k_;
     }
 
+    /// Plan::shift: the max pass over `npoints` device-resident points for the nq queries, into s.shift
+    /// (atomic max): the GEMM kernel's own on the step's grid, else the direct-form pass.
+    void launch_max(Part& s, Index npoints, Index nq) const
+    {
+        if (plan_.gemm) {
+            const GemmKernel& gk = plan_.gemm_kernel;
+            GemmParams p;
+            set_points(p, s, npoints);
+            p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
+                                                       : -INFINITY;
+            p.queries = s.queries.f();
+            p.acc = s.acc.f();  // not written by the max pass
+            p.count = nq;
+            p.log2_shift = s.shift.as<int>();
+            const Index bx = (nq + gk.modes - 1) / gk.modes;
+            const Index want = 2 * static_cast<Index>(s.ctx->prop.multiProcessorCount);
+            const Index tiles = (npoints + gk.points - 1) / gk.points;
+            const Index slices = std::max<Index>(1, std::min<Index>({(want + bx - 1) / bx, tiles, 65535}));
+            void* args[] = {&p};
+            MS_CUDA_CHECK(cudaLaunchKernel(plan_.max_kernel, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(slices)),
+                                           dim3(gk.threads), args, gk.smem, s.stream.get()));
+        } else {
+            MS_CUDA_CHECK(launch_log2_max(s.points.f(), s.precision.f(), s.log_weight.f(), static_cast<long long>(npoints), k_,
+                                          static_cast<float>(std::min(data_->cutoff2, 3.0e38)), s.queries.f(),
+                                          static_cast<long long>(nq), s.shift.as<int>(),
+                                          4 * s.ctx->prop.multiProcessorCount, s.stream.get()));
+        }
+    }
+
     /// One launch over `npoints` device-resident points (from the start of the buffers).
     void launch(Part& s, Index npoints, Index nq) const
     {
+        int* shift = plan_.shift ? s.shift.as<int>() : nullptr;
         const int T = topo_.pus_per_ppu;
         if (plan_.gemm) {
             const GemmKernel& gk = plan_.gemm_kernel;
@@ -725,6 +787,7 @@ private:
             p.queries = s.queries.f();
             p.acc = s.acc.f();
             p.count = nq;
+            p.log2_shift = shift;
             // Point slices (blockIdx.y) until the blocks fill every SM twice: few modes (bin seeds,
             // the last active ones) still spread over the GPU.
             const Index bx = (nq + gk.modes - 1) / gk.modes;
@@ -756,6 +819,7 @@ private:
             p.acc = s.acc.f();
             p.count = nq;
             p.pairs = s.pairs.as<unsigned long long>();
+            p.log2_shift = shift;
             // One block per block of modes (not z persistent blocks looping over them): the union
             // boxes differ in size from block to block, and the hardware's block scheduler then
             // balances them (H100, 1e6 2-D blobs: 0.34 s of iterations with z looping blocks,
@@ -808,6 +872,7 @@ private:
             p.acc = s.acc.f();
             p.count = nq;
             p.scratch = s.scratch.f();
+            p.log2_shift = shift;
             const Index vppus = T / topo_.f_vppu;
             const unsigned grid = static_cast<unsigned>(std::min<Index>((nq + vppus - 1) / vppus, topo_.ppus));
             void* args[] = {&p};
@@ -917,7 +982,7 @@ public:
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
                                   "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp, truncated);
+        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data));
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -967,7 +1032,7 @@ public:
         if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
         const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
-                                    std::isfinite(data->cutoff2));
+                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data));
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 

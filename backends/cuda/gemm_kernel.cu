@@ -14,8 +14,15 @@
 // (hi·hi + hi·lo + lo·hi) for the exponents and for the sums E·P (weights split too), so the
 // products keep about float32 accuracy; coordinates are taken relative to the block's median mode
 // (the block centre c), which keeps the cancellation in q·p − ½|q|² − ½|p|² to the block's extent.
+//
+// Per-point weights beyond float32's range (GemmParams::log2_shift, kernels/meanshift_device.h "per-mode
+// log2 shift"): each mode's weights are 2^(x + L c_i − m_q), m_q staged where the shared model keeps
+// ½L|q'|² (the per-point exponent has no such term), so the shift takes no instruction more per pair.
+// MAXP = true is its max pass: the same exponents, no sums; the quad's largest x + L c_i of each mode
+// goes into log2_shift by atomic max.
 #include "backends/cuda/gemm_common.cuh"
 #include "backends/cuda/kernel_params.hpp"
+#include "meanshift_device.h"
 
 #include <cstdint>
 
@@ -62,7 +69,7 @@ constexpr unsigned long smem_bytes()
     return sizeof(float) * (2ul * S::bm * S::ld + 2ul * S::nt * S::ld + 2ul * S::nt + S::kp + S::bm);
 }
 
-template <int KF, bool PP>
+template <int KF, bool PP, bool MAXP = false>
 __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(const GemmParams p)
 {
     using S = GemmShape<KF, PP>;
@@ -75,7 +82,7 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     float* pn = reinterpret_cast<float*>(pl + NT * LD);  // L·½Σ w x'² (+inf: padding point)
     float* pc = pn + NT;                                  // L·c_i (per-point), 0
     float* centre = pc + NT;
-    float* qn = centre + KP;                              // L·½|q'|² (shared model), 0
+    float* qn = centre + KP;                              // L·½|q'|² (shared model), m_q or 0 (per-point)
 
     const int k = p.k;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -107,7 +114,9 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
             }
         }
         for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
-        if (lane == 0) qn[j] = PP ? 0.0f : 0.5f * kLog2e * nrm;
+        if (lane == 0)
+            qn[j] = !PP ? 0.5f * kLog2e * nrm
+                        : (!MAXP && p.log2_shift && j < bm ? ms_log2_shift(p.log2_shift[m0 + j]) : 0.0f);
     }
 
     // Points of this slice.
@@ -119,6 +128,7 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
 #pragma unroll
     for (int i = 0; i < KF / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
     float rs0 = 0.0f, rs1 = 0.0f;  // row sums Σ e (shared model's S0) of rows g and g + 8
+    float mx0 = -INFINITY, mx1 = -INFINITY;  // MAXP: largest log2 weight of rows g and g + 8
     const int r0 = warp * 16 + g;  // this thread's mode rows in the block: r0, r0 + 8
     const float cut = p.cut_log2;
 
@@ -183,8 +193,16 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int pt = j0 + 8 * c + 2 * t + (e & 1);
-                    const float x = gemm::pair_log2(kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt], cut);
-                    const float v = ex2(x + pc[pt]);
+                    // per-point: qa / qb = the mode's log2 shift m_q, applied after the clamp and the
+                    // cutoff (which see L/2 D² alone), as (L c_i − m_q) + x
+                    const float x = PP ? gemm::pair_log2(kLog2e * s[c][e] - pn[pt], cut)
+                                       : gemm::pair_log2(kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt], cut);
+                    if constexpr (MAXP) {
+                        if (e < 2) mx0 = fmaxf(mx0, x + pc[pt]);
+                        else mx1 = fmaxf(mx1, x + pc[pt]);
+                        continue;
+                    }
+                    const float v = ex2(PP ? x + (pc[pt] - (e < 2 ? qa : qb)) : x + pc[pt]);
                     // Split too: rounding the weights alone to TF32 (±2^-12 each) moved modes by
                     // ~1e-4 bandwidths (H100, k = 16: 1.6e-4 against the float64 oracle).
                     w[c][e] = tf32(v);
@@ -196,55 +214,68 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
             // Sums: acc (16 × KF) += W (16 × 32) · P (32 × KF). The weight fragment is the C layout of
             // s read as an A fragment, with points ordered 2t, 2t + 1 ↦ columns t, t + 4 in each group
             // of 8 (the order of a sum is free): so no shuffle is needed.
+            if constexpr (!MAXP) {
 #pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int prow0 = (j0 + 8 * c + 2 * t) * LD, prow1 = prow0 + LD;
+                for (int c = 0; c < 4; ++c) {
+                    const int prow0 = (j0 + 8 * c + 2 * t) * LD, prow1 = prow0 + LD;
 #pragma unroll
-                for (int nn = 0; nn < KF / 8; ++nn) {
-                    const int col = nn * 8 + g;
-                    const std::uint32_t bh0 = ph[prow0 + col], bh1 = ph[prow1 + col];
-                    mma(acc[nn], wl[c][0], wl[c][2], wl[c][1], wl[c][3], bh0, bh1);
-                    mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], pl[prow0 + col], pl[prow1 + col]);
-                    mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], bh0, bh1);
+                    for (int nn = 0; nn < KF / 8; ++nn) {
+                        const int col = nn * 8 + g;
+                        const std::uint32_t bh0 = ph[prow0 + col], bh1 = ph[prow1 + col];
+                        mma(acc[nn], wl[c][0], wl[c][2], wl[c][1], wl[c][3], bh0, bh1);
+                        mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], pl[prow0 + col], pl[prow1 + col]);
+                        mma(acc[nn], w[c][0], w[c][2], w[c][1], w[c][3], bh0, bh1);
+                    }
                 }
             }
         }
     }
 
-    // Row sums over the quad (the vPPU reduction), then S0 and S1 relative to the mode.
-    for (int off = 1; off < 4; off *= 2) {
-        rs0 += __shfl_xor_sync(0xffffffffu, rs0, off);
-        rs1 += __shfl_xor_sync(0xffffffffu, rs1, off);
-    }
-    const int stride = PP ? 2 * k : k + 1;
+    if constexpr (MAXP) {  // the quad's maxima, then one atomic max per mode
+        for (int off = 1; off < 4; off *= 2) {
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, off));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, off));
+        }
+        if (t == 0) {
+            if (r0 < bm && mx0 > -INFINITY) atomicMax(p.log2_shift + m0 + r0, ms_ordered_from_float(mx0));
+            if (r0 + 8 < bm && mx1 > -INFINITY) atomicMax(p.log2_shift + m0 + r0 + 8, ms_ordered_from_float(mx1));
+        }
+    } else {
+        // Row sums over the quad (the vPPU reduction), then S0 and S1 relative to the mode.
+        for (int off = 1; off < 4; off *= 2) {
+            rs0 += __shfl_xor_sync(0xffffffffu, rs0, off);
+            rs1 += __shfl_xor_sync(0xffffffffu, rs1, off);
+        }
+        const int stride = PP ? 2 * k : k + 1;
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        const int row = r0 + 8 * half;
-        if (row >= bm) continue;
-        const long long q = m0 + row;
-        float* out = p.acc + q * stride;
-        const float rs = half ? rs1 : rs0;
-        if (!PP && t == 0) atomicAdd(out, rs);
+        for (int half = 0; half < 2; ++half) {
+            const int row = r0 + 8 * half;
+            if (row >= bm) continue;
+            const long long q = m0 + row;
+            float* out = p.acc + q * stride;
+            const float rs = half ? rs1 : rs0;
+            if (!PP && t == 0) atomicAdd(out, rs);
 #pragma unroll
-        for (int nn = 0; nn < KF / 8; ++nn) {
+            for (int nn = 0; nn < KF / 8; ++nn) {
 #pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int col = nn * 8 + 2 * t + e;
-                const float v = acc[nn][2 * half + e];
-                if (PP) {
-                    // Columns [0, KP): Σ e w x' (into S1); [KP, 2KP): Σ e w, the per-dimension S0,
-                    // which also gives S1_d = Σ e w x'_d − y'_d Σ e w_d.
-                    if (col < KP) {
-                        if (col < k) atomicAdd(out + k + col, v);
-                    } else if (col - KP < k) {
-                        const int d = col - KP;
-                        const float yd = p.queries[q * k + d] - centre[d];
-                        atomicAdd(out + d, v);
-                        atomicAdd(out + k + d, -yd * v);
+                for (int e = 0; e < 2; ++e) {
+                    const int col = nn * 8 + 2 * t + e;
+                    const float v = acc[nn][2 * half + e];
+                    if (PP) {
+                        // Columns [0, KP): Σ e w x' (into S1); [KP, 2KP): Σ e w, the per-dimension S0,
+                        // which also gives S1_d = Σ e w x'_d − y'_d Σ e w_d.
+                        if (col < KP) {
+                            if (col < k) atomicAdd(out + k + col, v);
+                        } else if (col - KP < k) {
+                            const int d = col - KP;
+                            const float yd = p.queries[q * k + d] - centre[d];
+                            atomicAdd(out + d, v);
+                            atomicAdd(out + k + d, -yd * v);
+                        }
+                    } else if (col < k) {
+                        const float yd = p.queries[q * k + col] - centre[col];
+                        atomicAdd(out + 1 + col, v - yd * rs);
                     }
-                } else if (col < k) {
-                    const float yd = p.queries[q * k + col] - centre[col];
-                    atomicAdd(out + 1 + col, v - yd * rs);
                 }
             }
         }
@@ -258,7 +289,25 @@ GemmKernel entry()
             GemmShape<KF, PP>::bm, GemmShape<KF, PP>::nt, smem_bytes<KF, PP>()};
 }
 
+template <int KF>
+const void* max_entry()
+{
+    return reinterpret_cast<const void*>(&gemm_kernel_t<KF, true, true>);
+}
+
 }  // namespace
+
+const void* gemm_log2_max_kernel(int k, bool truncated)
+{
+    (void)truncated;  // the kernels test the cutoff at run time (GemmParams::cut_log2)
+    const int f = 2 * k;
+    if (f <= 16) return max_entry<16>();
+    if (f <= 32) return max_entry<32>();
+    if (f <= 64) return max_entry<64>();
+    if (f <= 128) return max_entry<128>();
+    if (f <= 256) return max_entry<256>();
+    return nullptr;
+}
 
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated)
 {

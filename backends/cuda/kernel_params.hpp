@@ -11,6 +11,12 @@ namespace meanshift::cuda {
 /// so the new mode is y_d + S1_d / S0_d (the shift keeps float32 accuracy even for data far
 /// from the origin). Kernels add into it (atomicAdd), so point chunks and point slices of
 /// several launches sum up.
+///
+/// Per-point weights beyond float32's range (detail::needs_log2_shift): the topology, range and GEMM
+/// kernels take `log2_shift` (count ints, the ordered maxima of the max pass, kernels/meanshift_device.h
+/// "per-mode log2 shift") and weigh by 2^(L c_i − L/2 D² − m_q), so the sums above carry a factor
+/// 2^-m_q per query (the ratio does not; Binding::accumulate undoes it). nullptr: no shift. The fast
+/// kernels have none: such data run the topology kernels instead.
 inline int accumulator_stride(int k, bool per_point) { return per_point ? 2 * k : k + 1; }
 
 /// "Fast" family: f_vppu = 1, each PU (thread) carries r modes (register blocking), points in
@@ -45,6 +51,7 @@ struct TopologyParams {
     float* acc = nullptr;               ///< count × accumulator_stride
     long long count = 0;
     float* scratch = nullptr;           ///< generic-k path: 3k floats per thread of the grid
+    const int* log2_shift = nullptr;    ///< count ordered maxima (per-point model), or nullptr
 };
 
 /// "Range" family: the truncated kernel (Options::cutoff) over the block-sparse point ranges of
@@ -69,6 +76,7 @@ struct RangeParams {
     float* acc = nullptr;               ///< count × accumulator_stride, written (not added)
     long long count = 0;
     unsigned long long* pairs = nullptr;  ///< += candidate pairs of the launch (box points × modes)
+    const int* log2_shift = nullptr;    ///< count ordered maxima (per-point model), or nullptr
 };
 
 /// Grid dims the range kernels' box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
@@ -88,6 +96,9 @@ struct GemmParams {
     const float* queries = nullptr;     ///< count × k
     float* acc = nullptr;               ///< count × accumulator_stride, added to (atomics)
     long long count = 0;
+    /// Per-point model: count ordered maxima, or nullptr. The max-pass instantiation
+    /// (gemm_log2_max_kernel) raises them by atomic max and writes nothing else.
+    int* log2_shift = nullptr;
 };
 
 /// One instantiation of the GEMM kernel: launch with `threads` threads and `smem` bytes of dynamic
@@ -106,6 +117,10 @@ struct GemmKernel {
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 128 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
+/// The max pass of the per-point GEMM kernel (gemm_kernel(k, true, truncated)'s shape, threads and
+/// shared memory): the largest log2 weight L c_i − L/2 D² of each query over the launch's points
+/// (within the cutoff) into GemmParams::log2_shift by atomic max on the ordered bits; nullptr above k = 128.
+const void* gemm_log2_max_kernel(int k, bool truncated);
 
 /// Kernel entry points (nullptr when that combination is not instantiated).
 /// Fast: k in 1..8, r in {1, 2, 4, 8} with k·r ≤ 32; at most 256 threads per block. `variant`
@@ -114,8 +129,9 @@ GemmKernel gemm_f16_kernel(int k, bool truncated);
 /// or 1024 points; otherwise variant 1).
 const void* fast_kernel_shared(int k, int r, bool preload, int tile = 0, int variant = 1);
 const void* fast_kernel_per_point(int k, int r, bool preload, int tile = 0, int variant = 1);
-/// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond).
-const void* topology_kernel(int k, bool per_point, bool preload);
+/// Topology: any k ≥ 1 (templates for 1..8, a generic path beyond). `log2_shift`: the per-point
+/// instantiation that subtracts TopologyParams::log2_shift (one add per pair more).
+const void* topology_kernel(int k, bool per_point, bool preload, bool log2_shift = false);
 /// Range: 1 ≤ k ≤ kMaxRangeK.
 const void* range_kernel(int k, bool per_point);
 

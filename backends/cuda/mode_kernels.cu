@@ -4,6 +4,8 @@
 
 #include <cub/device/device_select.cuh>
 
+#include <algorithm>
+
 namespace meanshift::cuda {
 namespace {
 
@@ -49,7 +51,41 @@ __global__ void finish_kernel(const FinishParams p)
     p.keep[i] = status == MS_STATUS_ACTIVE ? 1 : 0;
 }
 
+/// The direct-form max pass (ms_log2_weight_max): block (x, y) takes query x and the y-th slice of
+/// the points, its threads every kThreads-th point of the slice; one atomic max per block.
+__global__ void log2_max_kernel(const float* __restrict__ points, const float* __restrict__ precision,
+                                const float* __restrict__ log_weight, long long n, int k, float cut2,
+                                const float* __restrict__ queries, int* __restrict__ out)
+{
+    __shared__ float red[kThreads / 32];
+    const long long q = blockIdx.x;
+    const long long per = (n + gridDim.y - 1) / gridDim.y;
+    const long long i0 = blockIdx.y * per, i1 = min(n, i0 + per);
+    float best = ms_log2_weight_max(points, precision, log_weight, k, 1, i0 + threadIdx.x, i1, kThreads,
+                                    queries + q * k, k, cut2);
+    for (int off = 16; off > 0; off /= 2) best = fmaxf(best, __shfl_xor_sync(0xffffffffu, best, off));
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = best;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < kThreads / 32; ++w) best = fmaxf(best, red[w]);
+        if (best > MS_LOG2_WEIGHT_NONE) atomicMax(out + q, ms_ordered_from_float(best));
+    }
+}
+
 }  // namespace
+
+cudaError_t launch_log2_max(const float* points, const float* precision, const float* log_weight, long long n, int k,
+                            float cut2, const float* queries, long long count, int* out, int blocks_wanted,
+                            cudaStream_t stream)
+{
+    if (count <= 0 || n <= 0) return cudaSuccess;
+    // slices of the points until the blocks fill the device (few queries: the last active modes)
+    const long long slices = std::max(1LL, std::min({(blocks_wanted + count - 1) / count, (n + kThreads - 1) / kThreads,
+                                                     65535LL}));
+    log2_max_kernel<<<dim3(static_cast<unsigned>(count), static_cast<unsigned>(slices)), kThreads, 0, stream>>>(
+        points, precision, log_weight, n, k, cut2, queries, out);
+    return cudaGetLastError();
+}
 
 cudaError_t launch_gather(const float* positions, const std::int32_t* active, long long count, int k, float* queries,
                           cudaStream_t stream)
@@ -96,6 +132,7 @@ cudaError_t warm_up_mode_kernels(cudaStream_t stream)
     cudaError_t e = cudaFuncGetAttributes(&fa, gather_kernel);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, iota_kernel);
     if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, finish_kernel);
+    if (e == cudaSuccess) e = cudaFuncGetAttributes(&fa, log2_max_kernel);
     if (e != cudaSuccess) return e;
     // cub's kernels have no handle here: run one compaction of one item.
     std::size_t bytes = 0;

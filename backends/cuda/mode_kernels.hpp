@@ -47,6 +47,15 @@ cudaError_t compact_temp_bytes(long long count, std::size_t& bytes);
 cudaError_t launch_compact(void* temp, std::size_t temp_bytes, const std::int32_t* in, const unsigned char* keep,
                            std::int32_t* out, std::int32_t* selected, long long count, cudaStream_t stream);
 
+/// The max pass of the per-mode log2 shift (kernels/meanshift_device.h) for the topology and range
+/// kernels, in the direct form over the prepared points (n × k row-major, per-point model): for each
+/// of the `count` queries (count × k) the largest L c_i − L/2 D² over the points with D² ≤ cut2 goes
+/// into out[q] (count ints, filled with MS_SHIFT_EMPTY bytes before) by atomic max on the ordered
+/// bits. Queries × point slices make at least `blocks_wanted` blocks where n allows.
+cudaError_t launch_log2_max(const float* points, const float* precision, const float* log_weight, long long n, int k,
+                            float cut2, const float* queries, long long count, int* out, int blocks_wanted,
+                            cudaStream_t stream);
+
 /// Loads the kernels above (CUDA loads lazily at first launch) so that the first step is not slower.
 cudaError_t warm_up_mode_kernels(cudaStream_t stream);
 

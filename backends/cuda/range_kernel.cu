@@ -33,8 +33,11 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
             if (PP) s0[d] = 0.0f;
         }
         s0[0] = 0.0f;
+        // minus the mode's log2 shift (per-point weights beyond float32's range), else 0: the FMA
+        // forming L c_i + nsh replaces a multiply (meanshift_ranges.h)
+        const float nsh = PP && p.log2_shift ? -ms_log2_shift(p.log2_shift[valid ? q : p.count - 1]) : 0.0f;
         ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, p.g, box, yg,
-                      valid, lid, T, lane, p.f_load, k, p.cut2, y, t, s0, s1);
+                      valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
         if (lid == 0 && p.pairs) {
             const long long modes = min(vppus, p.count - blk * vppus);
             atomicAdd(p.pairs, static_cast<unsigned long long>(ms_box_points(box, p.grid_i, p.start, p.g, p.n) * modes));

@@ -4,6 +4,9 @@
 // the partial sums are reduced inside the vPPU: warp shuffles when f_vppu ≤ 32, shared memory
 // beyond. Direct form (y - x)² through the shared device header. K = 1..8 keep the per-PU
 // vectors in registers; K = 0 is the generic-k path with the vectors in a global scratch area.
+// SH (per-point only): each mode's log2 weights are shifted by its own maximum,
+// TopologyParams::log2_shift (per-point weights beyond float32's range; one add per pair); the
+// fast kernels have no such variant, so those data run here.
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_device.h"
 
@@ -30,7 +33,7 @@ __device__ float vppu_sum(float v, int f_vppu, float* red)
     return v;
 }
 
-template <int K, bool PP, bool PRELOAD>
+template <int K, bool PP, bool PRELOAD, bool SH = false>
 __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParams p)
 {
     extern __shared__ float smem[];
@@ -70,6 +73,8 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
             s1[d] = 0.0f;
         }
         for (int d = 0; d < s0n; ++d) s0[d] = 0.0f;
+        // minus this mode's log2 shift (meanshift_device.h, "per-mode log2 shift")
+        const float nsh = SH ? -ms_log2_shift(p.log2_shift[qm]) : 0.0f;
 
         if constexpr (PRELOAD) {
             for (long long t0 = 0; t0 < p.n; t0 += W) {
@@ -85,7 +90,7 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
                 if (loads) {
                     for (int j = lane; j < w_eff; j += p.f_load) {
                         if constexpr (PP)
-                            ms_accumulate_per_point(y, tx + j * k, tw + j * k, tc[j], k, s0, s1);
+                            ms_accumulate_per_point(y, tx + j * k, tw + j * k, SH ? tc[j] + nsh : tc[j], k, s0, s1);
                         else
                             ms_accumulate_shared(y, tx + j * k, k, s0, s1);
                     }
@@ -95,7 +100,8 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
             for (long long i = lane; i < p.n; i += p.f_load) {
                 if constexpr (PP)
                     ms_accumulate_per_point(y, p.points + i * k, p.precision + i * k,
-                                            p.log_weight[i] * MS_LOG2E, k, s0, s1);
+                                            SH ? fmaf(p.log_weight[i], MS_LOG2E, nsh) : p.log_weight[i] * MS_LOG2E,
+                                            k, s0, s1);
                 else
                     ms_accumulate_shared(y, p.points + i * k, k, s0, s1);
             }
@@ -117,26 +123,27 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
     }
 }
 
-template <bool PP, bool PRE>
+template <bool PP, bool PRE, bool SH = false>
 const void* pick(int k)
 {
     switch (k) {
-    case 1: return reinterpret_cast<const void*>(&topology_kernel_impl<1, PP, PRE>);
-    case 2: return reinterpret_cast<const void*>(&topology_kernel_impl<2, PP, PRE>);
-    case 3: return reinterpret_cast<const void*>(&topology_kernel_impl<3, PP, PRE>);
-    case 4: return reinterpret_cast<const void*>(&topology_kernel_impl<4, PP, PRE>);
-    case 5: return reinterpret_cast<const void*>(&topology_kernel_impl<5, PP, PRE>);
-    case 6: return reinterpret_cast<const void*>(&topology_kernel_impl<6, PP, PRE>);
-    case 7: return reinterpret_cast<const void*>(&topology_kernel_impl<7, PP, PRE>);
-    case 8: return reinterpret_cast<const void*>(&topology_kernel_impl<8, PP, PRE>);
-    default: return reinterpret_cast<const void*>(&topology_kernel_impl<0, PP, PRE>);
+    case 1: return reinterpret_cast<const void*>(&topology_kernel_impl<1, PP, PRE, SH>);
+    case 2: return reinterpret_cast<const void*>(&topology_kernel_impl<2, PP, PRE, SH>);
+    case 3: return reinterpret_cast<const void*>(&topology_kernel_impl<3, PP, PRE, SH>);
+    case 4: return reinterpret_cast<const void*>(&topology_kernel_impl<4, PP, PRE, SH>);
+    case 5: return reinterpret_cast<const void*>(&topology_kernel_impl<5, PP, PRE, SH>);
+    case 6: return reinterpret_cast<const void*>(&topology_kernel_impl<6, PP, PRE, SH>);
+    case 7: return reinterpret_cast<const void*>(&topology_kernel_impl<7, PP, PRE, SH>);
+    case 8: return reinterpret_cast<const void*>(&topology_kernel_impl<8, PP, PRE, SH>);
+    default: return reinterpret_cast<const void*>(&topology_kernel_impl<0, PP, PRE, SH>);
     }
 }
 
 }  // namespace
 
-const void* topology_kernel(int k, bool per_point, bool preload)
+const void* topology_kernel(int k, bool per_point, bool preload, bool log2_shift)
 {
+    if (per_point && log2_shift) return preload ? pick<true, true, true>(k) : pick<true, false, true>(k);
     if (per_point) return preload ? pick<true, true>(k) : pick<true, false>(k);
     return preload ? pick<false, true>(k) : pick<false, false>(k);
 }

@@ -41,6 +41,12 @@ struct KernelConfig {
     bool gemm_cut = false;
     int gemm_bm = 0, gemm_tm = 0, gemm_tn = 0, gemm_bk = 0;
     bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
+    /// Per-point weights beyond float32's range (needs_log2_shift, partial_sums.hpp): each mode's log2
+    /// weights are shifted by its own maximum (MS_LOG2_SHIFT, approx_mode_common.clh); the program
+    /// then also holds the max pass log2_weight_max. gemm_maxpass: the GEMM kernel's own max pass
+    /// (GEMM_MAXPASS, gemm_modes.cl), a second program of the same sources.
+    bool log2_shift = false;
+    bool gemm_maxpass = false;
     /// CPU-class devices (issue 12): > 0 builds approx_mode_cpu (approx_mode.cl), each PU's r
     /// modes against cpu_vw points at once in explicit float vectors, over records stored
     /// point-transposed in blocks of cpu_vw points; 0 = the GPU shape.

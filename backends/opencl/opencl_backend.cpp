@@ -11,6 +11,8 @@
 #include "backends/partial_sums.hpp"
 #include "skeleton/src/parallel.hpp"
 
+#include "meanshift_device.h"  // MS_SHIFT_EMPTY: the log2 shift buffer's "no candidate" bytes
+
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
@@ -99,6 +101,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.k = data.k();
     c.per_point = data.model == KernelModel::PerPoint;
     c.form = tune.exponent;
+    c.log2_shift = needs_log2_shift(data);  // per-point weights beyond float32's range: per-mode shift
     if (gemm_for(t, data)) {
         // The GEMM kernel (issue 11): every point against a block of modes, the cutoff as a mask.
         c.gemm = true;
@@ -372,6 +375,18 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program_, "combine_segments"); });
     if (c.range_wide)
         wide_kernel_ = cl_call("creating kernel range_modes_wide", [&] { return cl::Kernel(program_, "range_modes_wide"); });
+    // Per-point weights beyond float32's range: the max pass of the per-mode log2 shift, the GEMM
+    // kernel's own (the same sources built with GEMM_MAXPASS) or log2_weight_max over the prepared
+    // points; log2_shift_ holds one int per slot (one, unused, without the shift).
+    if (c.log2_shift && c.gemm) {
+        KernelConfig mc = c;
+        mc.gemm_maxpass = true;
+        max_program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(mc), mc.build_options());
+        max_kernel_ = cl_call("creating kernel gemm_modes (max pass)", [&] { return cl::Kernel(max_program_, "gemm_modes"); });
+    } else if (c.log2_shift) {
+        max_kernel_ = cl_call("creating kernel log2_weight_max", [&] { return cl::Kernel(program_, "log2_weight_max"); });
+    }
+    reserve_log2_shift(1);
     const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_entry.handle);
     if (static_cast<std::size_t>(c.tau) > kernel_wg)
         throw DeviceError("opencl: kernel " + std::string(c.kernel_name()) + " allows at most " +
@@ -404,6 +419,16 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         records_ = upload(layout.records, "the point records");
         centres_ = upload(layout.centres, "the tile centres");
         radii_ = upload(layout.radii, "the tile radii");
+        if (c.log2_shift && !c.gemm) {  // log2_weight_max reads the prepared points, row-major
+            const PreparedData& D = *data_;
+            const std::size_t nk = static_cast<std::size_t>(D.n()) * static_cast<std::size_t>(k_);
+            points_ = upload(std::vector<float>(D.points_f.data(), D.points_f.data() + nk), "the points");
+            precision_ = upload(std::vector<float>(D.precision_f.data(), D.precision_f.data() + nk), "the precisions");
+            log_weight_ = upload(std::vector<float>(D.log_weight_f.data(), D.log_weight_f.data() + D.n()),
+                                 "the log-weights");
+            max_ps_ = k_;
+            max_ds_ = 1;
+        }
         return;
     }
     // Truncated kernel: the prepared points (sorted by cell) and the grid in the layout of
@@ -433,11 +458,15 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         std::vector<float> lw(pp ? row : 1, 0.0f);
         if (pp) std::copy(D.log_weight_f.data(), D.log_weight_f.data() + n, lw.begin());
         log_weight_ = upload(lw, "the log-weights");
+        max_ps_ = 1;  // log2_weight_max: dim d of point i at d · row + i
+        max_ds_ = static_cast<int>(row);
     } else {
         points_ = upload_or_dummy(D.points_f.data(), nk, "the points");
         precision_ = upload_or_dummy(pp ? D.precision_f.data() : nullptr, nk, "the precisions");
         log_weight_ = upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()),
                                       "the log-weights");
+        max_ps_ = k_;
+        max_ds_ = 1;
     }
     g_ = D.grid && D.grid->g() <= kMaxRangeGridDims ? D.grid->g() : 0;
     std::vector<cl_int> gi(std::max(1, 2 * g_)), start(1, 0);
@@ -497,6 +526,7 @@ void OpenCLBinding::set_modes(const double* positions, Index m, const double* me
     has_metric_ = metric != nullptr;
     m_ = m;
     active_ = m;
+    reserve_log2_shift(m);
     // What the first step and read_modes() need, here with the rest of the preparation: a
     // one-iteration run paid ~26 ms of allocation and page faults in its step (H200, 1,048,576 modes).
     staging_.reserve(dev_->context, dev_->queue,
@@ -588,6 +618,7 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
     cl::Event done, combined;
     cl_call("running the approx_mode kernel", [&] {
+        enqueue_max(modes_, active_list_, count, nblocks, segments, groups);
         enqueue_step(modes_, active_list_, count, nblocks, segments, groups, tol2f, retire, combine, &done, &combined);
         // only count x (mode, shift², status) cross to the host
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
@@ -607,41 +638,93 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
     }
 }
 
+int OpenCLBinding::set_finish_args(cl::Kernel& kern, int i, cl_float tol2f, bool retire) const
+{
+    kern.setArg(i++, metric_);
+    kern.setArg(i++, static_cast<cl_int>(has_metric_ ? 1 : 0));
+    kern.setArg(i++, tol2f);
+    kern.setArg(i++, static_cast<cl_int>(retire ? 1 : 0));
+    kern.setArg(i++, report_);
+    kern.setArg(i++, next_list_);
+    kern.setArg(i++, counter_);
+    kern.setArg(i++, log2_shift_);
+    return i;
+}
+
+void OpenCLBinding::set_step_args(cl::Kernel& kern, const cl::Buffer& modes, const cl::Buffer& list, int count,
+                                  int nblocks, int segments, cl_float tol2f, bool retire) const
+{
+    int a = 0;
+    kern.setArg(a++, records_);
+    kern.setArg(a++, centres_);
+    kern.setArg(a++, radii_);
+    kern.setArg(a++, static_cast<cl_int>(ntiles_));
+    kern.setArg(a++, modes);
+    kern.setArg(a++, list);
+    kern.setArg(a++, static_cast<cl_int>(count));
+    kern.setArg(a++, static_cast<cl_int>(nblocks));
+    kern.setArg(a++, static_cast<cl_int>(segments));
+    kern.setArg(a++, partial_);
+    a = set_finish_args(kern, a, tol2f, retire);
+    if (config_.gemm) {
+        kern.setArg(a++, lcw_);
+        // L/2 · cutoff2: weight 0 where the log2-exponent (less L c_i) falls below -cutl
+        const double cutl = 0.5 * 1.4426950408889634 * data_->cutoff2;
+        kern.setArg(a++, static_cast<cl_float>(std::isfinite(cutl) ? std::min(cutl, 1e30) : 1e30));
+    }
+}
+
+void OpenCLBinding::reserve_log2_shift(Index count)
+{
+    const std::size_t bytes = static_cast<std::size_t>(std::max<Index>(1, count)) * sizeof(cl_int);
+    if (bytes <= log2_shift_capacity_) return;
+    log2_shift_ = cl_call("allocating the log2 shifts", [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, bytes); });
+    log2_shift_capacity_ = bytes;
+}
+
+void OpenCLBinding::enqueue_max(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments,
+                                int groups)
+{
+    const KernelConfig& c = config_;
+    if (!c.log2_shift || count == 0) return;
+    cl::CommandQueue& q = dev_->queue;
+    // MS_SHIFT_EMPTY (bytes 0x80): no candidate yet; the pass raises it by atomic max.
+    q.enqueueFillBuffer(log2_shift_, cl_int(MS_SHIFT_EMPTY), 0, static_cast<std::size_t>(count) * sizeof(cl_int));
+    if (c.gemm) {  // the GEMM kernel's own max pass, on the step's units
+        set_step_args(max_kernel_, modes, list, count, nblocks, segments, 0.0f, false);
+        q.enqueueNDRangeKernel(max_kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
+                               cl::NDRange(c.tau));
+        return;
+    }
+    // log2_weight_max: `parts` work-items a slot, each over every parts-th point, enough work-items
+    // in all for the device (2048 a compute unit on GPUs, 64 on CPU devices).
+    const Index n = data_->n();
+    const long want = static_cast<long>(std::max(1, dev_->device.info.compute_units)) * (dev_->is_gpu() ? 2048 : 64);
+    const int parts = static_cast<int>(std::max<long>(1, std::min<long>({(want + count - 1) / count, n, INT_MAX / count})));
+    int a = 0;
+    max_kernel_.setArg(a++, points_);
+    max_kernel_.setArg(a++, precision_);
+    max_kernel_.setArg(a++, log_weight_);
+    max_kernel_.setArg(a++, static_cast<cl_int>(n));
+    max_kernel_.setArg(a++, static_cast<cl_int>(max_ps_));
+    max_kernel_.setArg(a++, static_cast<cl_int>(max_ds_));
+    max_kernel_.setArg(a++, static_cast<cl_float>(std::isfinite(data_->cutoff2) ? std::min(data_->cutoff2, 1e38) : 3.0e38));
+    max_kernel_.setArg(a++, modes);
+    max_kernel_.setArg(a++, list);
+    max_kernel_.setArg(a++, static_cast<cl_int>(count));
+    max_kernel_.setArg(a++, static_cast<cl_int>(parts));
+    max_kernel_.setArg(a++, log2_shift_);
+    q.enqueueNDRangeKernel(max_kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(count) * parts), cl::NullRange);
+}
+
 void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments,
                                  int groups, cl_float tol2f, bool retire, bool combine, cl::Event* done,
                                  cl::Event* combined)
 {
     const KernelConfig& c = config_;
-    const cl_int retire_i = retire ? 1 : 0, has_metric = has_metric_ ? 1 : 0;
     cl::CommandQueue& q = dev_->queue;
     if (retire) q.enqueueFillBuffer(counter_, cl_int(0), 0, sizeof(cl_int));
-    int a = 0;
-    kernel_.setArg(a++, records_);
-    kernel_.setArg(a++, centres_);
-    kernel_.setArg(a++, radii_);
-    kernel_.setArg(a++, static_cast<cl_int>(ntiles_));
-    kernel_.setArg(a++, modes);
-    kernel_.setArg(a++, list);
-    kernel_.setArg(a++, static_cast<cl_int>(count));
-    kernel_.setArg(a++, static_cast<cl_int>(nblocks));
-    kernel_.setArg(a++, static_cast<cl_int>(segments));
-    kernel_.setArg(a++, partial_);
-    auto finish_args = [&](cl::Kernel& kern, int i) {
-        kern.setArg(i++, metric_);
-        kern.setArg(i++, has_metric);
-        kern.setArg(i++, tol2f);
-        kern.setArg(i++, retire_i);
-        kern.setArg(i++, report_);
-        kern.setArg(i++, next_list_);
-        kern.setArg(i++, counter_);
-    };
-    finish_args(kernel_, a);
-    if (c.gemm) {
-        kernel_.setArg(a + 7, lcw_);
-        // L/2 · cutoff2: weight 0 where the log2-exponent (less L c_i) falls below -cutl
-        const double cutl = 0.5 * 1.4426950408889634 * data_->cutoff2;
-        kernel_.setArg(a + 8, static_cast<cl_float>(std::isfinite(cutl) ? std::min(cutl, 1e30) : 1e30));
-    }
+    set_step_args(kernel_, modes, list, count, nblocks, segments, tol2f, retire);
     q.enqueueNDRangeKernel(kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
                            cl::NDRange(c.tau), nullptr, done);
     if (combine) {
@@ -651,7 +734,7 @@ void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list
         combine_.setArg(b++, modes);
         combine_.setArg(b++, list);
         combine_.setArg(b++, static_cast<cl_int>(count));
-        finish_args(combine_, b);
+        set_finish_args(combine_, b, tol2f, retire);
         const std::size_t local = 64;
         q.enqueueNDRangeKernel(combine_, cl::NullRange,
                                cl::NDRange(std::max<std::size_t>(local, (static_cast<std::size_t>(count) + local - 1) / local * local)),
@@ -686,6 +769,7 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
     const cl_float tol2f = static_cast<cl_float>(std::min(tol2, static_cast<double>(FLT_MAX)));
     cl::Event done;
     cl_call("running the range_modes kernel", [&] {
+        enqueue_max(modes_, active_list_, count, 0, 0, 0);
         enqueue_ranges(modes_, active_list_, count, nullptr, tol2f, &done);
         dev_->queue.enqueueReadBuffer(report_, CL_TRUE, 0, 3 * static_cast<std::size_t>(count) * sizeof(cl_int),
                                       staging_.as<cl_int>());
@@ -731,7 +815,6 @@ void OpenCLBinding::enqueue_ranges(const cl::Buffer& modes, const cl::Buffer& li
     // device keeps as many resident as its compute units hold (z of the topology).
     const int per_group = c.cpu_range_modes > 0 ? c.cpu_range_modes : vppus;  // range_modes_cpu: one PU, many modes
     const int groups = (count + per_group - 1) / per_group;
-    const cl_int has_metric = has_metric_ ? 1 : 0;
     if (static_cast<std::size_t>(groups) > group_pairs_capacity_) {
         group_pairs_ = cl_call("allocating the pair counts", [&] {
             return cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY, static_cast<std::size_t>(groups) * sizeof(cl_long));
@@ -754,13 +837,7 @@ void OpenCLBinding::enqueue_ranges(const cl::Buffer& modes, const cl::Buffer& li
     kernel->setArg(a++, static_cast<cl_int>(count));
     kernel->setArg(a++, group_pairs_);
     kernel->setArg(a++, sums ? *sums : cl::Buffer());  // null: the kernel finishes the modes
-    kernel->setArg(a++, metric_);
-    kernel->setArg(a++, has_metric);
-    kernel->setArg(a++, tol2f);
-    kernel->setArg(a++, cl_int(0));  // retire on the host: keeps the list in Morton order
-    kernel->setArg(a++, report_);
-    kernel->setArg(a++, next_list_);
-    kernel->setArg(a++, counter_);
+    set_finish_args(*kernel, a, tol2f, false);  // retire on the host: keeps the list in Morton order
     dev_->queue.enqueueNDRangeKernel(*kernel, cl::NullRange, cl::NDRange(static_cast<std::size_t>(groups) * c.tau),
                                      cl::NDRange(c.tau), nullptr, done);
     dev_->queue.enqueueReadBuffer(group_pairs_, CL_FALSE, 0, host_group_pairs_.size() * sizeof(cl_long),
@@ -809,7 +886,9 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
     }
     // The per-point expanded form's records carry a common factor L (partial_sums.hpp).
     const double scale = c.per_point && !c.ranges && c.form == ExponentForm::Expanded ? kExpandedPerPointSumScale : 1.0;
+    reserve_log2_shift(chunk);
     std::vector<float> q(static_cast<std::size_t>(chunk) * k_), acc;
+    std::vector<cl_int> shifts(c.log2_shift ? static_cast<std::size_t>(chunk) : 0);
     double pairs = 0;
     for (Index q0 = 0; q0 < count; q0 += chunk) {
         const int qn = static_cast<int>(std::min(chunk, count - q0));
@@ -819,6 +898,7 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
         cl_call("running the step kernels for accumulate", [&] {
             dev_->queue.enqueueWriteBuffer(queries_, CL_FALSE, 0, static_cast<std::size_t>(qn) * k_ * sizeof(float), q.data());
             if (c.ranges) {
+                enqueue_max(queries_, query_list_, qn, 0, 0, 0);
                 enqueue_ranges(queries_, query_list_, qn, &query_sums_, 0.0f, nullptr);
                 acc.resize(static_cast<std::size_t>(qn) * width);
                 dev_->queue.enqueueReadBuffer(query_sums_, CL_TRUE, 0, acc.size() * sizeof(float), acc.data());
@@ -831,13 +911,21 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
             segments = reserve_partial(qn, combine, c.gemm ? 1 : 2);
             const int nblocks = (qn + c.modes_per_block() - 1) / c.modes_per_block();
             const int groups = static_cast<int>(std::min<long>(static_cast<long>(nblocks) * segments, topology_.ppus));
+            enqueue_max(queries_, query_list_, qn, nblocks, segments, groups);
             enqueue_step(queries_, query_list_, qn, nblocks, segments, groups, 0.0f, false, false, nullptr, nullptr);
             acc.resize(static_cast<std::size_t>(segments) * qn * width);
             dev_->queue.enqueueReadBuffer(partial_, CL_TRUE, 0, acc.size() * sizeof(float), acc.data());
             pairs += static_cast<double>(qn) * static_cast<double>(data_->n());
             return 0;
         });
-        add_relative_sums(acc.data(), segments, y, qn, k_, c.per_point, scale, sums + q0 * width);
+        // The kernels shifted each query's log2 weights by its maximum: undone in float64.
+        if (c.log2_shift)
+            cl_call("reading the log2 shifts", [&] {
+                return dev_->queue.enqueueReadBuffer(log2_shift_, CL_TRUE, 0, static_cast<std::size_t>(qn) * sizeof(cl_int),
+                                                     shifts.data());
+            });
+        add_relative_sums(acc.data(), segments, y, qn, k_, c.per_point, scale, sums + q0 * width,
+                          c.log2_shift ? shifts.data() : nullptr);
     }
     return pairs;
 }

@@ -76,6 +76,17 @@ private:
     /// work-groups.
     void enqueue_step(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments, int groups,
                       cl_float tol2f, bool retire, bool combine, cl::Event* done, cl::Event* combined);
+    /// The arguments of the step kernels (approx_mode*, gemm_modes) from index 0, and of
+    /// MS_FINISH_PARAMS (approx_mode_common.clh) from index i (returns the next index).
+    void set_step_args(cl::Kernel& kern, const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks,
+                       int segments, cl_float tol2f, bool retire) const;
+    int set_finish_args(cl::Kernel& kern, int i, cl_float tol2f, bool retire) const;
+    /// KernelConfig::log2_shift: the max pass for the `count` slots of `list` (positions in `modes`)
+    /// into log2_shift_, before the step kernels that read it (the GEMM kernel's own pass runs on the
+    /// step's nblocks, segments and groups; log2_weight_max ignores them). Nothing otherwise.
+    void enqueue_max(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments, int groups);
+    /// log2_shift_ for at least `count` slots (at least one: the kernels always take the argument).
+    void reserve_log2_shift(Index count);
     /// The step's report (count × [mode, shift², status] in staging_) into `report`, checked;
     /// returns how many modes stay active.
     Index unpack_report(int count, StepReport& report) const;
@@ -89,6 +100,14 @@ private:
     int ntiles_ = 0;
     cl::Program program_;
     cl::Kernel kernel_, combine_;
+    // KernelConfig::log2_shift: the max pass (gemm_modes of max_program_, or log2_weight_max of
+    // program_ over points_, precision_, log_weight_ with point i, dim d at i · max_ps_ + d · max_ds_)
+    // and the per-slot ordered maxima it leaves for the step (also bound, unused, without the shift).
+    cl::Program max_program_;
+    cl::Kernel max_kernel_;
+    cl::Buffer log2_shift_;
+    std::size_t log2_shift_capacity_ = 0;  // bytes
+    int max_ps_ = 0, max_ds_ = 0;
     cl::Buffer records_, centres_, radii_;
     cl::Buffer lcw_;  // GEMM kernel: L c_i per record slot (per-point H with a cutoff), else 1 float
     // truncated kernel: points in the prepared (cell-sorted) order and the grid (g = 0: none)
