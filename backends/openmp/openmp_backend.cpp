@@ -98,11 +98,17 @@ public:
         // The GEMM form: asked for, or Auto at k ≥ the measured crossover with the default one-mode-per-
         // lane topology (an explicit f_vppu > 1 asks for the direct kernels' lane sharing); Auto then
         // also keeps the direct layout for steps with too few active modes to fill a block per thread.
+        // Per-point weights spanning beyond float32's range (detail::needs_log2_shift): the SIMD kernels
+        // weigh every point relative to one global maximum, so whole clusters would underflow. Auto then
+        // takes the GEMM form for every step (its per-mode shift of the exponent is exact at any k); the
+        // direct kernels asked for (pair_form = direct, or f_vppu > 1) give way to the float64 loop.
+        wide_weights_ = detail::needs_log2_shift(D);
         const int gemm_min_k = per_point ? kGemmMinKPerPoint : kGemmMinKShared;
         const bool gemm = k <= kMaxSimdK && (form == PairForm::Gemm ||
-                                             (form == PairForm::Auto && k >= gemm_min_k && t.f_vppu == 1));
+                                             (form == PairForm::Auto && (k >= gemm_min_k || wide_weights_) &&
+                                              t.f_vppu == 1));
         if (gemm) {
-            gemm_always_ = form == PairForm::Gemm;
+            gemm_always_ = form == PairForm::Gemm || wide_weights_;
             gemm_ = t.pus_per_ppu == 16 ? openmp_detail::gemm_table_avx512()
                     : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
                                          : openmp_detail::gemm_table_generic();
@@ -116,7 +122,7 @@ public:
             gd_.modes_per_block = kGemmModesPerBlock;
             gd_.rows_per_tile = kGemmRowsPerTile;
         }
-        if (k <= kMaxSimdK && !gemm_always_) build_layout(D);
+        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_) build_layout(D);
         if (D.grid) {
             fine_cells_ = true;
             for (int j = 0; j < D.grid->g(); ++j)
@@ -133,7 +139,7 @@ private:
             advance_gemm(in, out, supported, count);
             return;
         }
-        if (kd_.k > kMaxSimdK) {
+        if (kd_.k > kMaxSimdK || wide_weights_) {
             advance_wide(in, out, supported, count);
             return;
         }
@@ -330,7 +336,8 @@ private:
         for (Index q = 0; q < count; ++q) order_[std::size_t(start[std::size_t(near_p_[std::size_t(q)])]++)] = q;
     }
 
-    /// k > kMaxSimdK: one mode per thread at a time, float32 data, float64 sums (O(k) memory).
+    /// k > kMaxSimdK, or per-point weights beyond float32's range with the direct form: one mode per
+    /// thread at a time, float32 data, float64 weights and sums (O(k) memory), brute force.
     void advance_wide(const double* in, double* out, unsigned char* supported, Index count)
     {
         const PreparedData& D = *data_;
@@ -460,6 +467,7 @@ private:
     std::vector<int> near_p_;
     std::vector<unsigned char> g_sup_;
     bool fine_cells_ = false;  // grid cells smaller than the search radius in every grid dim
+    bool wide_weights_ = false;  // per-point log2 weights beyond [-64, 64]: GEMM form or the float64 loop
     std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
 };
