@@ -200,3 +200,124 @@ TEST_CASE("conformance highdim: clustering 64-D blobs, exact and truncated, vs t
             CHECK(worst <= 1.5 * 4.0 * (o.tolerance + conf::step_tolerance(20.0)));
         }
 }
+
+namespace {
+
+/// Two blobs of n/2 points each in k dimensions with per-point H_i = σ² I: σ = 1 around the origin
+/// (even rows) and σ = σ_w around (8σ_w, …, 8σ_w) (odd rows). The log-weights c_i = log|H_i|^-1/2 − max
+/// of the wide blob's points are −k ln σ_w, far below float32's range when k log2 σ_w ≫ 126. The blobs
+/// are apart and n/2 is a multiple of 512, so the GPU backends' point tiles (k-d order, ≤ 512 points)
+/// never mix them: the tile-relative expanded exponent then keeps float32 accuracy in both.
+PreparedData weight_range_blobs(std::mt19937_64& rng, Index n, int k, double sigma_wide)
+{
+    std::normal_distribution<double> noise(0.0, 1.0);
+    PreparedData D;
+    D.model = KernelModel::PerPoint;
+    D.points.resize(n, k);
+    D.precision.resize(n, k);
+    for (Index i = 0; i < n; ++i) {
+        const bool wide = i % 2 == 1;
+        const double s = wide ? sigma_wide : 1.0;
+        for (int d = 0; d < k; ++d) {
+            D.points(i, d) = double(float((wide ? 8.0 * s : 0.0) + s * noise(rng)));
+            D.precision(i, d) = 1.0 / (s * s);
+        }
+    }
+    D.finalize();
+    return D;
+}
+
+/// Largest relative error of accumulate()'s sums (rows [S0 (k) | S1 (k)]) against the oracle's, as
+/// test_accumulate.cpp measures it: S0_d against itself, S1_d = Σ e w x_d against S0_d · R (R: the
+/// largest |coordinate| of the points that carry the weight), since S1's terms may cancel.
+double sums_rel_error(const MatrixD& got, const MatrixD& want, int k, double R)
+{
+    double worst = 0;
+    for (Index q = 0; q < want.rows(); ++q)
+        for (int c = 0; c < 2 * k; ++c) {
+            const double s0 = want(q, c < k ? c : c - k);
+            const double scale = c < k ? s0 : s0 * R;
+            worst = std::max(worst, std::abs(got(q, c) - want(q, c)) / std::max(scale, 1e-300));
+        }
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("conformance highdim: per-point weights |H_i|^-1/2 spanning far beyond float32's range (sigma 1 and "
+          "2^(192/k), k = 8, 24, 64), every pair form, exact and cutoff, steps and accumulate vs the oracle")
+{
+    // The float32 backends used to return NoSupport for every mode of the wide blob (each of its
+    // weights underflows relative to the global maximum, 2^-192 below it); they now shift each mode's
+    // exponents by its own maximum (docs/bandwidth-selection.md, "Why blobs-128d fails"), and have no
+    // support exactly where float64 has none.
+    auto rng = make_rng("conf-highdim-weight-range");
+    MSTEST_SEED_INFO();
+    const bool truncates = make_backend(conf::backend())->supports_cutoff();
+    auto forms = pair_forms();
+    BackendOptions direct;
+    direct.pair_form = PairForm::Direct;
+    forms.push_back({"direct", direct});
+    for (int k : {8, 24, 64}) {
+        const double sigma_wide = std::exp2(192.0 / k);
+        PreparedData D = weight_range_blobs(rng, 1024, k, sigma_wide);
+        REQUIRE(D.log_weight.minCoeff() < -120.0);
+        // Queries of each blob apart (a GEMM block of modes from both blobs would centre between
+        // them): 16 data points of the blob, jittered by 0.05 σ per dimension.
+        std::normal_distribution<double> jitter(0.0, 0.05);
+        MatrixD Q[2];
+        for (int b = 0; b < 2; ++b) {
+            Q[b].resize(16, k);
+            const double s = b ? sigma_wide : 1.0;
+            for (Index q = 0; q < Q[b].rows(); ++q)
+                for (int d = 0; d < k; ++d) Q[b](q, d) = double(float(D.points(q * 62 + b, d) + s * jitter(rng)));
+        }
+        MatrixD both(32, k);
+        both << Q[0], Q[1];
+        for (bool cut : {false, true}) {
+            if (cut && !truncates) continue;
+            D.cutoff2 = cut ? clear_cutoff2(D, both, 2.0 * k) : std::numeric_limits<double>::infinity();
+            auto oracle = make_backend("serial");
+            auto ob = oracle->bind(share(D), Topology{});
+            MatrixD want[2], want_sums[2];
+            for (int b = 0; b < 2; ++b) {
+                StepReport report;
+                want[b] = conf::step(*ob, Q[b], &report);
+                for (const ModeStatus s : report.status) REQUIRE(s != ModeStatus::NoSupport);
+                want_sums[b] = MatrixD::Zero(Q[b].rows(), 2 * k);
+                ob->accumulate(Q[b].data(), Q[b].rows(), want_sums[b].data());
+            }
+            for (const auto& [form, bo] : forms) {
+                std::unique_ptr<Backend> be;
+                try {
+                    be = make_backend(conf::backend(), bo);
+                    (void)be->resolve_topology(Topology{}, D);
+                } catch (const InvalidArgument& e) {
+                    MESSAGE("backend " << conf::backend() << " declines pair_form=" << form << ": " << std::string(e.what()));
+                    continue;
+                }
+                auto ts = conf::topologies(*be, D);
+                if (ts.size() > 3) ts.resize(3);
+                for (const Topology& t : ts) {
+                    auto binding = be->bind(share(D), t);
+                    for (int b = 0; b < 2; ++b) {
+                        const double s = b ? sigma_wide : 1.0;
+                        INFO("k = " << k << ", " << std::string(b ? "wide" : "narrow") << " blob (sigma " << s << "), cutoff2 = "
+                                    << D.cutoff2 << ", pair_form " << form << ", topology " << t.to_string());
+                        StepReport report;
+                        const MatrixD got = conf::step(*binding, Q[b], &report);
+                        Index no_support = 0;
+                        for (const ModeStatus st : report.status) no_support += st == ModeStatus::NoSupport;
+                        CHECK(no_support == 0);
+                        // 1.5 × the conformance tolerance, in the blob's own bandwidths (|coordinates| ≲ 12 σ)
+                        CHECK(max_abs_diff(got, want[b]) <= s * 1.5 * conf::step_tolerance(12.0));
+                        // Binding::accumulate: absolute float64 sums (any shift undone), as the oracle's
+                        MatrixD sums = MatrixD::Zero(Q[b].rows(), binding->sum_width());
+                        binding->accumulate(Q[b].data(), Q[b].rows(), sums.data());
+                        CHECK(sums_rel_error(sums, want_sums[b], k, 12.0 * s) <= 1e-4);
+                    }
+                }
+            }
+        }
+    }
+}
