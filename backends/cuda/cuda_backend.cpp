@@ -69,8 +69,13 @@ constexpr int kDefaultRangeVppu = 4;
 constexpr int kGemmCrossover = 9;
 /// Truncated kernel: the range kernels visit only the candidate ranges, the GEMM kernels every
 /// point with the cutoff as a mask; from this k on the masked tensor-core product is the faster
-/// (the range kernels' per-pair cost grows with k like the topology kernels').
-constexpr int kGemmCrossoverTruncated = 16;
+/// (the range kernels' per-pair cost grows with k like the topology kernels'). Shared model (the
+/// fp16 kernel), H200, 262,144 points in 8 blobs, 3 iterations (docs/high-dimensional.md,
+/// 2026-11-24): GEMM 0.19 s at every k = 7..16; range kernels 0.37-0.56 s where the grid prunes
+/// nothing (k = 7-10, 13, 15), 0.15-0.23 s where it prunes 8x (k = 11, 12, 14, 16), 0.09 s at k = 6.
+/// Per-point (the TF32 kernel): measured from k = 16 only.
+constexpr int kGemmCrossoverTruncated = 7;
+constexpr int kGemmCrossoverTruncatedPerPoint = 16;
 
 /// Preload::Auto = the faster variant measured on the H200 (docs/tuning.md, CUDA): preloading on
 /// for the fast kernels (+17 % isotropic, +47 % per-point) and for the topology kernels up to
@@ -144,7 +149,8 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
     const GemmKernel gk = gemm_kernel(k, pp, truncated);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
-    return k >= (truncated ? kGemmCrossoverTruncated : kGemmCrossover) && gemm_shape(t, gk);
+    const int from = truncated ? (pp ? kGemmCrossoverTruncatedPerPoint : kGemmCrossoverTruncated) : kGemmCrossover;
+    return k >= from && gemm_shape(t, gk);
 }
 
 /// `shift`: detail::needs_log2_shift of the data (per-point weights beyond float32's range).

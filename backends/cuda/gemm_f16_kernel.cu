@@ -73,47 +73,15 @@ __device__ __forceinline__ float quad_max(float v)
     return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
-/// fp16 hi/lo of a point coordinate v (relative to the block centre, scaled by s) into row j of
-/// the tile; returns v² for |p'|², or +inf where the scaled value leaves fp16's safe range.
-__device__ __forceinline__ float stage_value(float v, float s, __half* hi, __half* lo)
-{
-    float vs = v * s;
-    const bool far = fabsf(vs) > 32768.0f;
-    vs = fminf(fmaxf(vs, -32768.0f), 32768.0f);
-    const __half h = __float2half_rn(vs);
-    *hi = h;
-    *lo = __float2half_rn(vs - __half2float(h));
-    return far ? INFINITY : v * v;
-}
-
-/// Stage points [t0, t0 + NT) of the slice: fp16 hi/lo rows of p' = x − c (scaled by s) and the
-/// point terms pn = L·½|p'|² (+inf: padding or out of range: no weight). Any k: a warp per point,
-/// a lane per dimension.
-template <int KF, int NT, int LD, int W>
-__device__ __forceinline__ void stage_scalar(const GemmParams& p, long long t0, long long p_end, const float* centre,
-                                             float s, __half* ph, __half* pl, float* pn, int warp, int lane)
-{
-    const int k = p.k;
-    for (int j = warp; j < NT; j += W) {
-        const long long i = t0 + j;
-        const bool ok = i < p_end;
-        float nrm = 0.0f;
-        for (int d = lane; d < KF; d += 32) {
-            const float v = (ok && d < k) ? p.points[i * k + d] - centre[d] : 0.0f;
-            nrm += stage_value(v, s, ph + j * LD + d, pl + j * LD + d);
-        }
-        for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
-        if (lane == 0) pn[j] = ok ? 0.5f * kLog2e * nrm : INFINITY;
-    }
-}
-
-/// The same for k % 4 == 0: 16-byte loads, all of a batch issued before the first is used (their
-/// latency overlaps); KF/4 consecutive threads per point (a thread keeps its 4 dimensions q for the
-/// whole tile), |p'|² reduced over them by shuffles. (x − c)·s is one fma with c·s precomputed
-/// (s a power of two: exact as s·(x − c)), so |p'|² = |s p'|² / s².
-template <int KF, int NT, int LD, int T>
-__device__ __forceinline__ void stage_vec(const GemmParams& p, long long t0, long long p_end, float4 cs, float s,
-                                          float pn_scale, __half* ph, __half* pl, float* pn, int tid)
+/// Stage points [t0, t0 + NT) of the slice: fp16 hi/lo rows of p' = x − c scaled by s, and the point
+/// terms pn = L·½|p'|² (+inf: padding, or out of fp16's range: no weight). KF/4 consecutive threads
+/// per point, 4 dimensions each (fixed for the whole kernel), |p'|² reduced over them by shuffles; a
+/// batch of loads is issued before the first is used (their latency overlaps). ALIGNED (k % 4 == 0):
+/// one 16-byte load per 4 dimensions. (x − c)·s is one fma with c·s precomputed (s a power of two:
+/// exactly s·(x − c)), so |p'|² = |s p'|² / s².
+template <int KF, int NT, int LD, int T, bool ALIGNED>
+__device__ __forceinline__ void stage_points(const GemmParams& p, long long t0, long long p_end, float4 cs, float s,
+                                             float pn_scale, __half* ph, __half* pl, float* pn, int tid)
 {
     constexpr int C = KF / 4;      // float4 chunks per point row (≤ 32: within one warp)
     constexpr int RS = T / C;      // rows per pass of the block
@@ -121,15 +89,22 @@ __device__ __forceinline__ void stage_vec(const GemmParams& p, long long t0, lon
     constexpr int B = R > 8 ? 8 : R;  // loaded together
     const int k = p.k, q = tid % C, j0 = tid / C;
     const bool in = 4 * q < k;
-    const long long k4 = k / 4;
-    const float4* src = reinterpret_cast<const float4*>(p.points) + (t0 + j0) * k4 + q;
+    const float* src = p.points + (t0 + j0) * k + 4 * q;
 #pragma unroll
     for (int r0 = 0; r0 < R; r0 += B) {
         float4 v[B];
 #pragma unroll
         for (int r = 0; r < B; ++r) {
             const bool ok = in && t0 + j0 + (r0 + r) * RS < p_end;
-            v[r] = ok ? src[(r0 + r) * RS * k4] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            const float* x = src + static_cast<long long>((r0 + r) * RS) * k;
+            if (ALIGNED) {
+                v[r] = ok ? *reinterpret_cast<const float4*>(x) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+            } else {  // dimensions beyond k read as 0 (their centre is 0 too)
+                v[r].x = ok ? x[0] : 0.0f;
+                v[r].y = ok && 4 * q + 1 < k ? x[1] : 0.0f;
+                v[r].z = ok && 4 * q + 2 < k ? x[2] : 0.0f;
+                v[r].w = ok && 4 * q + 3 < k ? x[3] : 0.0f;
+            }
         }
 #pragma unroll
         for (int r = 0; r < B; ++r) {
@@ -172,7 +147,7 @@ struct Shape {
     static constexpr unsigned long smem = head + sizeof(float) * (nt + KF + bm + 1);
 };
 
-template <int KF, bool VEC, bool TRUNC>
+template <int KF, bool ALIGNED, bool TRUNC>
 __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm_f16_t(const GemmParams p)
 {
     using S = Shape<KF>;
@@ -221,8 +196,8 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
     frexpf(__uint_as_float(*qmax), &e2);  // max |q'| < 2^e2
     const float s = ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
-    float4 cs = make_float4(0.0f, 0.0f, 0.0f, 0.0f);  // c·s of this thread's 4 dimensions (stage_vec)
-    if (VEC) {
+    float4 cs;  // c·s of this thread's 4 dimensions (stage_points)
+    {
         const int d = 4 * (tid % (KF / 4));
         cs = make_float4(centre[d] * s, centre[d + 1] * s, centre[d + 2] * s, centre[d + 3] * s);
     }
@@ -262,10 +237,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
 
     for (long long t0 = p_begin; t0 < p_end; t0 += NT) {
         __syncthreads();  // the previous tile (or the staged modes) is consumed
-        if (VEC)
-            stage_vec<KF, NT, LD, T>(p, t0, p_end, cs, s, 0.5f * kLog2e / (s * s), ph, pl, pn, tid);
-        else
-            stage_scalar<KF, NT, LD, W>(p, t0, p_end, centre, s, ph, pl, pn, warp, lane);
+        stage_points<KF, NT, LD, T, ALIGNED>(p, t0, p_end, cs, s, 0.5f * kLog2e / (s * s), ph, pl, pn, tid);
         __syncthreads();
 
         // This warp: MT·16 modes × NT points in groups of 8·GT (GT n8 tiles of exponents = GT/2 k16
@@ -396,11 +368,11 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
     }
 }
 
-template <int KF, bool VEC>
+template <int KF, bool ALIGNED>
 GemmKernel entry(bool truncated)
 {
-    const void* fn = truncated ? reinterpret_cast<const void*>(&gemm_f16_t<KF, VEC, true>)
-                               : reinterpret_cast<const void*>(&gemm_f16_t<KF, VEC, false>);
+    const void* fn = truncated ? reinterpret_cast<const void*>(&gemm_f16_t<KF, ALIGNED, true>)
+                               : reinterpret_cast<const void*>(&gemm_f16_t<KF, ALIGNED, false>);
     return {fn, Shape<KF>::warps * 32, Shape<KF>::bm, Shape<KF>::nt, Shape<KF>::smem};
 }
 
@@ -409,7 +381,7 @@ GemmKernel entry(bool truncated)
 GemmKernel gemm_f16_kernel(int k, bool truncated)
 {
     // 16-byte point loads where rows are 16-byte aligned (k % 4 == 0).
-    const bool vec = k % 4 == 0;
+    const bool vec = k % 4 == 0;  // rows 16-byte aligned: float4 loads
     if (k <= 16) return vec ? entry<16, true>(truncated) : entry<16, false>(truncated);
     if (k <= 32) return vec ? entry<32, true>(truncated) : entry<32, false>(truncated);
     if (k <= 64) return vec ? entry<64, true>(truncated) : entry<64, false>(truncated);
