@@ -119,7 +119,8 @@ struct DistributedTiming {
     double seconds_check = 0;      ///< option check (broadcast + agreement)
     double seconds_allgather = 0;  ///< MPI_Allgatherv of the points (replicated) / the decomposition's exchange (domain)
     /// domain: the per-iteration hand-over of modes (and the active-count reduction); ring: the time
-    /// blocked waiting for the passes' chunks (the communication that the sums did not hide)
+    /// blocked waiting for the passes' chunks (transfers the sums did not hide, and a slower
+    /// previous rank's sums)
     double seconds_migrate = 0;
     double seconds_ascent = 0;     ///< this rank's cluster() call for its seeds
     double seconds_wait = 0;       ///< agreement after the ascent (= waiting for the slowest rank)
