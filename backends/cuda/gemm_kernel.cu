@@ -1,5 +1,5 @@
 // The GEMM form of the step (issue 11, docs/high-dimensional.md) in TF32, for the per-point model
-// and for the shared model above k = 128 (gemm_f16_kernel.cu runs the shared model up to 128): the
+// (gemm_f16_kernel.cu runs the shared model; the template's shared branch is no longer instantiated): the
 // exponents of a block of modes against a tile of points come from tensor-core matrix products
 //   shared H:    −½|q − p|² = q·p − ½|q|² − ½|p|²
 //   per-point H: −½ Σ_d w_d (q_d − x_d)² = [q, −½q∘q]·[w∘x, w] − ½ Σ_d w_d x_d²
@@ -18,8 +18,9 @@
 // Per-point weights beyond float32's range (GemmParams::log2_shift, kernels/meanshift_device.h "per-mode
 // log2 shift"): each mode's weights are 2^(x + L c_i − m_q), m_q staged where the shared model keeps
 // ½L|q'|² (the per-point exponent has no such term), so the shift takes no instruction more per pair.
-// MAXP = true is its max pass: the same exponents, no sums; the quad's largest x + L c_i of each mode
-// goes into log2_shift by atomic max.
+// MAXP = true is its max pass: the exponents in plain TF32 (hi·hi: an error of a fraction of a log2
+// unit, which a shift tolerates; the step's weights keep 3xTF32), no sums; the quad's largest
+// x + L c_i of each mode goes into log2_shift by atomic max.
 #include "backends/cuda/gemm_common.cuh"
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_device.h"
@@ -180,8 +181,10 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
                 for (int c = 0; c < 4; ++c) {
                     const int row = (j0 + 8 * c + g) * LD + kk + t;
                     const std::uint32_t bh0 = ph[row], bh1 = ph[row + 4], bl0 = pl[row], bl1 = pl[row + 4];
-                    mma(s[c], al0, al1, al2, al3, bh0, bh1);
-                    mma(s[c], ah0, ah1, ah2, ah3, bl0, bl1);
+                    if constexpr (!MAXP) {  // the max pass: hi·hi only (a shift needs no 3xTF32 accuracy)
+                        mma(s[c], al0, al1, al2, al3, bh0, bh1);
+                        mma(s[c], ah0, ah1, ah2, ah3, bl0, bl1);
+                    }
                     mma(s[c], ah0, ah1, ah2, ah3, bh0, bh1);
                 }
             }
@@ -311,21 +314,13 @@ const void* gemm_log2_max_kernel(int k, bool truncated)
 
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated)
 {
-    if (!per_point && k <= 128) return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu
-    const int f = per_point ? 2 * k : k;
-    if (per_point) {
-        if (f <= 16) return entry<16, true>();
-        if (f <= 32) return entry<32, true>();
-        if (f <= 64) return entry<64, true>();
-        if (f <= 128) return entry<128, true>();
-        if (f <= 256) return entry<256, true>();
-    } else {
-        if (f <= 16) return entry<16, false>();
-        if (f <= 32) return entry<32, false>();
-        if (f <= 64) return entry<64, false>();
-        if (f <= 128) return entry<128, false>();
-        if (f <= 256) return entry<256, false>();
-    }
+    if (!per_point) return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
+    const int f = 2 * k;
+    if (f <= 16) return entry<16, true>();
+    if (f <= 32) return entry<32, true>();
+    if (f <= 64) return entry<64, true>();
+    if (f <= 128) return entry<128, true>();
+    if (f <= 256) return entry<256, true>();
     return {};
 }
 

@@ -111,11 +111,11 @@ struct GemmKernel {
     unsigned long smem = 0;
 };
 
-/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H). The shared model up to k = 128
-/// runs the fp16 kernel (gemm_f16_kernel), the rest the TF32 one (gemm_kernel.cu). `truncated`:
+/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H). The shared model
+/// runs the fp16 kernel (gemm_f16_kernel), the per-point model the TF32 one (gemm_kernel.cu). `truncated`:
 /// the launch masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test).
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated);
-/// The fp16 tensor-core kernel of the shared model, k ≤ 128 (gemm_f16_kernel.cu); empty above.
+/// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
 /// The max pass of the per-point GEMM kernel (gemm_kernel(k, true, truncated)'s shape, threads and
 /// shared memory): the largest log2 weight L c_i − L/2 D² of each query over the launch's points
