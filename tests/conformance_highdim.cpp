@@ -325,10 +325,13 @@ TEST_CASE("conformance highdim: per-point weights |H_i|^-1/2 spanning far beyond
                         CHECK(no_support == 0);
                         // 1.5 × the conformance tolerance, in the blob's own bandwidths (|coordinates| ≲ 12 σ)
                         CHECK(max_abs_diff(got, want[b]) <= s * 1.5 * conf::step_tolerance(12.0));
-                        // Binding::accumulate: absolute float64 sums (any shift undone), as the oracle's
+                        // Binding::accumulate: absolute float64 sums (any shift undone), as the oracle's. Unlike
+                        // the step's ratio they carry the float32 error of each log2 weight, L c_i − L/2 D²,
+                        // whose terms reach |L c_i| ≈ 192 and (GEMM) L/2 Σ w (q'² + x'²) ≈ 2Lk: 1.02e-4 at
+                        // k = 64 on an H200 (cuda, TF32 GEMM, cutoff); test_accumulate.cpp's 1e-4 is for k = 3.
                         MatrixD sums = MatrixD::Zero(Q[b].rows(), binding->sum_width());
                         binding->accumulate(Q[b].data(), Q[b].rows(), sums.data());
-                        CHECK(sums_rel_error(sums, want_sums[b], k, 12.0 * s) <= 1e-4);
+                        CHECK(sums_rel_error(sums, want_sums[b], k, 12.0 * s) <= 3e-4);
                     }
                 }
             }
