@@ -229,7 +229,11 @@ TEST_CASE("accumulate: the GPU bindings' sums equal the float64 sums within floa
                 fresh->step(0.0, false, report);
                 fresh->step(0.0, false, report);
                 fresh->read_modes(ref.data());
-                CHECK(mstest::max_abs_diff(got, ref) <= 1e-6);
+                // Not bit-equal on every kernel: the GEMM kernels add point slices' sums by float atomics in
+                // no fixed order, so two runs of the same steps differ by float32 rounding (cuda, gemm,
+                // per-point, cutoff 3: 1.07e-6 in 2 of 4 runs of one seed on an H200, within 1e-6 in the others); a
+                // mode disturbed by accumulate() would be off by far more.
+                CHECK(mstest::max_abs_diff(got, ref) <= 1e-5);
                 CHECK(binding->active_count() == M.rows());
             }
         }
