@@ -18,9 +18,8 @@
 // Per-point weights beyond float32's range (GemmParams::log2_shift, kernels/meanshift_device.h "per-mode
 // log2 shift"): each mode's weights are 2^(x + L c_i − m_q), m_q staged where the shared model keeps
 // ½L|q'|² (the per-point exponent has no such term), so the shift takes no instruction more per pair.
-// MAXP = true is its max pass: the exponents in plain TF32 (hi·hi: an error of a fraction of a log2
-// unit, which a shift tolerates; the step's weights keep 3xTF32), no sums; the quad's largest
-// x + L c_i of each mode goes into log2_shift by atomic max.
+// MAXP = true is its max pass: the same exponents, no sums; the quad's largest x + L c_i of each mode
+// goes into log2_shift by atomic max.
 #include "backends/cuda/gemm_common.cuh"
 #include "backends/cuda/kernel_params.hpp"
 #include "meanshift_device.h"
@@ -181,10 +180,8 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
                 for (int c = 0; c < 4; ++c) {
                     const int row = (j0 + 8 * c + g) * LD + kk + t;
                     const std::uint32_t bh0 = ph[row], bh1 = ph[row + 4], bl0 = pl[row], bl1 = pl[row + 4];
-                    if constexpr (!MAXP) {  // the max pass: hi·hi only (a shift needs no 3xTF32 accuracy)
-                        mma(s[c], al0, al1, al2, al3, bh0, bh1);
-                        mma(s[c], ah0, ah1, ah2, ah3, bl0, bl1);
-                    }
+                    mma(s[c], al0, al1, al2, al3, bh0, bh1);
+                    mma(s[c], ah0, ah1, ah2, ah3, bl0, bl1);
                     mma(s[c], ah0, ah1, ah2, ah3, bh0, bh1);
                 }
             }
