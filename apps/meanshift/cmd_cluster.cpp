@@ -360,7 +360,7 @@ void add_cluster_command(CLI::App& app, Mode mode)
     sub->add_option("--mpi-strategy", a->mpi_strategy,
                     "under mpirun: auto (domain decomposition for the truncated kernel when no rank holds more "
                     "than 75 % of the points), replicated, domain, ring (points stay on their rank, the modes "
-                    "travel; serial/openmp backends) (docs/mpi.md)")
+                    "travel with their partial sums; any backend) (docs/mpi.md)")
         ->check(CLI::IsMember({"auto", "replicated", "domain", "ring"}))
         ->capture_default_str();
 #endif
