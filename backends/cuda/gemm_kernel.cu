@@ -1,23 +1,23 @@
-// The GEMM form of the step (issue 11, docs/high-dimensional.md) in TF32, for the per-point model
-// (gemm_f16_kernel.cu runs the shared model; the template's shared branch is no longer instantiated): the
-// exponents of a block of modes against a tile of points come from tensor-core matrix products
-//   shared H:    −½|q − p|² = q·p − ½|q|² − ½|p|²
-//   per-point H: −½ Σ_d w_d (q_d − x_d)² = [q, −½q∘q]·[w∘x, w] − ½ Σ_d w_d x_d²
+// The GEMM form of the step (issue 11, docs/high-dimensional.md) for the per-point model in TF32
+// (gemm_f16_kernel.cu runs the shared model): the exponents of a block of modes against a tile of
+// points come from tensor-core matrix products
+//   −½ Σ_d w_d (q_d − x_d)² = [q, −½q∘q]·[w∘x, w] − ½ Σ_d w_d x_d²
 // fused with the exponential and the weighted sums E·P (as fused attention kernels do: the weight
 // tile lives in registers, never in memory). Skeleton mapping: PPU = block (BM modes); PU = thread;
 // each mode's row of the weight tile is held by the 4 threads of a quad (a vPPU of f_vppu = 4,
-// f_load = 4: they share the point loop, 2 of every 8 points each) and their row sums are reduced
-// by shuffles at the end (Alg. 3 lines 17-18). Points are sliced over blockIdx.y when the mode
-// blocks are too few to fill the GPU; slices add their sums atomically.
+// f_load = 4: they share the point loop, 2 of every 8 points each); the vPPU's reduction (Alg. 3
+// lines 17-18) happens inside the product E·[w∘x, w], whose output columns the quad's threads hold
+// disjointly. Points are sliced over blockIdx.y when the mode blocks are too few to fill the GPU;
+// slices add their sums atomically.
 //
 // Accuracy: mma.sync m16n8k8 in TF32 (10-bit mantissa) with the 3xTF32 split x = hi + lo
 // (hi·hi + hi·lo + lo·hi) for the exponents and for the sums E·P (weights split too), so the
 // products keep about float32 accuracy; coordinates are taken relative to the block's median mode
-// (the block centre c), which keeps the cancellation in q·p − ½|q|² − ½|p|² to the block's extent.
+// (the block centre c), which keeps the cancellation of the expanded form to the block's extent.
 //
 // Per-point weights beyond float32's range (GemmParams::log2_shift, kernels/meanshift_device.h "per-mode
-// log2 shift"): each mode's weights are 2^(x + L c_i − m_q), m_q staged where the shared model keeps
-// ½L|q'|² (the per-point exponent has no such term), so the shift takes no instruction more per pair.
+// log2 shift"): each mode's weights are 2^(x + L c_i − m_q), m_q staged per mode in shared memory,
+// so the shift takes no instruction more per pair.
 // MAXP = true is its max pass: the same exponents, no sums; the quad's largest x + L c_i of each mode
 // goes into log2_shift by atomic max.
 #include "backends/cuda/gemm_common.cuh"
@@ -49,30 +49,30 @@ __device__ __forceinline__ void mma(float (&d)[4], std::uint32_t a0, std::uint32
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-/// Compile-time shape of one instantiation: KF feature columns (shared: k padded to KF; per-point:
-/// 2k padded, [w∘x | w]), WARPS warps of 16 modes, NT points per tile. Rows of the shared-memory
-/// matrices are KF + 4 words apart, which makes every fragment load below free of bank conflicts.
-template <int KF, bool PP>
+/// Compile-time shape of one instantiation: KF feature columns (2k padded: [q', −½q'²] against
+/// [w∘x', w]), WARPS warps of 16 modes, NT points per tile. Rows of the shared-memory matrices are
+/// KF + 4 words apart, which makes every fragment load below free of bank conflicts.
+template <int KF>
 struct GemmShape {
     static constexpr int warps = KF >= 256 ? 4 : 8;
     static constexpr int bm = 16 * warps;
     static constexpr int nt = KF >= 256 ? 32 : 64;
     static constexpr int ld = KF + 4;
-    static constexpr int kp = PP ? KF / 2 : KF;  // coordinate columns
+    static constexpr int kp = KF / 2;  // coordinate columns
 };
 
-template <int KF, bool PP>
+template <int KF>
 constexpr unsigned long smem_bytes()
 {
-    using S = GemmShape<KF, PP>;
+    using S = GemmShape<KF>;
     // Q hi/lo (bm × ld), P hi/lo (nt × ld), point terms (2 nt), centre (kp), mode terms (bm).
     return sizeof(float) * (2ul * S::bm * S::ld + 2ul * S::nt * S::ld + 2ul * S::nt + S::kp + S::bm);
 }
 
-template <int KF, bool PP, bool MAXP = false>
-__global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(const GemmParams p)
+template <int KF, bool MAXP = false>
+__global__ void __launch_bounds__(GemmShape<KF>::warps * 32) gemm_kernel_t(const GemmParams p)
 {
-    using S = GemmShape<KF, PP>;
+    using S = GemmShape<KF>;
     constexpr int LD = S::ld, BM = S::bm, NT = S::nt, KP = S::kp, T = S::warps * 32;
     extern __shared__ float smem[];
     std::uint32_t* qh = reinterpret_cast<std::uint32_t*>(smem);
@@ -80,9 +80,9 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     std::uint32_t* ph = ql + BM * LD;
     std::uint32_t* pl = ph + NT * LD;
     float* pn = reinterpret_cast<float*>(pl + NT * LD);  // L·½Σ w x'² (+inf: padding point)
-    float* pc = pn + NT;                                  // L·c_i (per-point), 0
+    float* pc = pn + NT;                                  // L·c_i
     float* centre = pc + NT;
-    float* qn = centre + KP;                              // L·½|q'|² (shared model), m_q or 0 (per-point)
+    float* qn = centre + KP;                              // the mode's log2 shift m_q, or 0
 
     const int k = p.k;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -97,26 +97,19 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     __syncthreads();
     gemm::block_median(raw, LD, bm, KP, centre, tid, T);
     __syncthreads();
-    // Modes, one warp a mode: q' = y − c split into TF32 hi + lo; per-point features [q', −½q'²].
+    // Modes, one warp a mode: q' = y − c, features [q', −½q'²] split into TF32 hi + lo.
     for (int j = warp; j < BM; j += S::warps) {
-        float nrm = 0.0f;
         for (int d = lane; d < KP; d += 32) {
             const float v = (j < bm && d < k) ? raw[j * LD + d] - centre[d] : 0.0f;
-            nrm += v * v;
             const std::uint32_t h = tf32(v);
             qh[j * LD + d] = h;
             ql[j * LD + d] = tf32(v - __uint_as_float(h));
-            if (PP) {
-                const float u = -0.5f * v * v;
-                const std::uint32_t hu = tf32(u);
-                qh[j * LD + KP + d] = hu;
-                ql[j * LD + KP + d] = tf32(u - __uint_as_float(hu));
-            }
+            const float u = -0.5f * v * v;
+            const std::uint32_t hu = tf32(u);
+            qh[j * LD + KP + d] = hu;
+            ql[j * LD + KP + d] = tf32(u - __uint_as_float(hu));
         }
-        for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
-        if (lane == 0)
-            qn[j] = !PP ? 0.5f * kLog2e * nrm
-                        : (!MAXP && p.log2_shift && j < bm ? ms_log2_shift(p.log2_shift[m0 + j]) : 0.0f);
+        if (lane == 0) qn[j] = !MAXP && p.log2_shift && j < bm ? ms_log2_shift(p.log2_shift[m0 + j]) : 0.0f;
     }
 
     // Points of this slice.
@@ -127,7 +120,6 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     float acc[KF / 8][4];
 #pragma unroll
     for (int i = 0; i < KF / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-    float rs0 = 0.0f, rs1 = 0.0f;  // row sums Σ e (shared model's S0) of rows g and g + 8
     float mx0 = -INFINITY, mx1 = -INFINITY;  // MAXP: largest log2 weight of rows g and g + 8
     const int r0 = warp * 16 + g;  // this thread's mode rows in the block: r0, r0 + 8
     const float cut = p.cut_log2;
@@ -142,24 +134,22 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
                 float v = 0.0f, w = 1.0f;
                 if (ok && d < k) {
                     v = p.points[i * k + d] - centre[d];
-                    if (PP) w = p.precision[i * k + d];
+                    w = p.precision[i * k + d];
                 }
-                if (!PP || d < k) nrm += w * v * v;
-                const float a = PP ? w * v : v;
+                if (d < k) nrm += w * v * v;
+                const float a = w * v;
                 const std::uint32_t h = tf32(a);
                 ph[j * LD + d] = h;
                 pl[j * LD + d] = tf32(a - __uint_as_float(h));
-                if (PP) {
-                    const float b = (ok && d < k) ? w : 0.0f;
-                    const std::uint32_t hb = tf32(b);
-                    ph[j * LD + KP + d] = hb;
-                    pl[j * LD + KP + d] = tf32(b - __uint_as_float(hb));
-                }
+                const float b = (ok && d < k) ? w : 0.0f;
+                const std::uint32_t hb = tf32(b);
+                ph[j * LD + KP + d] = hb;
+                pl[j * LD + KP + d] = tf32(b - __uint_as_float(hb));
             }
             for (int off = 16; off > 0; off /= 2) nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
             if (lane == 0) {
                 pn[j] = ok ? 0.5f * kLog2e * nrm : __int_as_float(0x7f800000);
-                pc[j] = (PP && ok) ? kLog2e * p.log_weight[i] : 0.0f;
+                pc[j] = ok ? kLog2e * p.log_weight[i] : 0.0f;
             }
         }
         __syncthreads();
@@ -193,22 +183,19 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int pt = j0 + 8 * c + 2 * t + (e & 1);
-                    // per-point: qa / qb = the mode's log2 shift m_q, applied after the clamp and the
-                    // cutoff (which see L/2 D² alone), as (L c_i − m_q) + x
-                    const float x = PP ? gemm::pair_log2(kLog2e * s[c][e] - pn[pt], cut)
-                                       : gemm::pair_log2(kLog2e * s[c][e] - (e < 2 ? qa : qb) - pn[pt], cut);
+                    // qa / qb = the mode's log2 shift m_q, applied after the clamp and the cutoff
+                    // (which see L/2 D² alone), as (L c_i − m_q) + x
+                    const float x = gemm::pair_log2(kLog2e * s[c][e] - pn[pt], cut);
                     if constexpr (MAXP) {
                         if (e < 2) mx0 = fmaxf(mx0, x + pc[pt]);
                         else mx1 = fmaxf(mx1, x + pc[pt]);
                         continue;
                     }
-                    const float v = ex2(PP ? x + (pc[pt] - (e < 2 ? qa : qb)) : x + pc[pt]);
+                    const float v = ex2(x + (pc[pt] - (e < 2 ? qa : qb)));
                     // Split too: rounding the weights alone to TF32 (±2^-12 each) moved modes by
                     // ~1e-4 bandwidths (H100, k = 16: 1.6e-4 against the float64 oracle).
                     w[c][e] = tf32(v);
                     wl[c][e] = tf32(v - __uint_as_float(w[c][e]));
-                    if (e < 2) rs0 += v;
-                    else rs1 += v;
                 }
             }
             // Sums: acc (16 × KF) += W (16 × 32) · P (32 × KF). The weight fragment is the C layout of
@@ -241,40 +228,29 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
             if (r0 + 8 < bm && mx1 > -INFINITY) atomicMax(p.log2_shift + m0 + r0 + 8, ms_ordered_from_float(mx1));
         }
     } else {
-        // Row sums over the quad (the vPPU reduction), then S0 and S1 relative to the mode.
-        for (int off = 1; off < 4; off *= 2) {
-            rs0 += __shfl_xor_sync(0xffffffffu, rs0, off);
-            rs1 += __shfl_xor_sync(0xffffffffu, rs1, off);
-        }
-        const int stride = PP ? 2 * k : k + 1;
+        // S0_d and S1_d relative to the mode (the quad's columns are disjoint: no reduction needed).
+        const int stride = 2 * k;
 #pragma unroll
         for (int half = 0; half < 2; ++half) {
             const int row = r0 + 8 * half;
             if (row >= bm) continue;
             const long long q = m0 + row;
             float* out = p.acc + q * stride;
-            const float rs = half ? rs1 : rs0;
-            if (!PP && t == 0) atomicAdd(out, rs);
 #pragma unroll
             for (int nn = 0; nn < KF / 8; ++nn) {
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const int col = nn * 8 + 2 * t + e;
                     const float v = acc[nn][2 * half + e];
-                    if (PP) {
-                        // Columns [0, KP): Σ e w x' (into S1); [KP, 2KP): Σ e w, the per-dimension S0,
-                        // which also gives S1_d = Σ e w x'_d − y'_d Σ e w_d.
-                        if (col < KP) {
-                            if (col < k) atomicAdd(out + k + col, v);
-                        } else if (col - KP < k) {
-                            const int d = col - KP;
-                            const float yd = p.queries[q * k + d] - centre[d];
-                            atomicAdd(out + d, v);
-                            atomicAdd(out + k + d, -yd * v);
-                        }
-                    } else if (col < k) {
-                        const float yd = p.queries[q * k + col] - centre[col];
-                        atomicAdd(out + 1 + col, v - yd * rs);
+                    // Columns [0, KP): Σ e w x' (into S1); [KP, 2KP): Σ e w, the per-dimension S0,
+                    // which also gives S1_d = Σ e w x'_d − y'_d Σ e w_d.
+                    if (col < KP) {
+                        if (col < k) atomicAdd(out + k + col, v);
+                    } else if (col - KP < k) {
+                        const int d = col - KP;
+                        const float yd = p.queries[q * k + d] - centre[d];
+                        atomicAdd(out + d, v);
+                        atomicAdd(out + k + d, -yd * v);
                     }
                 }
             }
@@ -282,17 +258,17 @@ __global__ void __launch_bounds__(GemmShape<KF, PP>::warps * 32) gemm_kernel_t(c
     }
 }
 
-template <int KF, bool PP>
+template <int KF>
 GemmKernel entry()
 {
-    return {reinterpret_cast<const void*>(&gemm_kernel_t<KF, PP>), GemmShape<KF, PP>::warps * 32,
-            GemmShape<KF, PP>::bm, GemmShape<KF, PP>::nt, smem_bytes<KF, PP>()};
+    return {reinterpret_cast<const void*>(&gemm_kernel_t<KF>), GemmShape<KF>::warps * 32, GemmShape<KF>::bm,
+            GemmShape<KF>::nt, smem_bytes<KF>()};
 }
 
 template <int KF>
 const void* max_entry()
 {
-    return reinterpret_cast<const void*>(&gemm_kernel_t<KF, true, true>);
+    return reinterpret_cast<const void*>(&gemm_kernel_t<KF, true>);
 }
 
 }  // namespace
@@ -313,11 +289,11 @@ GemmKernel gemm_kernel(int k, bool per_point, bool truncated)
 {
     if (!per_point) return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
     const int f = 2 * k;
-    if (f <= 16) return entry<16, true>();
-    if (f <= 32) return entry<32, true>();
-    if (f <= 64) return entry<64, true>();
-    if (f <= 128) return entry<128, true>();
-    if (f <= 256) return entry<256, true>();
+    if (f <= 16) return entry<16>();
+    if (f <= 32) return entry<32>();
+    if (f <= 64) return entry<64>();
+    if (f <= 128) return entry<128>();
+    if (f <= 256) return entry<256>();
     return {};
 }
 
