@@ -750,27 +750,35 @@ private:
         p.k = k_;
     }
 
+    /// One launch of a GEMM-family kernel `fn` (the step's or its max pass: the same shape) over
+    /// `npoints` device-resident points for the nq queries. Point slices (blockIdx.y) until the blocks
+    /// fill every SM twice: few modes (bin seeds, the last active ones) still spread over the GPU.
+    void launch_gemm(const void* fn, Part& s, Index npoints, Index nq, int* shift) const
+    {
+        const GemmKernel& gk = plan_.gemm_kernel;
+        GemmParams p;
+        set_points(p, s, npoints);
+        p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
+                                                   : -INFINITY;
+        p.queries = s.queries.f();
+        p.acc = s.acc.f();
+        p.count = nq;
+        p.log2_shift = shift;
+        const Index bx = (nq + gk.modes - 1) / gk.modes;
+        const Index want = 2 * static_cast<Index>(s.ctx->prop.multiProcessorCount);
+        const Index tiles = (npoints + gk.points - 1) / gk.points;
+        const Index slices = std::max<Index>(1, std::min<Index>({(want + bx - 1) / bx, tiles, 65535}));
+        void* args[] = {&p};
+        MS_CUDA_CHECK(cudaLaunchKernel(fn, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(slices)),
+                                       dim3(gk.threads), args, gk.smem, s.stream.get()));
+    }
+
     /// Plan::shift: the max pass over `npoints` device-resident points for the nq queries, into s.shift
     /// (atomic max): the GEMM kernel's own on the step's grid, else the direct-form pass.
     void launch_max(Part& s, Index npoints, Index nq) const
     {
         if (plan_.gemm) {
-            const GemmKernel& gk = plan_.gemm_kernel;
-            GemmParams p;
-            set_points(p, s, npoints);
-            p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
-                                                       : -INFINITY;
-            p.queries = s.queries.f();
-            p.acc = s.acc.f();  // not written by the max pass
-            p.count = nq;
-            p.log2_shift = s.shift.as<int>();
-            const Index bx = (nq + gk.modes - 1) / gk.modes;
-            const Index want = 2 * static_cast<Index>(s.ctx->prop.multiProcessorCount);
-            const Index tiles = (npoints + gk.points - 1) / gk.points;
-            const Index slices = std::max<Index>(1, std::min<Index>({(want + bx - 1) / bx, tiles, 65535}));
-            void* args[] = {&p};
-            MS_CUDA_CHECK(cudaLaunchKernel(plan_.max_kernel, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(slices)),
-                                           dim3(gk.threads), args, gk.smem, s.stream.get()));
+            launch_gemm(plan_.max_kernel, s, npoints, nq, s.shift.as<int>());  // acc is not written
         } else {
             MS_CUDA_CHECK(launch_log2_max(s.points.f(), s.precision.f(), s.log_weight.f(), static_cast<long long>(npoints), k_,
                                           static_cast<float>(std::min(data_->cutoff2, 3.0e38)), s.queries.f(),
@@ -785,24 +793,7 @@ private:
         int* shift = plan_.shift ? s.shift.as<int>() : nullptr;
         const int T = topo_.pus_per_ppu;
         if (plan_.gemm) {
-            const GemmKernel& gk = plan_.gemm_kernel;
-            GemmParams p;
-            set_points(p, s, npoints);
-            p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
-                                                       : -INFINITY;
-            p.queries = s.queries.f();
-            p.acc = s.acc.f();
-            p.count = nq;
-            p.log2_shift = shift;
-            // Point slices (blockIdx.y) until the blocks fill every SM twice: few modes (bin seeds,
-            // the last active ones) still spread over the GPU.
-            const Index bx = (nq + gk.modes - 1) / gk.modes;
-            const Index want = 2 * static_cast<Index>(s.ctx->prop.multiProcessorCount);
-            const Index tiles = (npoints + gk.points - 1) / gk.points;
-            const Index slices = std::max<Index>(1, std::min<Index>({(want + bx - 1) / bx, tiles, 65535}));
-            void* args[] = {&p};
-            MS_CUDA_CHECK(cudaLaunchKernel(gk.fn, dim3(static_cast<unsigned>(bx), static_cast<unsigned>(slices)),
-                                           dim3(gk.threads), args, gk.smem, s.stream.get()));
+            launch_gemm(plan_.gemm_kernel.fn, s, npoints, nq, shift);
         } else if (plan_.range) {
             RangeParams p;
             set_points(p, s, npoints);

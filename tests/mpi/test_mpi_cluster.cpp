@@ -194,6 +194,20 @@ bool all_ranks(bool ok)
 // order) or within 5e-3 of the openmp backend's float32 kernels (the ring's sums are float64; a
 // trajectory may stop an iteration earlier or later, a few tolerances away); exact and truncated,
 // every point a seed and bin seeding, per-point H_i with sample weights; each rank holds only its
+// Per-point H_i of 2-D points (σ differing 2.8×, anisotropic) and sample weights (every fifth point
+// 20×), the ring's per-point cases.
+void per_point_and_weights(meanshift::Index n, meanshift::MatrixD& H, std::vector<float>& w)
+{
+    H.resize(n, 2);
+    w.assign(static_cast<std::size_t>(n), 1.0f);
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
+        H(i, 0) = sg;
+        H(i, 1) = 1.3 * sg;
+        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
+    }
+}
+
 // own points.
 bool test_ring()
 {
@@ -232,14 +246,9 @@ bool test_ring()
     // Per-point H_i (σ differing 2.8x) with sample weights on the serial backend: the ranks' sums,
     // each made with its own log-weight shift, are brought to one process's: modes identical within
     // float64 rounding.
-    meanshift::MatrixD H(n, 2);
-    std::vector<float> w(static_cast<std::size_t>(n));
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
-        H(i, 0) = sg;
-        H(i, 1) = 1.3 * sg;
-        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
-    }
+    meanshift::MatrixD H;
+    std::vector<float> w;
+    per_point_and_weights(n, H, w);
     meanshift::Options pp = options();
     pp.backend = "serial";
     pp.cutoff = 3.0;
@@ -348,14 +357,9 @@ bool test_ring_chunks()
         if (!all_ranks(ok && matches(ref_bins, r, first, count, "ring chunks bins", 1e-5))) return false;
     }
     // Per-point H_i with sample weights (3k doubles per mode), serial, cutoff 3.
-    meanshift::MatrixD H(n, 2);
-    std::vector<float> w(static_cast<std::size_t>(n));
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
-        H(i, 0) = sg;
-        H(i, 1) = 1.3 * sg;
-        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
-    }
+    meanshift::MatrixD H;
+    std::vector<float> w;
+    per_point_and_weights(n, H, w);
     meanshift::Options pp = options();
     pp.backend = "serial";
     pp.cutoff = 3.0;
@@ -445,14 +449,9 @@ bool test_ring_opencl()
                           }).first;
         if (!all_ranks(same)) return false;
     }
-    meanshift::MatrixD H(n, 2);
-    std::vector<float> w(static_cast<std::size_t>(n));
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
-        H(i, 0) = sg;
-        H(i, 1) = 1.3 * sg;
-        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
-    }
+    meanshift::MatrixD H;
+    std::vector<float> w;
+    per_point_and_weights(n, H, w);
     meanshift::Options pp = options();
     pp.backend = "opencl";
     pp.cutoff = 3.0;
