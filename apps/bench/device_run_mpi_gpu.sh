@@ -25,11 +25,6 @@ for set in "b3 --exact --seeding all --bandwidth 1" "b2 --bandwidth 1"; do
     [ "$s" = domain ] && [[ "$a" == *--exact* ]] && continue
     echo "mpirun -np $np $s: $(run timeout 120 mpirun --oversubscribe -np $np $B/meanshift cluster /tmp/$f.npy -o /tmp/$f-$np$s.csv -b cuda --mpi-strategy $s $a)"
     ref=/tmp/$f-one.csv
-    # The ring does not bin the data (docs/mpi.md): its reference is one process without data binning.
-    if [ "$s" = ring ] && [[ "$a" != *--exact* ]]; then
-      [ -f /tmp/$f-one-nobin.csv ] || $B/meanshift cluster /tmp/$f.npy -o /tmp/$f-one-nobin.csv -b cuda $a --data-bin-size off > /dev/null 2>&1
-      ref=/tmp/$f-one-nobin.csv
-    fi
     cmp -s $ref /tmp/$f-$np$s.csv && echo "  labels = one process ($(basename $ref))" || echo "  labels DIFFER from one process ($(basename $ref))"
   done; done
 done

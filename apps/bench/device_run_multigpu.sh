@@ -1,8 +1,7 @@
 #!/bin/bash
 # Issues 8 and 15 on a 2-GPU machine (nvidia-h200-x2), one call: the cuda backend on one and on both GPUs
 # in one process, against `mpirun -np 1|2` with one GPU per rank (replicated, domain and ring strategies),
-# labels compared with the one-process run (the ring's with one process without data binning: the ring
-# does not bin data). The exact set runs a fixed number of iterations so that its times compare. Needs a carry folder ($C, default gpu-carry) with bin/, lib/,
+# labels compared with the one-process run. The exact set runs a fixed number of iterations so that its times compare. Needs a carry folder ($C, default gpu-carry) with bin/, lib/,
 # tools/device-opencl-env.sh and Debian's Open MPI copied under mpi/usr (/usr/bin/orterun as mpi/usr/bin/mpirun,
 # /usr/lib/x86_64-linux-gnu/{openmpi,pmix2}, /usr/share/openmpi; the device machine has no MPI of its own).
 set -u
@@ -47,10 +46,6 @@ for set in "b3 --exact --seeding all --bandwidth 1 --fixed-iterations 10" "b2 --
     [ "$s" = domain ] && [[ "$a" == *--exact* ]] && continue
     echo "mpirun -np $np $s: $(run timeout 120 mpirun --oversubscribe -np $np $B/meanshift cluster /tmp/$f.npy -o /tmp/$f-$np$s.csv -b cuda --mpi-strategy $s $a)"
     ref=/tmp/$f-one.csv
-    if [ "$s" = ring ] && [[ "$a" != *--exact* ]]; then
-      [ -f /tmp/$f-one-nobin.csv ] || $B/meanshift cluster /tmp/$f.npy -o /tmp/$f-one-nobin.csv -b cuda --devices 0,1 $a --data-bin-size off > /dev/null 2>&1
-      ref=/tmp/$f-one-nobin.csv
-    fi
     cmp -s $ref /tmp/$f-$np$s.csv && echo "  labels = one process ($(basename $ref))" || echo "  labels DIFFER ($(basename $ref))"
   done; done
 done

@@ -671,7 +671,8 @@ bool test_data_bins()
     const meanshift::MatrixF mine = all.middleRows(first, count);
     for (const bool weighted : {false, true}) {
         const meanshift::Result ref = meanshift::cluster(all, opt, weighted ? w.data() : nullptr);
-        for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition}) {
+        for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
+                       meanshift::mpi::Strategy::Ring}) {
             const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, weighted ? w.data() + first : nullptr, opt, s);
             const std::string name = std::string("data bins, ") + (weighted ? "weighted, " : "") +
                                      meanshift::mpi::to_string(s);

@@ -307,7 +307,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     // weighted by their counts (× sample weights), instead of the points.
     detail::BinSeeds cells;
     bool binned = false;
-    MatrixF my_cells;                 // this rank's share of the cells (domain decomposition)
+    MatrixF my_cells;                 // this rank's share of the cells (domain decomposition, ring)
     std::vector<float> my_cell_weights;
     std::vector<long long> cell_first;  // each rank's first cell, R + 1 values
     float no_cells = 0;  // a weight pointer for a rank without cells: every rank must pass weights or none
@@ -370,9 +370,11 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             a.modes_without_support = 0;
             return a;
         };
-        if (chosen == Strategy::Ring) {
+        if (chosen == Strategy::Ring) {  // with data binning the cells are the points that stay on their rank
             t_a = Clock::now();
-            return take(detail::ring_ascent(comm, mine_rows, local_weights, run_options, scale, queries, settled));
+            const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
+            return take(binned ? detail::ring_ascent(comm, my_cells, cell_weights, run_options, scale, queries, settled)
+                               : detail::ring_ascent(comm, mine_rows, local_weights, run_options, scale, queries, settled));
         }
         if (chosen == Strategy::DomainDecomposition) {
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
@@ -459,8 +461,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         // when they leave at most n/4 weighted points). Automatic skips the merge when one rank alone
         // has more cells than that (a lower bound of the merged count), else decides on the merge.
         const double s = options.data_bin_size;
-        // Not with the ring: the cells carry weights, which its sums do not take.
-        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s) && chosen != Strategy::Ring) {
+        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s)) {
             const bool automatic = s == 0;
             Options cell_options = options;
             cell_options.bin_size = automatic ? options.bin_size / 4 : s;
