@@ -1,21 +1,20 @@
-// The GEMM form of the step for the shared model (issue 11, docs/high-dimensional.md), k ≤ 128:
-// the same products as gemm_kernel.cu,
+// The GEMM form of the step for the shared model (issue 11, docs/high-dimensional.md), k ≤ 256:
 //   −½|q − p|² = q·p − ½|q|² − ½|p|²,   S0 = Σ e,   S1 = E·P − q S0,
 // on fp16 tensor cores (mma.sync m16n8k16: twice the dimensions per instruction of TF32's m16n8k8)
 // with the operands split x = hi + lo in fp16 (hi·hi + hi·lo + lo·hi: about 22 significant bits,
-// as 3xTF32). The modes' fragments stay in registers for the whole kernel; each staged point tile
-// serves both products through ldmatrix (rows for the exponents, transposed for the sums), so a
-// point's fp16 copy is written to shared memory once per block.
+// as 3xTF32). The modes' fragments stay in registers for the whole kernel (in shared memory above
+// k = 128); each staged point tile serves both products through ldmatrix (rows for the exponents,
+// transposed for the sums), so a point's fp16 copy is written to shared memory once per block.
 //
 // Range: fp16 holds |x| < 65504. Coordinates are taken relative to the block's median mode and
 // scaled by a power of two s that keeps the block's modes below 2^13; a point whose scaled
 // coordinate exceeds 2^15 is at least 3·2^13/s bandwidths from every mode of the block (weight 0).
-// The weights of each group of 16 points are scaled by their row maximum before the fp16 split
-// (e = 2^(x − m) ≤ 1, m the group's largest log2 weight of that mode), and the group's sums are
-// scaled back by 2^m in float32: so fp16's narrow exponent costs nothing against a float32 sum.
+// The weights of each group of 16 or 32 points are scaled by their row maximum before the fp16
+// split (e = 2^(x − m) ≤ 1, m the group's largest log2 weight of that mode), and the group's sums
+// are scaled back by 2^m in float32: so fp16's narrow exponent costs nothing against a float32 sum.
 //
-// Skeleton mapping as in gemm_kernel.cu: PPU = block of 16·warps modes, each mode's row held by a
-// quad (f_vppu = f_load = 4), row sums reduced by shuffles (Alg. 3 lines 17-18); point slices over
+// Skeleton mapping as in gemm_kernel.cu: PPU = block of warps × 16·MT modes, each mode's row held by
+// a quad (f_vppu = f_load = 4), row sums reduced by shuffles (Alg. 3 lines 17-18); point slices over
 // blockIdx.y add atomically.
 #include "backends/cuda/gemm_common.cuh"
 #include "backends/cuda/kernel_params.hpp"
