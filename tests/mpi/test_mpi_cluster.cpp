@@ -189,25 +189,44 @@ bool all_ranks(bool ok)
     return v == 1;
 }
 
+// The ring's per-point case: per-point H_i of 2-D points (σ differing 2.8×, anisotropic) and sample
+// weights (every fifth point 20×), cutoff 3 on `backend`; one process's result over all points and
+// the options a rank passes with its rows' H_i.
+struct PerPointRing {
+    std::vector<float> w;      ///< every point's weight (a rank passes w.data() + first)
+    meanshift::Options local;  ///< this rank's options: its rows' H_i
+    meanshift::Result ref;     ///< one process, all points
+};
+
+PerPointRing per_point_ring(const char* backend, const meanshift::MatrixF& all,
+                            const Eigen::Ref<const meanshift::MatrixF>& seeds, meanshift::Index first,
+                            meanshift::Index count)
+{
+    const meanshift::Index n = all.rows();
+    meanshift::MatrixD H(n, 2);
+    PerPointRing c;
+    c.w.assign(static_cast<std::size_t>(n), 1.0f);
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
+        H(i, 0) = sg;
+        H(i, 1) = 1.3 * sg;
+        c.w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
+    }
+    meanshift::Options pp = options();
+    pp.backend = backend;
+    pp.cutoff = 3.0;
+    c.local = pp;
+    pp.bandwidth = meanshift::Bandwidth::per_point(H);
+    c.ref = meanshift::cluster(all, pp, c.w.data(), &seeds);
+    c.local.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
+    return c;
+}
+
 // Ring (points stay on their rank, the modes travel with their partial sums): one process's labels
 // and cluster sizes, and its modes within 1e-5 on the serial backend (float64 sums in another
 // order) or within 5e-3 of the openmp backend's float32 kernels (the ring's sums are float64; a
 // trajectory may stop an iteration earlier or later, a few tolerances away); exact and truncated,
 // every point a seed and bin seeding, per-point H_i with sample weights; each rank holds only its
-// Per-point H_i of 2-D points (σ differing 2.8×, anisotropic) and sample weights (every fifth point
-// 20×), the ring's per-point cases.
-void per_point_and_weights(meanshift::Index n, meanshift::MatrixD& H, std::vector<float>& w)
-{
-    H.resize(n, 2);
-    w.assign(static_cast<std::size_t>(n), 1.0f);
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const double sg = i % 4 == 0 ? 0.5 : 1.0 + 0.2 * static_cast<double>(i % 3);
-        H(i, 0) = sg;
-        H(i, 1) = 1.3 * sg;
-        w[std::size_t(i)] = i % 5 == 0 ? 20.0f : 1.0f;
-    }
-}
-
 // own points.
 bool test_ring()
 {
@@ -246,18 +265,9 @@ bool test_ring()
     // Per-point H_i (σ differing 2.8x) with sample weights on the serial backend: the ranks' sums,
     // each made with its own log-weight shift, are brought to one process's: modes identical within
     // float64 rounding.
-    meanshift::MatrixD H;
-    std::vector<float> w;
-    per_point_and_weights(n, H, w);
-    meanshift::Options pp = options();
-    pp.backend = "serial";
-    pp.cutoff = 3.0;
-    meanshift::Options pp_all = pp;
-    pp_all.bandwidth = meanshift::Bandwidth::per_point(H);
-    const meanshift::Result ref_pp = meanshift::cluster(all, pp_all, w.data(), &seeds);
-    pp.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
-    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, pp, meanshift::mpi::Strategy::Ring);
-    return all_ranks(matches(ref_pp, rp, first, count, "ring per-point + weights, serial", 1e-5));
+    const PerPointRing c = per_point_ring("serial", all, seeds, first, count);
+    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
+    return all_ranks(matches(c.ref, rp, first, count, "ring per-point + weights, serial", 1e-5));
 }
 
 // Every rank's result equal bit for bit (labels, modes, iterations) to `one` (the same ring run with
@@ -357,21 +367,12 @@ bool test_ring_chunks()
         if (!all_ranks(ok && matches(ref_bins, r, first, count, "ring chunks bins", 1e-5))) return false;
     }
     // Per-point H_i with sample weights (3k doubles per mode), serial, cutoff 3.
-    meanshift::MatrixD H;
-    std::vector<float> w;
-    per_point_and_weights(n, H, w);
-    meanshift::Options pp = options();
-    pp.backend = "serial";
-    pp.cutoff = 3.0;
-    meanshift::Options pp_all = pp;
-    pp_all.bandwidth = meanshift::Bandwidth::per_point(H);
-    const meanshift::Result ref_pp = meanshift::cluster(all, pp_all, w.data(), &seeds);
-    pp.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
     {
+        const PerPointRing c = per_point_ring("serial", all, seeds, first, count);
         auto [ok, r] = chunked_vs_one(tiny, count, 6, "ring chunks per-point + weights", [&] {
-            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, pp, meanshift::mpi::Strategy::Ring);
+            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
         });
-        if (!all_ranks(ok && matches(ref_pp, r, first, count, "ring chunks per-point + weights", 1e-5))) return false;
+        if (!all_ranks(ok && matches(c.ref, r, first, count, "ring chunks per-point + weights", 1e-5))) return false;
     }
     // The default chunking (at least 2,048 modes per chunk) on blocks of 4,096-6,145 modes, openmp,
     // cutoff 3.
@@ -449,18 +450,9 @@ bool test_ring_opencl()
                           }).first;
         if (!all_ranks(same)) return false;
     }
-    meanshift::MatrixD H;
-    std::vector<float> w;
-    per_point_and_weights(n, H, w);
-    meanshift::Options pp = options();
-    pp.backend = "opencl";
-    pp.cutoff = 3.0;
-    meanshift::Options pp_all = pp;
-    pp_all.bandwidth = meanshift::Bandwidth::per_point(H);
-    const meanshift::Result ref_pp = meanshift::cluster(all, pp_all, w.data(), &seeds);
-    pp.bandwidth = meanshift::Bandwidth::per_point(H.middleRows(first, count));
-    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, w.data() + first, pp, meanshift::mpi::Strategy::Ring);
-    return all_ranks(matches(ref_pp, rp, first, count, "ring opencl per-point + weights", 5e-3));
+    const PerPointRing c = per_point_ring("opencl", all, seeds, first, count);
+    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
+    return all_ranks(matches(c.ref, rp, first, count, "ring opencl per-point + weights", 5e-3));
 }
 
 // Sample weights travel with the points: both strategies give one process's weighted labels, and
