@@ -57,18 +57,25 @@ double clear_cutoff2(const PreparedData& D, const MatrixD& Q, double want)
     return want;
 }
 
+/// The backend under test with `bo`, or nullptr (and a message) where it declines `form` for D.
+std::unique_ptr<Backend> backend_for(const std::string& form, const BackendOptions& bo, const PreparedData& D)
+{
+    try {
+        auto be = make_backend(conf::backend(), bo);
+        (void)be->resolve_topology(Topology{}, D);
+        return be;
+    } catch (const InvalidArgument& e) {
+        MESSAGE("backend " << conf::backend() << " declines pair_form=" << form << ": " << std::string(e.what()));
+        return nullptr;
+    }
+}
+
 /// One step of Q on D (every accepted topology, at most `max_topologies`) against the oracle.
 void check_step(const std::string& form, const BackendOptions& bo, const PreparedData& D, const MatrixD& Q,
                 std::size_t max_topologies)
 {
-    std::unique_ptr<Backend> be;
-    try {
-        be = make_backend(conf::backend(), bo);
-        (void)be->resolve_topology(Topology{}, D);
-    } catch (const InvalidArgument& e) {
-        MESSAGE("backend " << conf::backend() << " declines pair_form=" << form << ": " << std::string(e.what()));
-        return;
-    }
+    const std::unique_ptr<Backend> be = backend_for(form, bo, D);
+    if (!be) return;
     auto oracle = make_backend("serial");
     const auto shared = share(D);
     const MatrixD want = conf::step(*oracle->bind(shared, Topology{}), Q);
@@ -115,14 +122,8 @@ TEST_CASE("conformance highdim: modes without support keep their position and ar
                 for (const auto& [form, bo] : pair_forms()) {
                     INFO(model_name(model) << ", k = " << k << ", cutoff " << cut << ", pair_form " << form);
                     PreparedData D = random_prepared(rng, 150, k, model);
-                    std::unique_ptr<Backend> be;
-                    try {
-                        be = make_backend(conf::backend(), bo);
-                        (void)be->resolve_topology(Topology{}, D);
-                    } catch (const InvalidArgument& e) {
-                        MESSAGE("declined: " << std::string(e.what()));
-                        continue;
-                    }
+                    const std::unique_ptr<Backend> be = backend_for(form, bo, D);
+                    if (!be) continue;
                     if (cut && !be->supports_cutoff()) continue;
                     if (cut) D.cutoff2 = 9.0;
                     MatrixD Q = random_queries(rng, D, 70);
@@ -302,14 +303,8 @@ TEST_CASE("conformance highdim: per-point weights |H_i|^-1/2 spanning far beyond
             }
             for (const auto& [form, bo] : forms) {
                 if (cut && exact_only.count(form)) continue;
-                std::unique_ptr<Backend> be;
-                try {
-                    be = make_backend(conf::backend(), bo);
-                    (void)be->resolve_topology(Topology{}, D);
-                } catch (const InvalidArgument& e) {
-                    MESSAGE("backend " << conf::backend() << " declines pair_form=" << form << ": " << std::string(e.what()));
-                    continue;
-                }
+                const std::unique_ptr<Backend> be = backend_for(form, bo, D);
+                if (!be) continue;
                 auto ts = conf::topologies(*be, D);
                 if (ts.size() > 3) ts.resize(3);
                 for (const Topology& t : ts) {
