@@ -214,6 +214,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
     frexpf(__uint_as_float(*qmax), &e2);  // max |q'| < 2^e2
     const float s = ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
+    const float pn_scale = 0.5f * dot_scale;   // L·½|p'|² from |s p'|²
     float4 cs[2];  // c·s of this thread's 4V dimensions (stage_points)
     {
         constexpr int V = stage_vectors<KF>();
@@ -273,7 +274,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
 
     for (long long t0 = p_begin; t0 < p_end; t0 += NT) {
         __syncthreads();  // the previous tile (or the staged modes) is consumed
-        stage_points<KF, NT, LD, T, ALIGNED>(p, t0, p_end, cs, s, 0.5f * kLog2e / (s * s), ph, pl, pn, tid);
+        stage_points<KF, NT, LD, T, ALIGNED>(p, t0, p_end, cs, s, pn_scale, ph, pl, pn, tid);
         __syncthreads();
 
         // This warp: MT·16 modes × NT points in groups of 8·GT (GT n8 tiles of exponents = GT/2 k16
