@@ -5,6 +5,8 @@
 
 #include <meanshift/bandwidth_selection.hpp>
 
+#include <Eigen/QR>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -159,24 +161,88 @@ TEST_CASE("bandwidth selection: k-NN distances against brute force (kd-tree and 
 
 TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
 {
-    SUBCASE("sigma_i = c d_k(x_i) / dim^(1/5), isotropic and per dimension")
+    SUBCASE("sigma_i = c max(a d^-beta d_k(x_i), b s_i) against its definition, isotropic and per dimension")
     {
+        // The oracle: every pairwise distance sorted (float64), Levina-Bickel's estimate written out,
+        // and s_i by bisection (the library uses Newton's method on the log of the sum).
         const MatrixF x = normal_sample(300, {1.0, 10.0}, "bwsel-adaptive");
+        const int k = 8;
         AdaptiveBandwidthOptions o;
-        o.k = 8;
-        o.c = 0.7;
-        const MatrixD h = adaptive_bandwidths(x, o);
-        const auto dk = knn_distances(x, 8);
-        REQUIRE(h.rows() == 300);
-        REQUIRE(h.cols() == 2);
+        o.k = k;
+        o.c = 0.9;
+        const AdaptiveBandwidths got = adaptive_bandwidths_detailed(x, o);
+        std::vector<std::vector<double>> nb(300);
+        double inv_sum = 0;
         for (Index i = 0; i < 300; ++i) {
-            CHECK(h(i, 0) == doctest::Approx(0.7 * dk[std::size_t(i)] / std::pow(2.0, 0.2)));
-            CHECK(h(i, 1) == h(i, 0));
+            for (Index j = 0; j < 300; ++j)
+                if (j != i) nb[std::size_t(i)].push_back(std::hypot(double(x(i, 0)) - x(j, 0), double(x(i, 1)) - x(j, 1)));
+            std::sort(nb[std::size_t(i)].begin(), nb[std::size_t(i)].end());
+            nb[std::size_t(i)].resize(k);
+            double l = 0;
+            for (int j = 0; j + 1 < k; ++j) l += std::log(nb[std::size_t(i)][k - 1] / nb[std::size_t(i)][std::size_t(j)]);
+            inv_sum += l / (k - 1);
         }
+        const double dhat = std::clamp(300 / inv_sum, 1.0, 2.0);
+        CHECK(got.intrinsic_dimension == doctest::Approx(dhat).epsilon(1e-6));
+        CHECK(got.intrinsic_dimension > 1.6);  // a 2-D sample
+        REQUIRE(got.sigma.rows() == 300);
+        REQUIRE(got.sigma.cols() == 2);
+        int floor_decides = 0;
+        for (Index i = 0; i < 300; ++i) {
+            const std::vector<double>& d = nb[std::size_t(i)];
+            double lo = 1e-6 * d.back(), hi = 1e3 * d.back();
+            for (int it = 0; it < 200; ++it) {
+                const double mid = std::sqrt(lo * hi);
+                double sum = 0;
+                for (double v : d) sum += std::exp(-v * v / (2 * mid * mid));
+                (sum > 1 ? hi : lo) = mid;
+            }
+            const double by_density = kAdaptiveDensityFactor * std::pow(dhat, -kAdaptiveDimensionExponent) * d.back();
+            const double by_floor = kAdaptiveSelfWeightFactor * std::sqrt(lo * hi);
+            floor_decides += by_floor > by_density ? 1 : 0;
+            CHECK(got.sigma(i, 0) == doctest::Approx(0.9 * std::max(by_density, by_floor)).epsilon(1e-6));
+            CHECK(got.sigma(i, 1) == got.sigma(i, 0));
+        }
+        CHECK(got.self_weight_share == doctest::Approx(floor_decides / 300.0));
         o.per_dimension = true;
         const MatrixD hp = adaptive_bandwidths(x, o);
         for (Index i = 0; i < 300; ++i) CHECK(hp(i, 1) / hp(i, 0) == doctest::Approx(10.0).epsilon(0.15));
         CHECK_NOTHROW(Bandwidth::per_point(hp));
+    }
+    SUBCASE("intrinsic dimension: a 3-D cube and a 2-D Gaussian, rotated into 12 dimensions")
+    {
+        auto rng = mstest::make_rng("bwsel-intrinsic");
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        std::normal_distribution<double> z(0.0, 1.0);
+        Eigen::MatrixXd basis = Eigen::MatrixXd::NullaryExpr(12, 12, [&] { return z(rng); });
+        const Eigen::MatrixXd q = Eigen::HouseholderQR<Eigen::MatrixXd>(basis).householderQ();
+        for (const int dim : {3, 2}) {
+            MatrixF x(2000, 12);
+            for (Index i = 0; i < x.rows(); ++i) {
+                Eigen::VectorXd p = Eigen::VectorXd::Zero(12);
+                for (int d = 0; d < dim; ++d) p(d) = dim == 3 ? u(rng) : z(rng);
+                x.row(i) = (q * p).cast<float>().transpose();
+            }
+            const double dhat = adaptive_bandwidths_detailed(x, {}).intrinsic_dimension;
+            INFO("dim " << dim << ": estimate " << dhat);
+            CHECK(std::abs(dhat - dim) < 0.35);
+        }
+    }
+    SUBCASE("the self-weight floor: k neighbours at one distance r give s = r / sqrt(2 ln k)")
+    {
+        // The origin and the 8 points ±e_d of 4 dimensions: the origin's 8 neighbours are all at 1.
+        MatrixF x = MatrixF::Zero(9, 4);
+        for (int d = 0; d < 4; ++d) {
+            x(1 + 2 * d, d) = 1;
+            x(2 + 2 * d, d) = -1;
+        }
+        AdaptiveBandwidthOptions o;
+        o.k = 8;
+        o.intrinsic_dimension = 1000;  // the density term 1.6 · 1000^-0.8 · d_8 is far below the floor
+        const AdaptiveBandwidths got = adaptive_bandwidths_detailed(x, o);
+        CHECK(got.intrinsic_dimension == 1000);
+        CHECK(got.sigma(0, 0) == doctest::Approx(kAdaptiveSelfWeightFactor / std::sqrt(2 * std::log(8.0))).epsilon(1e-9));
+        CHECK(got.self_weight_share == 1.0);
     }
     SUBCASE("defaults: k = round(sqrt(n)), at least 5, at most n - 1")
     {
@@ -222,10 +288,12 @@ TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
         AdaptiveBandwidthOptions o;
         o.k = 2;
         o.c = 1.0;
-        // d_2 = 0, 0, 0, 1, 3, 5: the median of the positive ones is 3, the floor 0.3.
+        // d_2 = 0, 0, 0, 1, 3, 5: the median of the positive ones is 3, the floor 0.3. In one
+        // dimension d̂ = 1, so the density term is 1.6 · d_2; a point with two duplicates has no
+        // self-weight width (they alone weigh twice the point), x = 1 has s = 1 / sqrt(2 ln 2) < 1.6.
         const MatrixD h = adaptive_bandwidths(d, o);
-        CHECK(h(0, 0) == doctest::Approx(0.3));
-        CHECK(h(3, 0) == doctest::Approx(1.0));
+        CHECK(h(0, 0) == doctest::Approx(kAdaptiveDensityFactor * 0.3));
+        CHECK(h(3, 0) == doctest::Approx(kAdaptiveDensityFactor * 1.0));
         o.floor_fraction = 0;
         CHECK_THROWS_WITH_AS(adaptive_bandwidths(d, o), doctest::Contains("duplicates"), InvalidArgument);
         MatrixF same = MatrixF::Constant(5, 2, 1.0f);
@@ -244,6 +312,11 @@ TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
         CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
         o.c = 1;
         o.floor_fraction = 2;
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+        o.floor_fraction = 0.1;
+        o.intrinsic_dimension = 0.5;
+        CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
+        o.intrinsic_dimension = std::numeric_limits<double>::infinity();
         CHECK_THROWS_AS(adaptive_bandwidths(x, o), InvalidArgument);
     }
 }

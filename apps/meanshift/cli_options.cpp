@@ -242,7 +242,7 @@ std::string BandwidthSpec::parse(const std::string& text, BandwidthSpec& out)
 
 meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std::string& description) const
 {
-    char buf[200];
+    char buf[512];
     switch (kind) {
     case Kind::Number:
         std::snprintf(buf, sizeof buf, "%.6g (given)", value);
@@ -281,20 +281,23 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
     case Kind::Adaptive: {
         meanshift::AdaptiveBandwidthOptions o = adaptive;
         if (o.k == 0) o.k = meanshift::default_adaptive_k(data.rows());
-        meanshift::MatrixD h = meanshift::adaptive_bandwidths(data, o);
-        std::vector<double> c(static_cast<std::size_t>(h.rows()));
-        for (meanshift::Index i = 0; i < h.rows(); ++i) c[std::size_t(i)] = h(i, 0);
+        meanshift::AdaptiveBandwidths a = meanshift::adaptive_bandwidths_detailed(data, o);
+        std::vector<double> c(static_cast<std::size_t>(a.sigma.rows()));
+        for (meanshift::Index i = 0; i < a.sigma.rows(); ++i) c[std::size_t(i)] = a.sigma(i, 0);
         std::sort(c.begin(), c.end());
-        std::snprintf(buf, sizeof buf, "per point, sigma_i = %.3g * d_%d(x_i) / %d^(1/5): min %.4g, median %.4g, max %.4g (adaptive",
-                      o.c, o.k, int(data.cols()), c.front(), c[c.size() / 2], c.back());
+        std::snprintf(buf, sizeof buf,
+                      "per point, sigma_i = %.3g * max(%.3g * d_%d(x_i), %.3g * s_i), intrinsic dimension %.3g "
+                      "(the self-weight width s_i decides for %.0f %%): min %.4g, median %.4g, max %.4g (adaptive",
+                      o.c, meanshift::kAdaptiveDensityFactor * std::pow(a.intrinsic_dimension, -meanshift::kAdaptiveDimensionExponent),
+                      o.k, meanshift::kAdaptiveSelfWeightFactor, a.intrinsic_dimension, 100.0 * a.self_weight_share,
+                      c.front(), c[c.size() / 2], c.back());
         description = buf;
-        // Above sample_k the d_k come from a sample (AdaptiveBandwidthOptions::sample_k): say so.
-        description += o.sample_k > 0 && o.k > o.sample_k
-                           ? "; d_" + std::to_string(o.k) + " estimated on a sample, " + std::to_string(o.sample_k) +
-                                 "-th neighbours"
-                           : "";
+        // Above sample_k the neighbours come from a sample (AdaptiveBandwidthOptions::sample_k): say so.
+        description += a.sampled ? "; d_" + std::to_string(o.k) + " estimated on a sample, " +
+                                       std::to_string(o.sample_k) + "-th neighbours"
+                                 : "";
         description += "; k-NN search on backend " + o.backend + ")";
-        return meanshift::Bandwidth::per_point(std::move(h));
+        return meanshift::Bandwidth::per_point(std::move(a.sigma));
     }
     case Kind::Abramson: {
         meanshift::AbramsonOptions o = abramson;

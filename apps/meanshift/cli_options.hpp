@@ -68,7 +68,7 @@ void print_method(const meanshift::Result& r);
 /// --bandwidth VALUE: a number (isotropic Gaussian σ, data units) or a rule computed from the data
 /// (bandwidth_selection.hpp): auto (= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth
 /// halved: its flat radius as a Gaussian σ), scott, silverman (isotropic; scott:per-dim and
-/// silverman:per-dim give one σ per dimension), adaptive[:K[:C]] (per-point σ_i = C · d_K(x_i)),
+/// silverman:per-dim give one σ per dimension), adaptive[:K[:C]] (per-point σ_i = C · max(a d̂^−β d_K(x_i), b s_i): adaptive_bandwidths()),
 /// abramson[:C[:P]] (per-point h_i = C · σ_p · (f̂(x_i)/g)^(-1/2), Abramson's pilot-density law,
 /// pilot σ_p = P or Silverman's isotropic rule).
 struct BandwidthSpec {

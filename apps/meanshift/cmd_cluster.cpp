@@ -368,8 +368,9 @@ void add_cluster_command(CLI::App& app, Mode mode)
                               "isotropic bandwidth (Gaussian standard deviation, data units), or a rule: auto "
                               "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "
                               "silverman, scott:per-dim, silverman:per-dim, adaptive[:K[:C]] (per point: "
-                              "sigma_i = C * distance to the K-th neighbour / dimensions^(1/5); defaults K = sqrt(n) "
-                              "(at least 5), C = 0.7); see docs/bandwidth-selection.md")
+                              "sigma_i = C * max(1.6 d^-0.8 * distance to the K-th neighbour, 1.1 * self-weight width), d the "
+                              "intrinsic dimension; defaults K = sqrt(n) (at least 5), C = 1); see "
+                              "docs/bandwidth-selection.md")
                   ->check(bandwidth_spec());
     auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
                    ->delimiter(',')

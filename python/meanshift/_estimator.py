@@ -66,8 +66,10 @@ class MeanShift(ClusterMixin, BaseEstimator):
         - ``'scott'``, ``'silverman'``: normal-reference rules, isotropic; ``'scott:per-dim'``,
           ``'silverman:per-dim'``: one per feature.
         - ``'adaptive'``, ``'adaptive:K'``, ``'adaptive:K:C'``: one per sample, sigma_i = C times the
-          distance from sample i to its K-th nearest neighbour divided by n_features^(1/5)
-          (defaults: K = round(sqrt(n)), at least 5, C = 0.7). K should stay below the
+          max(1.6 d^-0.8 d_K(x_i), 1.1 s_i): d_K(x_i) the distance from sample i to its K-th
+          nearest neighbour, d the data's intrinsic dimension (Levina-Bickel estimate), s_i the
+          width at which the K neighbours of sample i weigh as much as the sample itself
+          (defaults: K = round(sqrt(n)), at least 5, C = 1). K should stay below the
           smallest cluster's size.
         - ``'abramson'``, ``'abramson:C'``, ``'abramson:C:P'``: one per sample from a pilot density
           (Abramson 1982): sigma_i = C sigma_p (f(x_i)/g)^(-1/2), f the pilot Gaussian density with
@@ -250,7 +252,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         """A bandwidth rule by name, computed by the library on X as float32 (what it clusters)."""
         usage = ("bandwidth must be a number, an array, None or one of 'auto', 'quantile:Q', 'scott', "
                  "'silverman', 'scott:per-dim', 'silverman:per-dim', 'adaptive', 'adaptive:K', "
-                 f"'adaptive:K:C', 'abramson', 'abramson:C', 'abramson:C:P'; got {rule!r}")
+                 f"'adaptive:K:C', 'adaptive::C', 'abramson', 'abramson:C', 'abramson:C:P'; got {rule!r}")
         Xf = _as_float32(X, "X")
         name, _, arg = rule.partition(":")
         if rule == "auto" or name == "quantile":
@@ -270,17 +272,18 @@ class MeanShift(ClusterMixin, BaseEstimator):
             raise ValueError(usage)
         if name in ("adaptive", "abramson"):
             # adaptive[:K[:C]] (K an int, defaults: automatic K, the library's C); abramson[:C[:P]]
-            # (defaults: C = 2, P = 0, the pilot from Silverman's rule).
+            # (defaults: C = 2, P = 0, the pilot from Silverman's rule). An empty field keeps its
+            # default ('adaptive::1.3'), as in the CLI.
             types, defaults = ((int, float), [0, _core.default_adaptive_c]) if name == "adaptive" else ((float, float), [2.0, 0.0])
             parts = arg.split(":") if arg else []
             if len(parts) > len(types):
                 raise ValueError(usage)
             try:
-                values = [t(v) for t, v in zip(types, parts)] + defaults[len(parts):]
+                values = [t(v) if v else d for t, v, d in zip(types, parts, defaults)] + defaults[len(parts):]
             except ValueError:
                 raise ValueError(usage) from None
             if name == "adaptive":
-                if parts and values[0] < 1:
+                if parts and parts[0] and values[0] < 1:
                     raise ValueError(usage)
                 # The k-NN search runs on the estimator's backend (brute force on a GPU under cuda/opencl).
                 flat = _core.adaptive_bandwidths(Xf, values[0], values[1], False, 0.1, opts if opts is not None else {})

@@ -110,23 +110,43 @@ MatrixD nearest(const MatrixF& points, const MatrixF& queries, int count, const 
     return make_backend("serial")->nearest_distances(points, queries, count);
 }
 
-// d_k of every row: its (k+1)-th nearest row, the row itself (or a duplicate, also at 0) included.
-std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv, const std::string& backend,
-                               const BackendOptions& options)
+// The sorted distances from every row to its nearest other rows (n × r), and how many rows of the
+// data each of them stands for (1, or n/m for a sample of m rows).
+struct NeighbourTable {
+    MatrixD d;
+    double weight = 1.0;
+    bool sampled = false;
+};
+
+// The k nearest rows of every row: its k+1 nearest, the row itself (or a duplicate, also at 0)
+// dropped as the first.
+NeighbourTable neighbours_exact(const MatrixF& data, int k, const std::vector<double>& inv, const std::string& backend,
+                                const BackendOptions& options)
 {
     MatrixF storage;
     const MatrixF& x = in_search_units(data, inv, storage);
     const MatrixD d2 = nearest(x, x, k + 1, backend, options);
+    NeighbourTable t;
+    t.d.resize(data.rows(), k);
+    for (Index i = 0; i < data.rows(); ++i)
+        for (int j = 0; j < k; ++j) t.d(i, j) = std::sqrt(std::max(0.0, d2(i, j + 1)));
+    return t;
+}
+
+std::vector<double> knn_scaled(const MatrixF& data, int k, const std::vector<double>& inv, const std::string& backend,
+                               const BackendOptions& options)
+{
+    const NeighbourTable t = neighbours_exact(data, k, inv, backend, options);
     std::vector<double> out(static_cast<std::size_t>(data.rows()));
-    for (Index i = 0; i < data.rows(); ++i) out[std::size_t(i)] = std::sqrt(std::max(0.0, d2(i, k)));
+    for (Index i = 0; i < data.rows(); ++i) out[std::size_t(i)] = t.d(i, k - 1);
     return out;
 }
 
 // d_k estimated on a uniform sample of m = ceil(n · r / k) rows (AdaptiveBandwidthOptions::sample_k
-// = r): the distance from each row to its r-th nearest sampled row other than itself. A radius that
-// holds k of the n rows holds k · m / n = r of the sampled ones (in expectation).
-std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::vector<double>& inv,
-                                const std::string& backend, const BackendOptions& options)
+// = r): the r nearest sampled rows other than the row itself. A radius that holds k of the n rows
+// holds k · m / n = r of the sampled ones (in expectation), so the r-th stands for d_k.
+NeighbourTable neighbours_sampled(const MatrixF& data, int k, int r, const std::vector<double>& inv,
+                                  const std::string& backend, const BackendOptions& options)
 {
     const Index n = data.rows();
     const Index m = std::min<Index>(n, std::max<Index>(r + 1, (n * r + k - 1) / k));
@@ -147,10 +167,78 @@ std::vector<double> knn_sampled(const MatrixF& data, int k, int r, const std::ve
     for (Index i : rows) sampled[std::size_t(i)] = 1;
     // A sampled row finds itself first (distance 0): it needs r + 1 results, the others r.
     const MatrixD d2 = nearest(sample, x, r + 1, backend, options);
-    std::vector<double> out(static_cast<std::size_t>(n));
-    for (Index i = 0; i < n; ++i)
-        out[std::size_t(i)] = std::sqrt(std::max(0.0, d2(i, sampled[std::size_t(i)] ? r : r - 1)));
-    return out;
+    NeighbourTable t;
+    t.d.resize(n, r);
+    t.weight = double(n) / double(m);
+    t.sampled = true;
+    for (Index i = 0; i < n; ++i) {
+        const int first = sampled[std::size_t(i)] ? 1 : 0;
+        for (int j = 0; j < r; ++j) t.d(i, j) = std::sqrt(std::max(0.0, d2(i, j + first)));
+    }
+    return t;
+}
+
+// Levina & Bickel's maximum-likelihood intrinsic dimension from each row's neighbour distances,
+// averaged as MacKay & Ghahramani's correction does (the mean of the per-row inverses, then
+// inverted). Duplicates (distance 0) carry no scale information and are skipped. In [1, dims];
+// dims where no row has two distinct positive distances.
+double intrinsic_dimension_mle(const MatrixD& d, Index dims)
+{
+    double sum = 0;
+    Index rows = 0;
+    for (Index i = 0; i < d.rows(); ++i) {
+        const double far = d(i, d.cols() - 1);
+        if (!(far > 0)) continue;
+        double s = 0;
+        int count = 0;
+        for (Index j = 0; j + 1 < d.cols(); ++j)
+            if (d(i, j) > 0) {
+                s += std::log(far / d(i, j));
+                ++count;
+            }
+        if (count == 0) continue;
+        sum += s / count;
+        ++rows;
+    }
+    if (rows == 0 || !(sum > 0)) return double(dims);
+    return std::clamp(double(rows) / sum, 1.0, double(dims));
+}
+
+// The width s at which a row's neighbours together weigh as much as the row itself in a Gaussian
+// kernel: w · Σ_j exp(−d_j² / 2s²) = 1. Narrower kernels leave the row a mode of its own (in high
+// dimensions, where neighbour distances concentrate, every row). 0 when no such width exists
+// (w · #duplicates ≥ 1, or w · r ≤ 1). Newton's method on g(u) = ln(w Σ_j exp(−d_j² u)), u = 1/2s²:
+// g is convex and decreasing, so the iterates approach the root from below, monotonically.
+double self_weight_width(const double* d, Index r, double w)
+{
+    Index zeros = 0;
+    for (Index j = 0; j < r; ++j) zeros += d[j] > 0 ? 0 : 1;
+    if (w * double(zeros) >= 1.0 || w * double(r) <= 1.0) return 0.0;
+    double lo = 0;  // d² of the nearest positive neighbour: the exponentials are taken relative to it
+    for (Index j = 0; j < r; ++j)
+        if (d[j] > 0) {
+            lo = d[j] * d[j];
+            break;
+        }
+    double u = 0;
+    for (int it = 0; it < 200; ++it) {
+        double e = 0, e2 = 0;
+        for (Index j = 0; j < r; ++j) {
+            const double q = d[j] * d[j] - (d[j] > 0 ? lo : 0.0);
+            const double x = std::exp(-q * u) * (d[j] > 0 ? 1.0 : std::exp(lo * u));
+            e += x;
+            e2 += x * d[j] * d[j];
+        }
+        const double g = std::log(w * e) - lo * u;  // ln(w Σ exp(−d² u))
+        const double slope = e2 / e;                 // −g'(u): the weighted mean of d²
+        const double next = u + g / slope;
+        if (!(next > u) || next - u <= 1e-13 * next) {
+            u = std::max(u, next);
+            break;
+        }
+        u = next;
+    }
+    return u > 0 ? std::sqrt(0.5 / u) : 0.0;
 }
 
 std::vector<double> inverse_scale(const std::vector<double>& scale, Index k)
@@ -239,7 +327,7 @@ int default_adaptive_k(Index n)
     return int(std::min<Index>(std::max<Index>(k, 5), std::max<Index>(n - 1, 1)));
 }
 
-MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& o)
+AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data, const AdaptiveBandwidthOptions& o)
 {
     require_data(data, "adaptive_bandwidths");
     const Index n = data.rows();
@@ -252,6 +340,8 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
     require_value(std::isfinite(o.c) && o.c > 0, "adaptive_bandwidths: c must be finite and > 0", o.c);
     require_value(o.floor_fraction >= 0 && o.floor_fraction <= 1, "adaptive_bandwidths: floor_fraction must be in [0, 1]",
                   o.floor_fraction);
+    require_value(o.intrinsic_dimension == 0 || (std::isfinite(o.intrinsic_dimension) && o.intrinsic_dimension >= 1),
+                  "adaptive_bandwidths: intrinsic_dimension must be 0 (estimate) or >= 1", o.intrinsic_dimension);
     std::vector<double> scale;
     if (o.per_dimension) {
         scale = spreads(data);
@@ -262,30 +352,47 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
     }
     if (o.sample_k < 0) throw InvalidArgument("adaptive_bandwidths: sample_k must be >= 0, got " + std::to_string(o.sample_k));
     const std::vector<double> inv = inverse_scale(scale, dims);
-    std::vector<double> dk = o.sample_k > 0 && k > o.sample_k
-                                 ? knn_sampled(data, k, o.sample_k, inv, o.backend, o.backend_options)
-                                 : knn_scaled(data, k, inv, o.backend, o.backend_options);
+    const NeighbourTable t = o.sample_k > 0 && k > o.sample_k
+                                 ? neighbours_sampled(data, k, o.sample_k, inv, o.backend, o.backend_options)
+                                 : neighbours_exact(data, k, inv, o.backend, o.backend_options);
+    const Index r = t.d.cols();
 
     std::vector<double> pos;
-    for (double x : dk)
-        if (x > 0) pos.push_back(x);
+    for (Index i = 0; i < n; ++i)
+        if (t.d(i, r - 1) > 0) pos.push_back(t.d(i, r - 1));
     if (pos.empty())
         throw InvalidArgument("adaptive_bandwidths: every point has k = " + std::to_string(k) +
                               " or more duplicates (every k-th neighbour distance is 0); use a larger k or a fixed "
                               "bandwidth");
     std::nth_element(pos.begin(), pos.begin() + std::ptrdiff_t(pos.size() / 2), pos.end());
     const double floor = o.floor_fraction * pos[pos.size() / 2];
-    const double factor = o.c / std::pow(double(dims), 0.2);  // dim^(1/5): see AdaptiveBandwidthOptions::c
-    MatrixD h(n, dims);
+
+    AdaptiveBandwidths out;
+    out.k = k;
+    out.sampled = t.sampled;
+    out.intrinsic_dimension = o.intrinsic_dimension > 0 ? o.intrinsic_dimension : intrinsic_dimension_mle(t.d, dims);
+    const double density_factor = kAdaptiveDensityFactor * std::pow(out.intrinsic_dimension, -kAdaptiveDimensionExponent);
+    out.sigma.resize(n, dims);
+    Index widened = 0;
     for (Index i = 0; i < n; ++i) {
-        double d = dk[std::size_t(i)];
+        double d = t.d(i, r - 1);
         if (d < floor) d = floor;
         if (!(d > 0))
             throw InvalidArgument("adaptive_bandwidths: point " + std::to_string(i) + " has " + std::to_string(k) +
                                   " or more duplicates (k-th neighbour distance 0) and floor_fraction is 0");
-        for (Index c = 0; c < dims; ++c) h(i, c) = factor * d * (scale.empty() ? 1.0 : scale[std::size_t(c)]);
+        const double by_density = density_factor * d;
+        const double by_self_weight = kAdaptiveSelfWeightFactor * self_weight_width(&t.d(i, 0), r, t.weight);
+        widened += by_self_weight > by_density ? 1 : 0;
+        const double sigma = o.c * std::max(by_density, by_self_weight);
+        for (Index c = 0; c < dims; ++c) out.sigma(i, c) = sigma * (scale.empty() ? 1.0 : scale[std::size_t(c)]);
     }
-    return h;
+    out.self_weight_share = double(widened) / double(n);
+    return out;
+}
+
+MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& o)
+{
+    return adaptive_bandwidths_detailed(data, o).sigma;
 }
 
 std::vector<double> pilot_density(const MatrixF& data, double sigma)

@@ -78,12 +78,29 @@ MEANSHIFT_API std::vector<double> knn_distances(const MatrixF& data, int k, cons
                                                 const std::string& backend = "serial",
                                                 const BackendOptions& backend_options = {});
 
-/// Adaptive (sample-point) bandwidths: σ_i = c · d_k(x_i) / dim^(1/5), d_k(x_i) the k-th
-/// nearest-neighbour distance of point i in `dim` dimensions, so dense regions get narrow kernels and sparse ones wide kernels: the
-/// sample-point estimator (the bandwidth belongs to the data point x_i, not to the query) of
-/// Comaniciu, Ramesh & Meer 2001, with the local density estimated by k-NN (f ∝ d_k^-dim).
+/// Adaptive (sample-point) bandwidths, isotropic per point (Comaniciu, Ramesh & Meer 2001: the
+/// bandwidth belongs to the data point x_i, not to the query), from each point's k nearest
+/// neighbours at distances d_1 ≤ … ≤ d_k:
+///
+///   σ_i = c · max( a · d̂^(−β) · d_k(x_i),  b · s_i ),
+///
+/// - d_k(x_i): the local density term (f ∝ d_k^(−d)): dense regions get narrow kernels, sparse ones wide;
+/// - d̂: the data's intrinsic dimension, Levina & Bickel's maximum-likelihood estimate from the same
+///   neighbour distances (MacKay & Ghahramani's average), in [1, dims]. The right share of d_k shrinks
+///   with the dimension the data really fill, not with the number of features (digits: 64 features,
+///   d̂ ≈ 7);
+/// - s_i: the width at which the neighbours together weigh as much as the point itself,
+///   Σ_j exp(−d_j² / 2s_i²) = 1. In high intrinsic dimension neighbour distances concentrate near
+///   d_k and a narrower kernel leaves every point a mode of its own; s_i is that floor.
+///
+/// a = kAdaptiveDensityFactor, β = kAdaptiveDimensionExponent, b = kAdaptiveSelfWeightFactor were
+/// fitted to eight labelled sets (2-D multi-scale blobs, iris, wine, digits, breast cancer, Gaussian
+/// blobs in 8, 32, 128 dimensions) and checked on six others (docs/bandwidth-selection.md).
+inline constexpr double kAdaptiveDensityFactor = 1.6;
+inline constexpr double kAdaptiveDimensionExponent = 0.8;
+inline constexpr double kAdaptiveSelfWeightFactor = 1.1;
 /// Default factor c of AdaptiveBandwidthOptions (and of the CLI's and Python's `adaptive` rule).
-inline constexpr double kDefaultAdaptiveC = 0.7;
+inline constexpr double kDefaultAdaptiveC = 1.0;
 
 struct AdaptiveBandwidthOptions {
     /// Neighbour rank k (>= 1, < n). 0 = default: round(sqrt(n)), at least 5, at most n-1 (so
@@ -91,19 +108,17 @@ struct AdaptiveBandwidthOptions {
     /// k should stay below the size of the smallest cluster that must stay separate: above it,
     /// d_k of that cluster's points reaches into the next cluster.
     int k = 0;
-    /// Above this rank d_k is estimated on a uniform random sample of ceil(n · sample_k / k) points
-    /// (fixed seed) as the distance to the sample_k-th nearest sampled point (itself excluded):
-    /// the same share of the data, at the cost of a sample_k search. 0 = always the exact d_k.
+    /// Above this rank the neighbours come from a uniform random sample of ceil(n · sample_k / k)
+    /// points (fixed seed): the sample_k nearest sampled points, each standing for n / sample size
+    /// points, so the sample_k-th stands for d_k. 0 = always the exact k nearest.
     int sample_k = 50;
-    /// Factor c (> 0): σ_i = c · d_k(x_i) / dim^(1/5). The best c shrinks with the dimension, but
-    /// far slower than the sqrt(dim) at which distances grow in a full-dimensional Gaussian cloud:
-    /// real data lie near lower-dimensional sets (digits: 64 features, about 7 intrinsic). The
-    /// exponent 1/5 and the default c = 0.7 were fitted to the ARI windows of 2-D blobs, iris, wine
-    /// and digits (docs/bandwidth-selection.md), where 1/2 over-splits 64-D data.
+    /// Factor c (> 0) on the whole rule: > 1 merges more, < 1 splits more.
     double c = kDefaultAdaptiveC;
+    /// The intrinsic dimension d̂ of the rule; 0 = estimate it from the data (Levina-Bickel), else >= 1.
+    double intrinsic_dimension = 0;
     /// true: distances in standardised units (dimension d divided by its standard deviation
-    /// s_d) and σ_id = c · d_k · s_d, for data whose dimensions have different units or scales;
-    /// false: isotropic σ_i in data units. σ_id = c · d_k · s_d / dim^(1/5) with it. Constant columns (s_d = 0) are an InvalidArgument
+    /// s_d) and σ_id = σ_i · s_d, for data whose dimensions have different units or scales;
+    /// false: isotropic σ_i in data units. Constant columns (s_d = 0) are an InvalidArgument
     /// with per_dimension.
     bool per_dimension = false;
     /// Floor for duplicates: d_k(x_i) is raised to at least floor_fraction · (median of the
@@ -116,13 +131,26 @@ struct AdaptiveBandwidthOptions {
     BackendOptions backend_options;
 };
 
+/// What adaptive_bandwidths_detailed() found besides the bandwidths.
+struct AdaptiveBandwidths {
+    MatrixD sigma;                   ///< n × dims, row i the σ of point i (data units)
+    int k = 0;                       ///< the neighbour rank used
+    double intrinsic_dimension = 0;  ///< d̂ of the rule (estimated or given)
+    double self_weight_share = 0;    ///< share of the points whose σ_i is the self-weight floor b · s_i
+    bool sampled = false;            ///< the neighbours came from a sample (k > sample_k)
+};
+
 /// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0): round(sqrt(n)),
 /// at least 5, at most n - 1.
 MEANSHIFT_API int default_adaptive_k(Index n);
 
-/// Per-point σ_i (n × k, one row per point) for Bandwidth::per_point. InvalidArgument for bad
+/// Per-point σ_i (n × dims, one row per point) for Bandwidth::per_point. InvalidArgument for bad
 /// options, k >= n, non-finite data, or every d_k = 0 (fewer than k+1 distinct points).
 MEANSHIFT_API MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions& options = {});
+
+/// adaptive_bandwidths() with the intrinsic dimension it used and how often the floor decided.
+MEANSHIFT_API AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data,
+                                                             const AdaptiveBandwidthOptions& options = {});
 
 /// Abramson's square-root law (Abramson 1982, "On bandwidth variation in kernel estimates - a
 /// square root law", Ann. Statist. 10(4); the sample-point estimator with a pilot density of
