@@ -22,8 +22,8 @@ struct GemmData {
     const float* c = nullptr;  ///< n, PreparedData::log_weight_f (PerPoint only)
     /// Truncated kernel: pairs with (Mahalanobis) D² > cutoff2 get weight 0; inf = exact kernel.
     double cutoff2 = __builtin_huge_val();
-    int modes_per_block = 128;  ///< largest m a block may have (sizes the scratch)
-    int rows_per_tile = 256;    ///< points per product tile (float32 sums over at most this many terms)
+    int modes_per_block = 128;  ///< largest m a block may have (sizes the scratch; AMX unit: a multiple of 16)
+    int rows_per_tile = 256;    ///< points per product tile (float32 sums over at most this many terms; AMX unit: a multiple of 32)
 };
 
 /// Advances modes [0, m) (m ≤ modes_per_block): positions and out are m × k row-major, prepared
@@ -34,7 +34,7 @@ using GemmBlockFn = void (*)(const GemmData& data, const double* positions, int 
                              int nranges, double* out, unsigned char* supported, void* scratch);
 
 struct GemmTable {
-    const char* isa = "";  ///< "AVX-512", "AVX2", "SSE2", "generic"
+    const char* isa = "";  ///< "AVX-512+AMX", "AVX-512", "AVX2", "SSE2", "generic"
     std::size_t (*scratch_bytes)(const GemmData& data) = nullptr;
     GemmBlockFn run = nullptr;
 };
@@ -44,5 +44,14 @@ struct GemmTable {
 const GemmTable* gemm_table_avx512();
 const GemmTable* gemm_table_avx2();
 const GemmTable* gemm_table_generic();
+
+/// The AVX-512 unit with its products on AMX bf16 tiles (gemm_step_amx.cpp, gemm_amx.hpp); call only
+/// where amx_usable(). Not part of the library: only apps/bench/amx_step_probe compiles that unit
+/// (issue 11's AMX probe: 1.7-1.8× the direct kernels at k = 64, not the 2× the issue asks;
+/// docs/backend-openmp.md, "AMX probe").
+const GemmTable* gemm_table_amx();
+/// AMX-TILE, AMX-BF16 and AVX512-BF16 by CPUID, the tile state enabled by the OS (XCR0) and, on Linux,
+/// this process's permission to use it (arch_prctl ARCH_REQ_XCOMP_PERM, asked on the first call).
+bool amx_usable();
 
 }  // namespace meanshift::openmp_detail

@@ -12,6 +12,8 @@
 // t is clamped to ≤ 0 (it is −½D², which rounding may push above 0), pairs with −2t > cutoff2 get
 // weight 0, and e = exp2(log2(e)·t + log2(e)·c_i) by the SIMD kernels' exp2 (exactly 0 on underflow). Each tile's R (float32 sums over ≤ rows_per_tile terms) is added
 // into float64 sums; y'_d = c_d + Σ e (w) x'_d / Σ e (w).
+// With MS_GEMM_AMX (gemm_step_amx.cpp, after gemm_amx.hpp) the two products are AMX bf16 products of
+// three-limb splits (gemm_amx.hpp) instead of Eigen's float32 ones; everything else is the same code.
 
 // GCC 12 warns of uninitialised lanes inside its own AVX-512 intrinsics as Eigen uses them (bogus, as
 // noted in simd_vec.hpp); this unit holds nothing else.
@@ -50,7 +52,17 @@ struct Buffers {
     float *centre, *a, *hq, *qn, *b, *hp, *lw, *bw, *s, *r;
     double *acc, *den;
     std::int64_t* row;  ///< the point index of each tile row
+#if MS_GEMM_AMX
+    std::uint16_t *qa, *ps, *pr, *el;  ///< bf16 limbs: A, S's and R's packed point tile, the weights E
+#endif
 };
+
+#if MS_GEMM_AMX
+/// AMX padding: A and the S point tile to 32 columns (whole K-steps), R to 16 (whole tile columns).
+inline int amx_kpad(const GemmData& D) { return amx::pad32(a_cols(D)); }
+inline int amx_cpad(const GemmData& D) { return amx::pad16(b_cols(D)); }
+inline std::size_t amx_mpad(const GemmData& D) { return static_cast<std::size_t>(amx::pad16(D.modes_per_block)); }
+#endif
 
 std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
 {
@@ -73,8 +85,20 @@ std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
     b.lw = reinterpret_cast<float*>(take(nb * sizeof(float)));
     b.bw = reinterpret_cast<float*>(take(nb * sizeof(float)));
     b.row = reinterpret_cast<std::int64_t*>(take(nb * sizeof(std::int64_t)));
+#if MS_GEMM_AMX
+    // Whole tiles: S and R are written 16 modes (and R 16 columns) at a time.
+    const std::size_t mp = amx_mpad(D), kp = static_cast<std::size_t>(amx_kpad(D)),
+                      cp = static_cast<std::size_t>(amx_cpad(D));
+    b.s = reinterpret_cast<float*>(take(mp * nb * sizeof(float)));
+    b.r = reinterpret_cast<float*>(take(mp * cp * sizeof(float)));
+    b.qa = reinterpret_cast<std::uint16_t*>(take(3 * mp * kp * 2));
+    b.ps = reinterpret_cast<std::uint16_t*>(take(3 * nb * kp * 2));
+    b.pr = reinterpret_cast<std::uint16_t*>(take(3 * nb * cp * 2));
+    b.el = reinterpret_cast<std::uint16_t*>(take(3 * mp * nb * 2));
+#else
     b.s = reinterpret_cast<float*>(take(mb * nb * sizeof(float)));
     b.r = reinterpret_cast<float*>(take(mb * bc * sizeof(float)));
+#endif
     b.acc = reinterpret_cast<double*>(take(mb * bc * sizeof(double)));
     b.den = reinterpret_cast<double*>(take(mb * sizeof(double)));
     if (out) *out = b;
@@ -141,8 +165,16 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         buf.hq[j] = per_point ? 0.0f : static_cast<float>(0.5 * h);
         buf.qn[j] = static_cast<float>(0.5 * h);
     }
-    const MapF A(buf.a, m, ac);
     MapD acc(buf.acc, m, bc);
+#if MS_GEMM_AMX
+    const int kpad = amx_kpad(D), cpad = amx_cpad(D), mt = amx::pad16(m) / 16;
+    const std::size_t limb_a = amx_mpad(D) * static_cast<std::size_t>(kpad),
+                      limb_s = static_cast<std::size_t>(nb) * static_cast<std::size_t>(kpad),
+                      limb_r = static_cast<std::size_t>(nb) * static_cast<std::size_t>(cpad),
+                      limb_e = amx_mpad(D) * static_cast<std::size_t>(nb);
+    amx::pack_rows(buf.a, m, ac, 16 * mt, kpad, buf.qa, limb_a);
+    amx::configure_tiles();
+#endif
     acc.setZero();
     for (int j = 0; j < m; ++j) buf.den[j] = 0;
 
@@ -151,8 +183,13 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
     const vf u_min = splat(truncated ? static_cast<float>(-0.5 * D.cutoff2) : -__builtin_huge_valf());
     const vf zero = splat(0.0f), log2e = splat(1.44269504088896341f);
     // Rounding bound of u = −½D² in the expansion, relative to ½|x'|²_w + max_d w · ½|q'|² (each ≥ the
-    // magnitudes the dot products cancel): ~(2k + 8) float32 roundings, doubled for safety.
+    // magnitudes the dot products cancel): ~(2k + 8) float32 roundings, doubled for safety. AMX: the
+    // tile sums all six limb terms in float32, 6·kpad roundings, and the dropped terms ≤ 3·2^-24.
+#if MS_GEMM_AMX
+    const vf err = splat(static_cast<float>((6 * amx_kpad(D) + 16) * 0x1p-23));
+#else
     const vf err = splat(static_cast<float>((2 * k + 8) * 0x1p-23));
+#endif
     vf lane;
     for (int l = 0; l < W; ++l) lane[l] = static_cast<float>(l);
     FlushDenormals ftz;  // weights below 2^-126 are exactly 0, as in the SIMD kernels
@@ -167,14 +204,28 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
     std::vector<float> top(static_cast<std::size_t>(m), -__builtin_huge_valf());
     constexpr float kNoWeight = -3.0e38f;  // v of pairs beyond the cutoff and of pad lanes
     auto tile = [&](int rows) {
-        const MapF B(buf.b, rows, bc);
+#if MS_GEMM_AMX
+        const int weighed = amx::pad32(rows);  // R's K-steps take 32 points: the pad ones weigh 0
+        // S = A · Bᵀ on the tiles (a_cols = b_cols, so B's rows are S's K as well as R's N).
+        amx::pack_points(buf.b, rows, bc, kpad, buf.ps, limb_s, buf.pr, limb_r);
+        const int ks = kpad / 32;
+        amx::product(
+            mt, amx::pad16(rows) / 16, ks, ks,
+            [&](int l, int i, int s) { return buf.qa + l * limb_a + static_cast<std::size_t>(16 * i) * kpad + 32 * s; },
+            2 * kpad,
+            [&](int l, int g, int s) { return buf.ps + l * limb_s + (static_cast<std::size_t>(g) * ks + s) * 512; },
+            buf.s, nb);
+#else
+        const int weighed = rows;
+        const MapF A(buf.a, m, ac), B(buf.b, rows, bc);
         Eigen::Map<RowMat, Eigen::Aligned64, Eigen::OuterStride<>> S(buf.s, m, rows, Eigen::OuterStride<>(nb));
         S.noalias() = A * B.leftCols(ac).transpose();
+#endif
         for (int j = 0; j < m; ++j) {
             float* s = buf.s + static_cast<Index>(j) * nb;
             const vf hq = splat(buf.hq[j]), qn = splat(buf.qn[j]);
             vf esum = zero, vtop = splat(kNoWeight);
-            for (int i = 0; i < rows; i += W) {
+            for (int i = 0; i < weighed; i += W) {
                 vf u = loadu(s + i) - hq - loadu(buf.hp + i);
                 if (truncated) {
                     // Within the expansion's rounding bound of the cutoff: decide (and weigh) by the
@@ -206,21 +257,46 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
             }
             const vf shift = splat(top[static_cast<std::size_t>(j)]);
             const bool none = !(top[static_cast<std::size_t>(j)] > -__builtin_huge_valf());
+#if MS_GEMM_AMX
+            // E's limbs (R's A operand: modes as rows, points as K), 32 points (one K-step) at a time,
+            // stored tile by tile ([mode tile][K-step][16 × 32]) so that R loads contiguous tiles
+            std::uint16_t* el = buf.el + static_cast<std::size_t>(j / 16) * nb * 16 + 32 * (j % 16);
+            for (int i = 0; i < weighed; i += 2 * W) {
+                const vf e0 = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
+                const vf e1 = none ? zero : exp2_poly(vmax(loadu(s + i + W) - shift, splat(-150.0f)));
+                esum += e0 + e1;
+                amx::split3_store((__m512)e0, (__m512)e1, el + 16 * i, limb_e);
+            }
+#else
             for (int i = 0; i < rows; i += W) {
                 // exp2 of ≤ −150 is 0 (kNoWeight lanes included, whatever the shift)
                 const vf e = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
                 esum += e;
                 storeu(s + i, e);
             }
+#endif
             if (!per_point) {
                 double t = 0;
                 for (int l = 0; l < W; ++l) t += static_cast<double>(esum[l]);
                 buf.den[j] += t;
             }
         }
+#if MS_GEMM_AMX
+        // R = E · B, K-steps in chunks of 2 (gemm_amx.hpp product())
+        const int cg = cpad / 16;
+        amx::product(
+            mt, cg, amx::pad32(rows) / 32, 2,
+            [&](int l, int i, int s) { return buf.el + l * limb_e + static_cast<std::size_t>(16 * i) * nb + 512 * s; },
+            64,
+            [&](int l, int c, int s) { return buf.pr + l * limb_r + (static_cast<std::size_t>(s) * cg + c) * 512; },
+            buf.r, cpad);
+        const Eigen::Map<const RowMat, Eigen::Aligned64, Eigen::OuterStride<>> R(buf.r, m, bc, Eigen::OuterStride<>(cpad));
+        acc += R.cast<double>();
+#else
         MapF R(buf.r, m, bc);
         R.noalias() = S * B;
         acc += R.cast<double>();
+#endif
     };
 
     // Gather the rows of the ranges into tiles of nb rows, relative to the centre.
@@ -257,6 +333,9 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
             for (Index i = ranges[2 * r]; i < ranges[2 * r + 1]; ++i) add_row(i);
     }
     if (rows > 0) tile(rows);
+#if MS_GEMM_AMX
+    amx::release_tiles();
+#endif
 
     for (int j = 0; j < m; ++j) {
         const double* y = positions + static_cast<Index>(j) * k;

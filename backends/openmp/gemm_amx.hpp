@@ -1,0 +1,271 @@
+#pragma once
+// Intel AMX products for the GEMM form of the step (gemm_step_amx.cpp includes this before
+// gemm_step_impl.hpp; compiled with -mamx-tile -mamx-bf16 -mavx512bf16 besides the AVX-512 flags).
+//
+// TDPBF16PS multiplies bf16 tiles (16 × 32 by 32 × 16) into a float32 16 × 16 tile: 8192 products
+// per instruction, ~16 times the float32 FMA rate of AVX-512, but bf16 keeps only 8 significant
+// bits. Every float32 operand is therefore split into three bf16 limbs, x = x1 + x2 + x3 with
+// x1 = bf16(x), x2 = bf16(x − x1), x3 = bf16(x − x1 − x2) (24 bits, as float32), and a product keeps
+// the six terms of limb order ≤ 2: x1y1 + x1y2 + x2y1 + x1y3 + x2y2 + x3y1 (the dropped terms are
+// ≤ 2^-24 relative). Each bf16 × bf16 product is exact in float32; the tile sums in float32. The
+// weights E are split by truncation instead (split3_store: exact, cheaper in the weight loop).
+//
+// Layouts (elements are bf16 bit patterns in std::uint16_t; one tile row = 64 bytes):
+//   A operand (rows = M, K contiguous): 16 rows at a given stride, e.g. the modes' limbs (mpad × kpad,
+//     row-major) and the weights' limbs (stored tile by tile);
+//   B operand (K × N): "VNNI" pairs, tile row r holds (K = 2r, 2r+1) of 16 columns interleaved;
+//     packed once per point tile (pack_points), so every product reads whole tiles.
+// All limb blocks are padded with zeros to whole tiles (K to 32, M and N to 16).
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace meanshift::openmp_detail {
+namespace {
+
+namespace amx {
+
+/// Limb terms of the split product, (limb of the left operand, limb of the right operand).
+constexpr int kTerms = 6;
+constexpr int kTermA[kTerms] = {0, 0, 1, 0, 1, 2};
+constexpr int kTermB[kTerms] = {0, 1, 0, 2, 1, 0};
+
+inline int pad16(int v) { return (v + 15) / 16 * 16; }
+inline int pad32(int v) { return (v + 31) / 32 * 32; }
+
+/// The 64-byte tile configuration (palette 1): every tile 16 rows × 64 bytes.
+inline void configure_tiles()
+{
+    struct alignas(64) Config {
+        std::uint8_t palette, start_row, reserved[14];
+        std::uint16_t colsb[16];
+        std::uint8_t rows[16];
+    } c;
+    std::memset(&c, 0, sizeof c);
+    c.palette = 1;
+    for (int t = 0; t < 8; ++t) {
+        c.colsb[t] = 64;
+        c.rows[t] = 16;
+    }
+    _tile_loadconfig(&c);
+}
+
+/// Releases the tile state (so the OS need not save 8 KB of tile registers on a context switch).
+inline void release_tiles() { _tile_release(); }
+
+/// 16 float32 → the three bf16 limbs (round to nearest even), as 16 packed bf16 each.
+__attribute__((always_inline)) inline void split3_packed(__m512 x, __m256i& h1, __m256i& h2, __m256i& h3)
+{
+    h1 = (__m256i)_mm512_cvtneps_pbh(x);
+    const __m512 r1 = _mm512_sub_ps(x, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h1), 16)));
+    h2 = (__m256i)_mm512_cvtneps_pbh(r1);
+    const __m512 r2 = _mm512_sub_ps(r1, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h2), 16)));
+    h3 = (__m256i)_mm512_cvtneps_pbh(r2);
+}
+
+/// 32 float32 (x0: the first 16) → three bf16 limbs, stored as 32 packed bf16 at out, out + limb,
+/// out + 2·limb. The split truncates (x1 = the top 16 bits of x), so it is exact: x = x1 + x2 + x3 for
+/// normal x (x − x1 has ≤ 16 significant bits, and x − x1 − x2 ≤ 8); |x2| < 2^-7 |x|, |x3| < 2^-14 |x|.
+__attribute__((always_inline)) inline void split3_store(__m512 x0, __m512 x1, std::uint16_t* out, std::size_t limb)
+{
+    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
+    // word 2q+1 of x0 then of x1: the high halves of the 32 floats, in order
+    const __m512i pick = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+                                          31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x0), hi));
+    const __m512 b1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x1), hi));
+    const __m512 ar = _mm512_sub_ps(x0, a1), br = _mm512_sub_ps(x1, b1);
+    const __m512 a2 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(ar), hi));
+    const __m512 b2 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(br), hi));
+    const __m512 a3 = _mm512_sub_ps(ar, a2), b3 = _mm512_sub_ps(br, b2);
+    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(_mm512_castps_si512(a1), pick, _mm512_castps_si512(b1)));
+    _mm512_storeu_si512(out + limb, _mm512_permutex2var_epi16(_mm512_castps_si512(a2), pick, _mm512_castps_si512(b2)));
+    _mm512_storeu_si512(out + 2 * limb, _mm512_permutex2var_epi16(_mm512_castps_si512(a3), pick, _mm512_castps_si512(b3)));
+}
+
+inline __mmask16 lane_mask(int valid) { return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid > 0 ? valid : 0)) - 1u); }
+
+/// A operand of S: rows [0, mpad) of the m × cols float32 matrix a (row stride cols) as three limb
+/// matrices mpad × kpad (kpad = pad32(cols)) `limb` elements apart, zero beyond m and cols.
+inline void pack_rows(const float* a, int m, int cols, int mpad, int kpad, std::uint16_t* out, std::size_t limb)
+{
+    for (int j = 0; j < mpad; ++j) {
+        for (int d = 0; d < kpad; d += 16) {
+            const __mmask16 mask = j < m ? lane_mask(cols - d) : __mmask16(0);
+            const __m512 x = _mm512_maskz_loadu_ps(mask, a + static_cast<std::size_t>(j) * cols + d);
+            __m256i h[3];
+            split3_packed(x, h[0], h[1], h[2]);
+            for (int l = 0; l < 3; ++l)
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + l * limb + static_cast<std::size_t>(j) * kpad + d), h[l]);
+        }
+    }
+}
+
+/// Transposes 16 rows of 16 dwords in place: four butterfly stages, each swapping one bit of the
+/// row index with the same bit of the column index (two vpermt2d per pair of rows).
+template <int S>
+__attribute__((always_inline)) inline void transpose_stage(__m512i r[16])
+{
+    // lo picks (row p, col q) for q without bit S from p, with it from p + S (col q − S);
+    // hi picks (row p + S): without bit S from p (col q + S), with it from p + S.
+    const __m512i ilo = _mm512_set_epi32(
+        (15 & S) ? 16 + 15 - S : 15, (14 & S) ? 16 + 14 - S : 14, (13 & S) ? 16 + 13 - S : 13, (12 & S) ? 16 + 12 - S : 12,
+        (11 & S) ? 16 + 11 - S : 11, (10 & S) ? 16 + 10 - S : 10, (9 & S) ? 16 + 9 - S : 9, (8 & S) ? 16 + 8 - S : 8,
+        (7 & S) ? 16 + 7 - S : 7, (6 & S) ? 16 + 6 - S : 6, (5 & S) ? 16 + 5 - S : 5, (4 & S) ? 16 + 4 - S : 4,
+        (3 & S) ? 16 + 3 - S : 3, (2 & S) ? 16 + 2 - S : 2, (1 & S) ? 16 + 1 - S : 1, 0);
+    const __m512i ihi = _mm512_set_epi32(
+        (15 & S) ? 31 : 15 + S, (14 & S) ? 30 : 14 + S, (13 & S) ? 29 : 13 + S, (12 & S) ? 28 : 12 + S,
+        (11 & S) ? 27 : 11 + S, (10 & S) ? 26 : 10 + S, (9 & S) ? 25 : 9 + S, (8 & S) ? 24 : 8 + S,
+        (7 & S) ? 23 : 7 + S, (6 & S) ? 22 : 6 + S, (5 & S) ? 21 : 5 + S, (4 & S) ? 20 : 4 + S,
+        (3 & S) ? 19 : 3 + S, (2 & S) ? 18 : 2 + S, (1 & S) ? 17 : 1 + S, S);
+#pragma GCC unroll 16
+    for (int p = 0; p < 16; ++p) {
+        if (p & S) continue;
+        const __m512i a = r[p], c = r[p + S];
+        r[p] = _mm512_permutex2var_epi32(a, ilo, c);
+        r[p + S] = _mm512_permutex2var_epi32(a, ihi, c);
+    }
+}
+
+__attribute__((always_inline)) inline void transpose16(__m512i r[16])
+{
+    transpose_stage<1>(r);
+    transpose_stage<2>(r);
+    transpose_stage<4>(r);
+    transpose_stage<8>(r);
+}
+
+/// The point tile as both products' B operands, split once. The rows × cols float32 tile b (row
+/// stride cols) becomes three limbs of
+///   S = A · Bᵀ (K = the columns, N = the points), `limb_s` elements apart, each [pad16(rows)/16 point
+///     groups][kpad/32 K-steps][16 × 32]: tile row r = columns (2r, 2r+1) of the group's 16 points;
+///   R = E · B (K = the points, N = the columns), `limb_r` elements apart, each [pad32(rows)/32
+///     K-steps][pad16(cols)/16 column groups][16 × 32]: tile row r = points (2r, 2r+1), per column.
+/// Zero beyond rows and cols. limb_s ≥ pad16(rows) · kpad, limb_r ≥ pad32(rows) · pad16(cols).
+inline void pack_points(const float* b, int rows, int cols, int kpad, std::uint16_t* ps, std::size_t limb_s,
+                        std::uint16_t* pr, std::size_t limb_r)
+{
+    const int groups = pad16(rows) / 16, ksteps = kpad / 32, cg = pad16(cols) / 16;
+    // R's tile rows: points (2r, 2r+1) interleaved; words 0-15 of each row from x0, 32-47 from x1
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
+                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    alignas(64) std::uint16_t rowmajor[3][16][32];  // one K-step of a group, per limb: row p = point
+    for (int g = 0; g < groups; ++g) {
+        for (int s = 0; s < ksteps; ++s) {
+            for (int p = 0; p < 16; ++p) {
+                const int i = 16 * g + p;
+                const float* x = b + static_cast<std::size_t>(i) * cols + 32 * s;
+                const int valid = i < rows ? cols - 32 * s : 0;
+                __m256i l0[3], l1[3];
+                split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid), x), l0[0], l0[1], l0[2]);
+                split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid - 16), x + 16), l1[0], l1[1], l1[2]);
+                for (int l = 0; l < 3; ++l) {
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(&rowmajor[l][p][0]), l0[l]);
+                    _mm256_store_si256(reinterpret_cast<__m256i*>(&rowmajor[l][p][16]), l1[l]);
+                }
+            }
+            for (int l = 0; l < 3; ++l) {
+                __m512i r[16];
+#pragma GCC unroll 16
+                for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(&rowmajor[l][p][0]);
+                // R: column groups 2s, 2s+1 of K-step g/2, tile rows 8·(g mod 2) + pair
+                std::uint16_t* t = pr + l * limb_r + static_cast<std::size_t>(g / 2) * cg * 512 + 256 * (g % 2);
+#pragma GCC unroll 8
+                for (int q = 0; q < 8; ++q) {
+                    if (2 * s < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], lo, r[2 * q + 1]));
+                    if (2 * s + 1 < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s + 1) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], hi, r[2 * q + 1]));
+                }
+                transpose16(r);
+                std::uint16_t* u = ps + l * limb_s + (static_cast<std::size_t>(g) * ksteps + s) * 512;
+#pragma GCC unroll 16
+                for (int q = 0; q < 16; ++q) _mm512_storeu_si512(u + 32 * q, r[q]);
+            }
+        }
+    }
+    if (groups % 2)  // R's last K-step has 16 points only: its other 8 tile rows weigh nothing
+        for (int l = 0; l < 3; ++l)
+            for (int c = 0; c < cg; ++c)
+                for (int q = 8; q < 16; ++q)
+                    _mm512_storeu_si512(pr + l * limb_r + (static_cast<std::size_t>(groups / 2) * cg + c) * 512 + 32 * q, _mm512_setzero_si512());
+}
+
+/// C tiles (MI × NJ of them, 16 × 16 float32 each) = (accumulate ? C : 0) + Σ over the six limb terms
+/// and K-steps [s0, s1) of A tiles × B tiles. a(l, i, s), b(l, j, s): addresses of the tiles of limb l,
+/// row/column tile i/j (0 or 1 here), K-step s; a_stride: bytes per A row; c0..c3: C tiles (0, 0),
+/// (0, 1), (1, 0), (1, 1), c_stride bytes per row. Tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B
+/// (tile numbers must be constants).
+template <int MI, int NJ, class AFn, class BFn>
+__attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate, AFn a, int a_stride, BFn b, float* c0,
+                                                 float* c1, float* c2, float* c3, int c_stride)
+{
+    if (accumulate) {
+        _tile_loadd(0, c0, c_stride);
+        if (NJ > 1) _tile_loadd(1, c1, c_stride);
+        if (MI > 1) _tile_loadd(2, c2, c_stride);
+        if (MI > 1 && NJ > 1) _tile_loadd(3, c3, c_stride);
+    } else {
+        _tile_zero(0);
+        if (NJ > 1) _tile_zero(1);
+        if (MI > 1) _tile_zero(2);
+        if (MI > 1 && NJ > 1) _tile_zero(3);
+    }
+    for (int t = 0; t < kTerms; ++t) {
+        const int la = kTermA[t], lb = kTermB[t];
+        for (int s = s0; s < s1; ++s) {
+            _tile_loadd(4, a(la, 0, s), a_stride);
+            _tile_loadd(6, b(lb, 0, s), 64);
+            _tile_dpbf16ps(0, 4, 6);
+            if (NJ > 1) {
+                _tile_loadd(7, b(lb, 1, s), 64);
+                _tile_dpbf16ps(1, 4, 7);
+            }
+            if (MI > 1) {
+                _tile_loadd(5, a(la, 1, s), a_stride);
+                _tile_dpbf16ps(2, 5, 6);
+                if (NJ > 1) _tile_dpbf16ps(3, 5, 7);
+            }
+        }
+    }
+    _tile_stored(0, c0, c_stride);
+    if (NJ > 1) _tile_stored(1, c1, c_stride);
+    if (MI > 1) _tile_stored(2, c2, c_stride);
+    if (MI > 1 && NJ > 1) _tile_stored(3, c3, c_stride);
+}
+
+/// C (mt·16 × nt·16 float32, row stride c_ld floats) = Σ_terms A_la · B_lb over `ksteps` K-steps, in
+/// blocks of 2 × 2 tiles. a(l, i, s) / b(l, j, s) as for block() with absolute tile indices. The
+/// K-steps go in chunks of `kchunk`, each over all blocks (C stored and reloaded in between), so a
+/// chunk's B tiles stay in L1 while the blocks' A tiles stream (measured on Sapphire Rapids, R at
+/// k = 64: 6.4 against 7.9 ns per TDPBF16PS for one pass over all K-steps).
+template <class AFn, class BFn>
+inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride, BFn b, float* c, int c_ld)
+{
+    const int cs = c_ld * static_cast<int>(sizeof(float));
+    auto at = [&](int i, int j) { return c + static_cast<std::size_t>(16 * i) * c_ld + 16 * j; };
+    for (int s0 = 0; s0 < ksteps; s0 += kchunk) {
+        const int s1 = s0 + kchunk < ksteps ? s0 + kchunk : ksteps;
+        const bool acc = s0 > 0;
+        for (int i = 0; i < mt; i += 2) {
+            for (int j = 0; j < nt; j += 2) {
+                auto ai = [&](int l, int di, int s) { return a(l, i + di, s); };
+                auto bj = [&](int l, int dj, int s) { return b(l, j + dj, s); };
+                const bool two_i = i + 1 < mt, two_j = j + 1 < nt;
+                if (two_i && two_j)
+                    block<2, 2>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs);
+                else if (two_i)
+                    block<2, 1>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs);
+                else if (two_j)
+                    block<1, 2>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), nullptr, nullptr, cs);
+                else
+                    block<1, 1>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, nullptr, nullptr, cs);
+            }
+        }
+    }
+}
+
+}  // namespace amx
+}  // namespace
+}  // namespace meanshift::openmp_detail
