@@ -144,9 +144,9 @@ bool gemm_shape(const Topology& t, const GemmKernel& gk)
 /// Whether the GEMM kernels run: PairForm::Gemm, or Auto from the crossover on when the topology
 /// is the backend's choice (or already theirs: a resolved GEMM topology binds to them again); an
 /// explicit other topology keeps Alg. 3's kernels.
-bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated)
+bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool wgmma)
 {
-    const GemmKernel gk = gemm_kernel(k, pp, truncated);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
     const int from = truncated ? (pp ? kGemmCrossoverTruncatedPerPoint : kGemmCrossoverTruncated) : kGemmCrossover;
@@ -154,12 +154,13 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
 }
 
 /// `shift`: detail::needs_log2_shift of the data (per-point weights beyond float32's range).
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift)
+/// `wgmma`: every device runs sm_90a code (the warpgroup-MMA kernel may run).
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, bool wgmma)
 {
     Plan p;
     p.shift = shift;
-    const GemmKernel gk = gemm_kernel(k, pp, truncated);
-    const bool gemm = gemm_chosen(o, t, k, pp, truncated);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma);
+    const bool gemm = gemm_chosen(o, t, k, pp, truncated, wgmma);
     if (gemm && gk.fn) {
         p.gemm = true;
         p.preload = true;  // the point tiles are staged in shared memory (Alg. 7)
@@ -959,10 +960,10 @@ public:
         const bool pp = data.model == KernelModel::PerPoint;
         const bool truncated = std::isfinite(data.cutoff2);
         Topology t = req;
-        if (gemm_chosen(options_, req, k, pp, truncated)) {
+        if (gemm_chosen(options_, req, k, pp, truncated, wgmma())) {
             // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
-            const GemmKernel gk = gemm_kernel(k, pp, truncated);
+            const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma());
             if (!gemm_shape(req, gk))
                 throw InvalidArgument("cuda backend: pair_form=gemm runs its own block shape (tau = " +
                                       std::to_string(gk.threads) + ", f_vppu = f_load = 4), requested " +
@@ -979,7 +980,7 @@ public:
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
                                   "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data));
+        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), wgmma());
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -1029,11 +1030,21 @@ public:
         if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
         const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
-                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data));
+                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), wgmma());
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 
 private:
+    /// Whether the warpgroup-MMA kernel may run: allowed by the tuning and every device runs its
+    /// sm_90a code (compute capability 9.0).
+    bool wgmma() const
+    {
+        if (!options_.cuda.wgmma) return false;
+        for (const auto& c : contexts_)
+            if (!wgmma_device(c->prop.major, c->prop.minor)) return false;
+        return !contexts_.empty();
+    }
+
     BackendOptions options_;
     std::future<void> warm_up_;  // context creation in the background; waited for on destruction
     Contexts contexts_;

@@ -1,5 +1,8 @@
 #pragma once
-// Device helpers the two GEMM kernels share (gemm_kernel.cu: TF32, gemm_f16_kernel.cu: fp16).
+// Device helpers the GEMM kernels share (gemm_kernel.cu: TF32, gemm_f16_kernel.cu: fp16 mma.sync,
+// gemm_wgmma_kernel.cu: fp16 wgmma).
+#include <cuda_fp16.h>
+
 #include <cstdint>
 
 namespace meanshift::cuda::gemm {
@@ -11,6 +14,23 @@ __device__ __forceinline__ float ex2(float x)
     float y;
     asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
     return y;
+}
+
+/// (a, b) → fp16 pairs hi and lo with a ≈ hi.x + lo.x, b ≈ hi.y + lo.y (a in the low half).
+__device__ __forceinline__ void split2(float a, float b, std::uint32_t& hi, std::uint32_t& lo)
+{
+    const __half2 h = __floats2half2_rn(a, b);
+    const float2 f = __half22float2(h);
+    const __half2 l = __floats2half2_rn(a - f.x, b - f.y);
+    hi = *reinterpret_cast<const std::uint32_t*>(&h);
+    lo = *reinterpret_cast<const std::uint32_t*>(&l);
+}
+
+/// Maximum over the 4 lanes of a quad (the threads that share a row of an mma accumulator).
+__device__ __forceinline__ float quad_max(float v)
+{
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
 /// log2 weight of a pair from its expanded exponent: ≤ 0 (cancellation may leave it slightly

@@ -28,6 +28,8 @@ namespace {
 
 using gemm::ex2;
 using gemm::kLog2e;
+using gemm::quad_max;
+using gemm::split2;
 
 /// d += a · b for one m16n8k16 fp16 tile (a: 16 × 16 row fragment, b: 16 × 8 column fragment).
 __device__ __forceinline__ void mma(float (&d)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1)
@@ -54,22 +56,6 @@ __device__ __forceinline__ void ldsm4(std::uint32_t (&r)[4], const __half* p)
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                      : "r"(a)
                      : "memory");
-}
-
-/// (a, b) → fp16 pairs hi and lo with a ≈ hi.x + lo.x, b ≈ hi.y + lo.y (a in the low half).
-__device__ __forceinline__ void split2(float a, float b, std::uint32_t& hi, std::uint32_t& lo)
-{
-    const __half2 h = __floats2half2_rn(a, b);
-    const float2 f = __half22float2(h);
-    const __half2 l = __floats2half2_rn(a - f.x, b - f.y);
-    hi = *reinterpret_cast<const std::uint32_t*>(&h);
-    lo = *reinterpret_cast<const std::uint32_t*>(&l);
-}
-
-__device__ __forceinline__ float quad_max(float v)
-{
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
 }
 
 /// Stage points [t0, t0 + NT) of the slice: fp16 hi/lo rows of p' = x − c scaled by s, and the point

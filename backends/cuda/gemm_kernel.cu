@@ -285,9 +285,13 @@ const void* gemm_log2_max_kernel(int k, bool truncated)
     return nullptr;
 }
 
-GemmKernel gemm_kernel(int k, bool per_point, bool truncated)
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma)
 {
-    if (!per_point) return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
+    if (!per_point) {
+        if (wgmma)
+            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn) return w;  // k = 49..64
+        return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
+    }
     const int f = 2 * k;
     if (f <= 16) return entry<16>();
     if (f <= 32) return entry<32>();

@@ -112,11 +112,19 @@ struct GemmKernel {
 };
 
 /// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H). The shared model
-/// runs the fp16 kernel (gemm_f16_kernel), the per-point model the TF32 one (gemm_kernel.cu). `truncated`:
-/// the launch masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test).
-GemmKernel gemm_kernel(int k, bool per_point, bool truncated);
+/// runs the fp16 kernels (gemm_wgmma_kernel where `wgmma` allows and it exists for k, else
+/// gemm_f16_kernel), the per-point model the TF32 one (gemm_kernel.cu). `truncated`: the launch
+/// masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test). `wgmma`: the device
+/// runs sm_90a code (wgmma_device()).
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
+/// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 49..64 with k % 4 == 0,
+/// empty elsewhere; its code is sm_90a only, so launch it only where wgmma_device() holds.
+GemmKernel gemm_wgmma_kernel(int k, bool truncated);
+/// Whether a device of this compute capability runs the sm_90a code of gemm_wgmma_kernel (9.0 only:
+/// arch-specific code does not carry over to later architectures).
+constexpr bool wgmma_device(int major, int minor) { return major == 9 && minor == 0; }
 /// The max pass of the per-point GEMM kernel (gemm_kernel(k, true, truncated)'s shape, threads and
 /// shared memory): the largest log2 weight L c_i − L/2 D² of each query over the launch's points
 /// (within the cutoff) into GemmParams::log2_shift by atomic max on the ordered bits; nullptr above k = 128.

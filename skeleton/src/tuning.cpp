@@ -46,7 +46,7 @@ constexpr long long kIndexMax = std::numeric_limits<long long>::max();
 std::vector<std::string> BackendOptions::keys()
 {
     return {"preload",           "preload_size",         "threads",         "devices",           "device",
-            "pair_form",         "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points",
+            "pair_form",         "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points", "cuda.wgmma",
             "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options",
             "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k"};
 }
@@ -86,6 +86,8 @@ void BackendOptions::set(const std::string& key, const std::string& v)
         cuda.max_queries = parse_int(key, v, 0, kIndexMax);
     else if (key == "cuda.max_points")
         cuda.max_points = parse_int(key, v, 0, kIndexMax);
+    else if (key == "cuda.wgmma")
+        cuda.wgmma = parse_bool(key, v);
     else if (key == "opencl.modes_per_pu")
         opencl.modes_per_pu = static_cast<int>(parse_int(key, v, 0, 16));
     else if (key == "opencl.exponent")

@@ -41,6 +41,9 @@ struct CudaTuning {
     int kernel_variant = 0;   ///< point-loop variant of the fast kernels (1..3, kernel_params.hpp); 0 = default
     Index max_queries = 0;    ///< modes per launch chunk; 0 = 2^24 (small values exercise the chunking)
     Index max_points = 0;     ///< points resident per device chunk; 0 = as many as fit in device memory
+    /// GEMM form of the shared model: Hopper's warpgroup-MMA kernel where the devices and k allow
+    /// (compute capability 9.0, k = 49..64, k % 4 == 0); false: the mma.sync kernel everywhere.
+    bool wgmma = true;
 };
 
 /// Exponent form of the OpenCL kernels (kernels/meanshift_device.h).
@@ -76,7 +79,7 @@ struct MEANSHIFT_API BackendOptions {
     ///   preload=auto|on|off, preload_size=N, threads=N, devices=0,1, device=P:D,
     ///   pair_form=auto|direct|gemm,
     ///   openmp.isa=auto|avx512|avx2|generic,
-    ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N,
+    ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N, cuda.wgmma=0|1,
     ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
     ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT,
     ///   opencl.gemm_modes=N, opencl.gemm_points=N, opencl.gemm_dim_chunk=N, opencl.gemm_min_k=N.
