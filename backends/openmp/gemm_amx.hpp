@@ -8,7 +8,8 @@
 // x1 = bf16(x), x2 = bf16(x − x1), x3 = bf16(x − x1 − x2) (24 bits, as float32), and a product keeps
 // the six terms of limb order ≤ 2: x1y1 + x1y2 + x2y1 + x1y3 + x2y2 + x3y1 (the dropped terms are
 // ≤ 2^-24 relative). Each bf16 × bf16 product is exact in float32; the tile sums in float32. The
-// weights E are split by truncation instead (split3_store: exact, cheaper in the weight loop).
+// weights E (0 < e ≤ 1, each summed with its own sign-free error) take two rounded limbs (split2_store,
+// 2^-17 relative) and R the five terms with E's limb 0 or 1.
 //
 // Layouts (elements are bf16 bit patterns in std::uint16_t; one tile row = 64 bytes):
 //   A operand (rows = M, K contiguous): 16 rows at a given stride, e.g. the modes' limbs (mpad × kpad,
@@ -31,6 +32,8 @@ namespace amx {
 constexpr int kTerms = 6;
 constexpr int kTermA[kTerms] = {0, 0, 1, 0, 1, 2};
 constexpr int kTermB[kTerms] = {0, 1, 0, 2, 1, 0};
+/// R = E · B with E in two limbs (split2_store): the first five terms, those with E's limb 0 or 1.
+constexpr int kTermsE = 5;
 
 inline int pad16(int v) { return (v + 15) / 16 * 16; }
 inline int pad32(int v) { return (v + 31) / 32 * 32; }
@@ -65,24 +68,18 @@ __attribute__((always_inline)) inline void split3_packed(__m512 x, __m256i& h1, 
     h3 = (__m256i)_mm512_cvtneps_pbh(r2);
 }
 
-/// 32 float32 (x0: the first 16) → three bf16 limbs, stored as 32 packed bf16 at out, out + limb,
-/// out + 2·limb. The split truncates (x1 = the top 16 bits of x), so it is exact: x = x1 + x2 + x3 for
-/// normal x (x − x1 has ≤ 16 significant bits, and x − x1 − x2 ≤ 8); |x2| < 2^-7 |x|, |x3| < 2^-14 |x|.
-__attribute__((always_inline)) inline void split3_store(__m512 x0, __m512 x1, std::uint16_t* out, std::size_t limb)
+/// 32 float32 (x0: the first 16) → two bf16 limbs rounded to nearest, x ≈ x1 + x2 with
+/// |x − x1 − x2| ≤ 2^-17 |x| (x1 keeps 8 significant bits, x2 the next 8 of the remainder), stored as
+/// 32 packed bf16 at out and out + limb. For the weights E: R then takes 5 limb terms instead of 6,
+/// E's limbs are 2/3 the bytes, and the split is fewer instructions than the exact three-limb one;
+/// a relative weight error δ moves a mode by ≤ δ times its points' spread (docs/backend-openmp.md).
+__attribute__((always_inline)) inline void split2_store(__m512 x0, __m512 x1, std::uint16_t* out, std::size_t limb)
 {
-    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xFFFF0000u));
-    // word 2q+1 of x0 then of x1: the high halves of the 32 floats, in order
-    const __m512i pick = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
-                                          31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512 a1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x0), hi));
-    const __m512 b1 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x1), hi));
-    const __m512 ar = _mm512_sub_ps(x0, a1), br = _mm512_sub_ps(x1, b1);
-    const __m512 a2 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(ar), hi));
-    const __m512 b2 = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(br), hi));
-    const __m512 a3 = _mm512_sub_ps(ar, a2), b3 = _mm512_sub_ps(br, b2);
-    _mm512_storeu_si512(out, _mm512_permutex2var_epi16(_mm512_castps_si512(a1), pick, _mm512_castps_si512(b1)));
-    _mm512_storeu_si512(out + limb, _mm512_permutex2var_epi16(_mm512_castps_si512(a2), pick, _mm512_castps_si512(b2)));
-    _mm512_storeu_si512(out + 2 * limb, _mm512_permutex2var_epi16(_mm512_castps_si512(a3), pick, _mm512_castps_si512(b3)));
+    const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);  // words 0-15: x0, 16-31: x1
+    const __m512 f0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    const __m512 f1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    _mm512_storeu_si512(out, h);
+    _mm512_storeu_si512(out + limb, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, f1), _mm512_sub_ps(x0, f0)));
 }
 
 inline __mmask16 lane_mask(int valid) { return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid > 0 ? valid : 0)) - 1u); }
@@ -197,7 +194,7 @@ inline void pack_points(const float* b, int rows, int cols, int kpad, std::uint1
 /// row/column tile i/j (0 or 1 here), K-step s; a_stride: bytes per A row; c0..c3: C tiles (0, 0),
 /// (0, 1), (1, 0), (1, 1), c_stride bytes per row. Tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B
 /// (tile numbers must be constants).
-template <int MI, int NJ, class AFn, class BFn>
+template <int MI, int NJ, int NT, class AFn, class BFn>
 __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate, AFn a, int a_stride, BFn b, float* c0,
                                                  float* c1, float* c2, float* c3, int c_stride)
 {
@@ -212,7 +209,7 @@ __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate
         if (MI > 1) _tile_zero(2);
         if (MI > 1 && NJ > 1) _tile_zero(3);
     }
-    for (int t = 0; t < kTerms; ++t) {
+    for (int t = 0; t < NT; ++t) {
         const int la = kTermA[t], lb = kTermB[t];
         for (int s = s0; s < s1; ++s) {
             _tile_loadd(4, a(la, 0, s), a_stride);
@@ -240,7 +237,7 @@ __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate
 /// K-steps go in chunks of `kchunk`, each over all blocks (C stored and reloaded in between), so a
 /// chunk's B tiles stay in L1 while the blocks' A tiles stream (measured on Sapphire Rapids, R at
 /// k = 64: 6.4 against 7.9 ns per TDPBF16PS for one pass over all K-steps).
-template <class AFn, class BFn>
+template <int NT, class AFn, class BFn>
 inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride, BFn b, float* c, int c_ld)
 {
     const int cs = c_ld * static_cast<int>(sizeof(float));
@@ -254,13 +251,13 @@ inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride,
                 auto bj = [&](int l, int dj, int s) { return b(l, j + dj, s); };
                 const bool two_i = i + 1 < mt, two_j = j + 1 < nt;
                 if (two_i && two_j)
-                    block<2, 2>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs);
+                    block<2, 2, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs);
                 else if (two_i)
-                    block<2, 1>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs);
+                    block<2, 1, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs);
                 else if (two_j)
-                    block<1, 2>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), nullptr, nullptr, cs);
+                    block<1, 2, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), nullptr, nullptr, cs);
                 else
-                    block<1, 1>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, nullptr, nullptr, cs);
+                    block<1, 1, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, nullptr, nullptr, cs);
             }
         }
     }

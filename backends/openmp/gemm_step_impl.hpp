@@ -94,7 +94,7 @@ std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
     b.qa = reinterpret_cast<std::uint16_t*>(take(3 * mp * kp * 2));
     b.ps = reinterpret_cast<std::uint16_t*>(take(3 * nb * kp * 2));
     b.pr = reinterpret_cast<std::uint16_t*>(take(3 * nb * cp * 2));
-    b.el = reinterpret_cast<std::uint16_t*>(take(3 * mp * nb * 2));
+    b.el = reinterpret_cast<std::uint16_t*>(take(2 * mp * nb * 2));  // E: two limbs (split2_store)
 #else
     b.s = reinterpret_cast<float*>(take(mb * nb * sizeof(float)));
     b.r = reinterpret_cast<float*>(take(mb * bc * sizeof(float)));
@@ -203,88 +203,84 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
     // already made are rescaled when top grows. y' = c + S1/S0 does not depend on the scale.
     std::vector<float> top(static_cast<std::size_t>(m), -__builtin_huge_valf());
     constexpr float kNoWeight = -3.0e38f;  // v of pairs beyond the cutoff and of pad lanes
+    // Weighs mode j against the tile's S row: v = log2 weight (kNoWeight beyond the cutoff and in pad
+    // lanes), the running maximum, then e = exp2(v − top) in place (Eigen) or as E's limbs (AMX).
+    auto weigh = [&](int j, int rows, int weighed) {
+        float* s = buf.s + static_cast<Index>(j) * nb;
+        const vf hq = splat(buf.hq[j]), qn = splat(buf.qn[j]);
+        vf esum = zero, vtop = splat(kNoWeight);
+        for (int i = 0; i < weighed; i += W) {
+            vf u = loadu(s + i) - hq - loadu(buf.hp + i);
+            if (truncated) {
+                // Within the expansion's rounding bound of the cutoff: decide (and weigh) by the
+                // direct distance, as the direct kernels and the oracle do, so no pair flips.
+                const vf gap = u - u_min, band = err * (loadu(buf.hp + i) + loadu(buf.bw + i) * qn + splat(1.0f));
+                if (any_lane(gap <= band && -gap <= band)) {
+                    for (int l = 0; l < W && i + l < rows; ++l)
+                        if (gap[l] <= band[l] && -gap[l] <= band[l])
+                            u[l] = direct_exponent(D, positions + static_cast<Index>(j) * k, buf.row[i + l]);
+                }
+            }
+            u = -vmax(-u, zero);                         // −½D² ≤ 0 (rounding may give > 0)
+            vf v = u * log2e + loadu(buf.lw + i);
+            v = u < u_min ? splat(kNoWeight) : v;        // truncated kernel: weight 0
+            if (i + W > rows) v = lane + static_cast<float>(i) < static_cast<float>(rows) ? v : splat(kNoWeight);  // pad lanes
+            vtop = vmax(vtop, v);
+            storeu(s + i, v);
+        }
+        float t = kNoWeight;
+        for (int l = 0; l < W; ++l) t = std::max(t, vtop[l]);
+        if (t > top[static_cast<std::size_t>(j)]) {
+            if (t == kNoWeight) t = -__builtin_huge_valf();  // nothing in this tile, nothing before
+            if (top[static_cast<std::size_t>(j)] > -__builtin_huge_valf()) {
+                const double f = std::exp2(static_cast<double>(top[static_cast<std::size_t>(j)]) - t);
+                acc.row(j) *= f;
+                buf.den[j] *= f;
+            }
+            top[static_cast<std::size_t>(j)] = t;
+        }
+        const vf shift = splat(top[static_cast<std::size_t>(j)]);
+        const bool none = !(top[static_cast<std::size_t>(j)] > -__builtin_huge_valf());
+#if MS_GEMM_AMX
+        // E's two limbs (R's A operand: modes as rows, points as K), 32 points (one K-step) at a time,
+        // stored tile by tile ([mode tile][K-step][16 × 32]) so that R loads contiguous tiles. Σ e sums
+        // e itself, within 2^-17 relative of the limbs' sum that R weighs by.
+        std::uint16_t* el = buf.el + static_cast<std::size_t>(j / 16) * nb * 16 + 32 * (j % 16);
+        for (int i = 0; i < weighed; i += 2 * W) {
+            const vf e0 = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
+            const vf e1 = none ? zero : exp2_poly(vmax(loadu(s + i + W) - shift, splat(-150.0f)));
+            amx::split2_store((__m512)e0, (__m512)e1, el + 16 * i, limb_e);
+            esum += e0 + e1;
+        }
+#else
+        for (int i = 0; i < rows; i += W) {
+            // exp2 of ≤ −150 is 0 (kNoWeight lanes included, whatever the shift)
+            const vf e = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
+            esum += e;
+            storeu(s + i, e);
+        }
+#endif
+        if (!per_point) {
+            double sum = 0;
+            for (int l = 0; l < W; ++l) sum += static_cast<double>(esum[l]);
+            buf.den[j] += sum;
+        }
+    };
     auto tile = [&](int rows) {
 #if MS_GEMM_AMX
         const int weighed = amx::pad32(rows);  // R's K-steps take 32 points: the pad ones weigh 0
-        // S = A · Bᵀ on the tiles (a_cols = b_cols, so B's rows are S's K as well as R's N).
         amx::pack_points(buf.b, rows, bc, kpad, buf.ps, limb_s, buf.pr, limb_r);
-        const int ks = kpad / 32;
-        amx::product(
+        const int ks = kpad / 32, cg = cpad / 16;
+        // S = A · Bᵀ on the tiles (a_cols = b_cols, so B's rows are S's K as well as R's N): 6 terms.
+        amx::product<amx::kTerms>(
             mt, amx::pad16(rows) / 16, ks, ks,
             [&](int l, int i, int s) { return buf.qa + l * limb_a + static_cast<std::size_t>(16 * i) * kpad + 32 * s; },
             2 * kpad,
             [&](int l, int g, int s) { return buf.ps + l * limb_s + (static_cast<std::size_t>(g) * ks + s) * 512; },
             buf.s, nb);
-#else
-        const int weighed = rows;
-        const MapF A(buf.a, m, ac), B(buf.b, rows, bc);
-        Eigen::Map<RowMat, Eigen::Aligned64, Eigen::OuterStride<>> S(buf.s, m, rows, Eigen::OuterStride<>(nb));
-        S.noalias() = A * B.leftCols(ac).transpose();
-#endif
-        for (int j = 0; j < m; ++j) {
-            float* s = buf.s + static_cast<Index>(j) * nb;
-            const vf hq = splat(buf.hq[j]), qn = splat(buf.qn[j]);
-            vf esum = zero, vtop = splat(kNoWeight);
-            for (int i = 0; i < weighed; i += W) {
-                vf u = loadu(s + i) - hq - loadu(buf.hp + i);
-                if (truncated) {
-                    // Within the expansion's rounding bound of the cutoff: decide (and weigh) by the
-                    // direct distance, as the direct kernels and the oracle do, so no pair flips.
-                    const vf gap = u - u_min, band = err * (loadu(buf.hp + i) + loadu(buf.bw + i) * qn + splat(1.0f));
-                    if (any_lane(gap <= band && -gap <= band)) {
-                        for (int l = 0; l < W && i + l < rows; ++l)
-                            if (gap[l] <= band[l] && -gap[l] <= band[l])
-                                u[l] = direct_exponent(D, positions + static_cast<Index>(j) * k, buf.row[i + l]);
-                    }
-                }
-                u = -vmax(-u, zero);                         // −½D² ≤ 0 (rounding may give > 0)
-                vf v = u * log2e + loadu(buf.lw + i);
-                v = u < u_min ? splat(kNoWeight) : v;        // truncated kernel: weight 0
-                if (i + W > rows) v = lane + static_cast<float>(i) < static_cast<float>(rows) ? v : splat(kNoWeight);  // pad lanes
-                vtop = vmax(vtop, v);
-                storeu(s + i, v);
-            }
-            float t = kNoWeight;
-            for (int l = 0; l < W; ++l) t = std::max(t, vtop[l]);
-            if (t > top[static_cast<std::size_t>(j)]) {
-                if (t == kNoWeight) t = -__builtin_huge_valf();  // nothing in this tile, nothing before
-                if (top[static_cast<std::size_t>(j)] > -__builtin_huge_valf()) {
-                    const double f = std::exp2(static_cast<double>(top[static_cast<std::size_t>(j)]) - t);
-                    acc.row(j) *= f;
-                    buf.den[j] *= f;
-                }
-                top[static_cast<std::size_t>(j)] = t;
-            }
-            const vf shift = splat(top[static_cast<std::size_t>(j)]);
-            const bool none = !(top[static_cast<std::size_t>(j)] > -__builtin_huge_valf());
-#if MS_GEMM_AMX
-            // E's limbs (R's A operand: modes as rows, points as K), 32 points (one K-step) at a time,
-            // stored tile by tile ([mode tile][K-step][16 × 32]) so that R loads contiguous tiles
-            std::uint16_t* el = buf.el + static_cast<std::size_t>(j / 16) * nb * 16 + 32 * (j % 16);
-            for (int i = 0; i < weighed; i += 2 * W) {
-                const vf e0 = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
-                const vf e1 = none ? zero : exp2_poly(vmax(loadu(s + i + W) - shift, splat(-150.0f)));
-                esum += e0 + e1;
-                amx::split3_store((__m512)e0, (__m512)e1, el + 16 * i, limb_e);
-            }
-#else
-            for (int i = 0; i < rows; i += W) {
-                // exp2 of ≤ −150 is 0 (kNoWeight lanes included, whatever the shift)
-                const vf e = none ? zero : exp2_poly(vmax(loadu(s + i) - shift, splat(-150.0f)));
-                esum += e;
-                storeu(s + i, e);
-            }
-#endif
-            if (!per_point) {
-                double t = 0;
-                for (int l = 0; l < W; ++l) t += static_cast<double>(esum[l]);
-                buf.den[j] += t;
-            }
-        }
-#if MS_GEMM_AMX
-        // R = E · B, K-steps in chunks of 2 (gemm_amx.hpp product())
-        const int cg = cpad / 16;
-        amx::product(
+        for (int j = 0; j < m; ++j) weigh(j, rows, weighed);
+        // R = E · B, K-steps in chunks of 2 (gemm_amx.hpp product()): E's two limbs, 5 terms.
+        amx::product<amx::kTermsE>(
             mt, cg, amx::pad32(rows) / 32, 2,
             [&](int l, int i, int s) { return buf.el + l * limb_e + static_cast<std::size_t>(16 * i) * nb + 512 * s; },
             64,
@@ -293,6 +289,10 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         const Eigen::Map<const RowMat, Eigen::Aligned64, Eigen::OuterStride<>> R(buf.r, m, bc, Eigen::OuterStride<>(cpad));
         acc += R.cast<double>();
 #else
+        const MapF A(buf.a, m, ac), B(buf.b, rows, bc);
+        Eigen::Map<RowMat, Eigen::Aligned64, Eigen::OuterStride<>> S(buf.s, m, rows, Eigen::OuterStride<>(nb));
+        S.noalias() = A * B.leftCols(ac).transpose();
+        for (int j = 0; j < m; ++j) weigh(j, rows, rows);
         MapF R(buf.r, m, bc);
         R.noalias() = S * B;
         acc += R.cast<double>();
