@@ -14,8 +14,10 @@
 //   - the float32 rows of the next tile arrive by cp.async a step ahead, and their fp16 copy is made
 //     while the tensor cores run the current tile's products (double-buffered), so staging is in
 //     the shadow of the MMAs.
-// Measured on an H200 (apps/bench/cuda_wgmma_probe.cu): 5.4e11 pairs/s at k = 64, n = 262,144, 1.19×
-// the mma.sync kernel; at k = 16-32 the mma.sync kernel is as fast or faster, so Auto keeps it there.
+// Measured on an H200 (`meanshift bench --exact --dims 64 -b cuda`, with and without
+// `--tune cuda.wgmma=0`; docs/high-dimensional.md): kernels 5.3e11 pairs/s at k = 64, n = 262,144,
+// 1.19× the mma.sync kernel. A probe of the same design at k = 16 and 32 (one warpgroup per block)
+// was 0.93× and 1.03× the mma.sync kernel, so only 64-dimension rows take this one.
 //
 // Skeleton mapping: PPU = block of 2 warpgroups × 64 modes (128), each mode's row held by a quad of
 // a warp (f_vppu = f_load = 4), row sums reduced by shuffles (Alg. 3 lines 17-18); point slices over
