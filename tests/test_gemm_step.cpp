@@ -11,6 +11,7 @@
 #if MEANSHIFT_HAVE_OPENMP
 
 #include "backends/openmp/cpu_features.hpp"
+#include "backends/openmp/gemm_step.hpp"
 #include "skeleton/src/prepare.hpp"
 #include "step_support.hpp"
 #include "test_support.hpp"
@@ -37,6 +38,7 @@ std::vector<std::string> isas()
     std::vector<std::string> out;
     for (const auto* t : openmp_detail::usable_kernels())
         out.push_back(t->width == 16 ? "avx512" : t->width == 8 ? "avx2" : "generic");
+    if (openmp_detail::amx_usable()) out.insert(out.begin(), "amx");  // the AVX-512 unit with AMX products
     return out;
 }
 
@@ -257,6 +259,39 @@ TEST_CASE("gemm step: pair_form=auto takes the GEMM form at k = 64 with a full b
     }
 }
 
+TEST_CASE("gemm step: the AMX unit (openmp.isa=amx) matches the float64 oracle at k = 16, 33, 64, 130, shared and "
+          "per-point, data 1e4 from the origin, and with per-point weights beyond float32's range")
+{
+    if (!openmp_detail::amx_usable()) {
+        MESSAGE("skipped: AMX (AMX-TILE, AMX-BF16, AVX512-BF16 and the OS's tile state) is not usable here");
+        return;
+    }
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-amx");
+    CHECK(openmp(PairForm::Gemm, "amx", 2)->devices().front().name.find("AVX-512+AMX") != std::string::npos);
+    CHECK(openmp(PairForm::Gemm, "avx512", 2)->devices().front().name.find("AMX") == std::string::npos);
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
+        for (int k : {16, 33, 64, 130})
+            for (double offset : {0.0, 1e4}) {
+                // ragged n and mode count: partial K-steps (32 points) and mode tiles (16), k not a multiple of 32
+                PreparedData D = bench_like(rng, 1100 + 3 * k, k, model, 1.0);
+                if (offset != 0.0) {
+                    D.points.array() += offset;  // far from the origin: the block centring must cancel it
+                    for (Index i = 0; i < D.points.size(); ++i) D.points.data()[i] = double(float(D.points.data()[i]));
+                    D.finalize();
+                }
+                const MatrixD Q = modes_at_points(rng, D, 150);
+                const MatrixD want = mstest::oracle_step(D, Q);
+                const double tol = std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q));
+                for (int threads : {1, 2}) {
+                    const MatrixD got = step(*openmp(PairForm::Gemm, "amx", threads), D, Q);
+                    INFO(model_name(model) << " k=" << k << " offset=" << offset << " threads=" << threads << ": deviation "
+                                           << mstest::max_abs_diff(got, want) << ", tolerance " << tol);
+                    CHECK(mstest::max_abs_diff(got, want) <= tol);
+                }
+            }
+}
+
 #endif  // MEANSHIFT_HAVE_OPENMP
 
 TEST_CASE("gemm step: per-point weights |H_i|^-1/2 spanning far beyond float32's range still give the oracle's step")
@@ -287,11 +322,13 @@ TEST_CASE("gemm step: per-point weights |H_i|^-1/2 spanning far beyond float32's
     for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
         D.cutoff2 = cut * cut;
         const MatrixD want = mstest::oracle_step(D, Q);
-        StepReport report;
-        const MatrixD got = step(*openmp(PairForm::Gemm), D, Q, &report);
-        INFO("cutoff " << cut);
-        for (std::size_t e = 0; e < report.status.size(); ++e) CHECK(report.status[e] != ModeStatus::NoSupport);
-        // tolerance of the wide blob's units (σ = 8): 1e-4 bandwidths there
-        CHECK(mstest::max_abs_diff(got, want) <= 8e-4 + conformance_tolerance(D, Q));
+        for (const std::string& isa : isas()) {  // "amx" first where AMX is usable
+            StepReport report;
+            const MatrixD got = step(*openmp(PairForm::Gemm, isa), D, Q, &report);
+            INFO("cutoff " << cut << " isa " << isa);
+            for (std::size_t e = 0; e < report.status.size(); ++e) CHECK(report.status[e] != ModeStatus::NoSupport);
+            // tolerance of the wide blob's units (σ = 8): 1e-4 bandwidths there
+            CHECK(mstest::max_abs_diff(got, want) <= 8e-4 + conformance_tolerance(D, Q));
+        }
     }
 }

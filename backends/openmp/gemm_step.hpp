@@ -45,13 +45,12 @@ const GemmTable* gemm_table_avx512();
 const GemmTable* gemm_table_avx2();
 const GemmTable* gemm_table_generic();
 
-/// The AVX-512 unit with its products on AMX bf16 tiles (gemm_step_amx.cpp, gemm_amx.hpp); call only
-/// where amx_usable(). Not part of the library: only apps/bench/amx_step_probe compiles that unit
-/// (issue 11's AMX probe: 1.7-1.8× the direct kernels at k = 64, not the 2× the issue asks;
-/// docs/backend-openmp.md, "AMX probe").
+/// The AVX-512 unit with its products on AMX bf16 tiles (gemm_step_amx.cpp, gemm_amx.hpp), compiled
+/// where the compiler has the AMX intrinsics (MEANSHIFT_OPENMP_AMX); call only where amx_usable().
 const GemmTable* gemm_table_amx();
-/// AMX-TILE, AMX-BF16 and AVX512-BF16 by CPUID, the tile state enabled by the OS (XCR0) and, on Linux,
-/// this process's permission to use it (arch_prctl ARCH_REQ_XCOMP_PERM, asked on the first call).
+/// The AMX unit compiled in, the AVX-512 kernels usable, AMX-TILE, AMX-BF16 and AVX512-BF16 by CPUID,
+/// the tile state enabled by the OS (XCR0) and, on Linux, this process's permission to use it
+/// (arch_prctl ARCH_REQ_XCOMP_PERM, asked on the first call). In cpu_features.cpp: baseline flags.
 bool amx_usable();
 
 }  // namespace meanshift::openmp_detail

@@ -48,9 +48,10 @@ constexpr int kGemmRowsPerTile = 256;
 /// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
 constexpr int kGemmPivots = 16;
 
-std::string isa_label(const KernelTable& t)
+/// amx: the GEMM form's products run on AMX tiles (gemm_step_amx.cpp), "AVX-512+AMX".
+std::string isa_label(const KernelTable& t, bool amx)
 {
-    return std::string(t.isa) + " (" + std::to_string(t.width) + " float lanes)";
+    return std::string(t.isa) + (amx ? "+AMX" : "") + " (" + std::to_string(t.width) + " float lanes)";
 }
 
 std::size_t physical_memory()
@@ -59,11 +60,10 @@ std::size_t physical_memory()
     return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) : 0;
 }
 
-DeviceInfo host_device(int threads)
+DeviceInfo host_device(int threads, const KernelTable& widest, bool amx)
 {
-    const KernelTable& widest = *openmp_detail::usable_kernels().front();
     DeviceInfo d;
-    d.name = std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + isa_label(widest);
+    d.name = std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + isa_label(widest, amx);
     d.kind = "cpu";
     d.compute_units = threads;
     d.pus_per_ppu = widest.width;
@@ -75,7 +75,8 @@ DeviceInfo host_device(int threads)
 /// scratch; the modes themselves are kept by HostBinding in float64.
 class OpenMPBinding final : public detail::HostBinding {
 public:
-    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t, PairForm form)
+    /// amx: the backend's isa allows AMX and amx_usable(); taken with the 16-lane (AVX-512) kernels.
+    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t, PairForm form, bool amx)
         : HostBinding(std::move(data), t)
     {
         const PreparedData& D = *data_;
@@ -109,7 +110,7 @@ public:
                                               t.f_vppu == 1));
         if (gemm) {
             gemm_always_ = form == PairForm::Gemm || wide_weights_;
-            gemm_ = t.pus_per_ppu == 16 ? openmp_detail::gemm_table_avx512()
+            gemm_ = t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
                     : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
                                          : openmp_detail::gemm_table_generic();
             gd_.per_point = per_point;
@@ -480,11 +481,16 @@ public:
             throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
                                   std::to_string(options.threads));
         widest_ = widest_allowed(options.openmp.isa);
+        // AMX: by default where usable (it needs the AVX-512 kernels); "amx" insists, any other isa forbids it.
+        amx_ = (options.openmp.isa == "auto" || options.openmp.isa == "amx") && widest_->width == 16 &&
+               openmp_detail::amx_usable();
+        if (options.openmp.isa == "amx" && !amx_)
+            throw InvalidArgument("openmp backend: isa 'amx' is not compiled in or this CPU / OS does not run it");
     }
 
     std::string name() const override { return "openmp"; }
 
-    std::vector<DeviceInfo> devices() const override { return {host_device(default_threads())}; }
+    std::vector<DeviceInfo> devices() const override { return {host_device(default_threads(), *widest_, amx_)}; }
 
     Topology resolve_topology(const Topology& requested, const PreparedData& data) const override
     {
@@ -534,7 +540,7 @@ public:
         if (!data) throw InvalidArgument("openmp backend: bind() without data");
         // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
         const Topology t = resolve_topology(topology, *data);
-        return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form);
+        return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, amx_);
     }
 
 private:
@@ -545,11 +551,12 @@ private:
     {
         const auto& usable = openmp_detail::usable_kernels();
         if (isa == "auto") return usable.front();
+        if (isa == "amx") return openmp_detail::kernel_for_width(16) ? openmp_detail::kernel_table_avx512() : usable.front();
         const KernelTable* want = isa == "avx512"    ? openmp_detail::kernel_table_avx512()
                                   : isa == "avx2"    ? openmp_detail::kernel_table_avx2()
                                   : isa == "generic" ? openmp_detail::kernel_table_generic()
                                                      : nullptr;
-        if (!want) throw InvalidArgument("openmp backend: unknown isa '" + isa + "' (auto, avx512, avx2, generic)");
+        if (!want) throw InvalidArgument("openmp backend: unknown isa '" + isa + "' (auto, amx, avx512, avx2, generic)");
         if (std::find(usable.begin(), usable.end(), want) == usable.end())
             throw InvalidArgument("openmp backend: isa '" + isa + "' is not compiled in or this CPU does not run it");
         return want;
@@ -557,6 +564,7 @@ private:
 
     BackendOptions options_;
     const KernelTable* widest_ = nullptr;
+    bool amx_ = false;  // the GEMM form's AVX-512 unit with AMX products (gemm_step_amx.cpp)
 };
 
 }  // namespace
@@ -567,7 +575,8 @@ BackendFactory openmp_factory()
     BackendFactory f;
     f.name = "openmp";
     // Always usable: the generic kernel runs on any CPU.
-    f.probe = [] { return usable_status("openmp", {host_device(omp_get_max_threads())}); };
+    f.probe = [] { return usable_status("openmp", {host_device(omp_get_max_threads(), *openmp_detail::usable_kernels().front(),
+                                                                    openmp_detail::amx_usable())}); };
     f.create = [](const BackendOptions& o) { return std::unique_ptr<Backend>(new OpenMPBackend(o)); };
     return f;
 }

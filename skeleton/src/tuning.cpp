@@ -76,7 +76,7 @@ void BackendOptions::set(const std::string& key, const std::string& v)
     } else if (key == "device")
         device_spec = v;
     else if (key == "openmp.isa")
-        openmp.isa = parse_choice<std::string>(key, v, {{"auto", "auto"}, {"avx512", "avx512"}, {"avx2", "avx2"},
+        openmp.isa = parse_choice<std::string>(key, v, {{"auto", "auto"}, {"amx", "amx"}, {"avx512", "avx512"}, {"avx2", "avx2"},
                                                         {"generic", "generic"}});
     else if (key == "cuda.modes_per_pu")
         cuda.modes_per_pu = static_cast<int>(parse_choice<long long>(key, v, {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}}));

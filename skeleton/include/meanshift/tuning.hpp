@@ -29,9 +29,10 @@ enum class PairForm { Auto, Direct, Gemm };
 
 /// OpenMP backend (backends/openmp).
 struct OpenMPTuning {
-    /// Widest instruction set the SIMD kernels may use: "auto" (the widest this CPU runs),
-    /// "avx512", "avx2" or "generic" (portable, 4 lanes). A set the CPU lacks is an
-    /// InvalidArgument when the backend is created.
+    /// Widest instruction set the SIMD kernels may use: "auto" (the widest this CPU runs, and the
+    /// GEMM form's products on Intel AMX tiles where the CPU and OS allow), "amx" (AVX-512 with AMX),
+    /// "avx512" (AVX-512 without AMX), "avx2" or "generic" (portable, 4 lanes). A set the CPU lacks
+    /// is an InvalidArgument when the backend is created.
     std::string isa = "auto";
 };
 
@@ -78,7 +79,7 @@ struct MEANSHIFT_API BackendOptions {
     /// Sets one option from text, the single parser of tuning overrides:
     ///   preload=auto|on|off, preload_size=N, threads=N, devices=0,1, device=P:D,
     ///   pair_form=auto|direct|gemm,
-    ///   openmp.isa=auto|avx512|avx2|generic,
+    ///   openmp.isa=auto|amx|avx512|avx2|generic,
     ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N, cuda.wgmma=0|1,
     ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
     ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT,
