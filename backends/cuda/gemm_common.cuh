@@ -67,4 +67,42 @@ __device__ inline void block_median(const float* raw, int ld, int bm, int kp, fl
     }
 }
 
+/// The prologue of the fp16 kernels: the block's modes (rows [m0, m0 + bm) of p.queries, k = p.k)
+/// staged in `raw` (rows ld floats apart; bm_max × kp, zero-padded) relative to their per-dimension
+/// median `centre`, qn[j] = L·½|q'_j|². Returns the power of two s that keeps the block's largest
+/// |q'_d| below 2^13 (fp16's range: gemm_f16_kernel.cu). Every thread of the block calls it.
+template <class Params>
+__device__ inline float stage_modes(const Params& p, long long m0, int bm, int bm_max, int kp, float* raw, int ld,
+                                    float* centre, float* qn, unsigned* qmax)
+{
+    const int k = p.k, tid = threadIdx.x, warp = tid / 32, lane = tid % 32, threads = blockDim.x, warps = threads / 32;
+    if (tid == 0) *qmax = 0u;
+    for (int j = warp; j < bm_max; j += warps)
+        for (int d = lane; d < kp; d += 32) raw[j * ld + d] = (j < bm && d < k) ? p.queries[(m0 + j) * k + d] : 0.0f;
+    __syncthreads();
+    block_median(raw, ld, bm, kp, centre, tid, threads);
+    __syncthreads();
+    for (int j = warp; j < bm_max; j += warps) {
+        float nrm = 0.0f, mx = 0.0f;
+        for (int d = lane; d < kp; d += 32) {
+            const float v = (j < bm && d < k) ? raw[j * ld + d] - centre[d] : 0.0f;
+            raw[j * ld + d] = v;
+            nrm += v * v;
+            mx = fmaxf(mx, fabsf(v));
+        }
+        for (int off = 16; off > 0; off /= 2) {
+            nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+        }
+        if (lane == 0) {
+            qn[j] = 0.5f * kLog2e * nrm;
+            atomicMax(qmax, __float_as_uint(mx));  // non-negative floats order as their bits
+        }
+    }
+    __syncthreads();
+    int e2 = 0;
+    frexpf(__uint_as_float(*qmax), &e2);  // max |q'| < 2^e2
+    return ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
+}
+
 }  // namespace meanshift::cuda::gemm

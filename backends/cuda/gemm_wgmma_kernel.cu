@@ -148,33 +148,7 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
     };
     fetch(p_begin);
     fetch(p_begin + NT);
-    if (tid == 0) *qmax = 0u;
-    for (int j = warp; j < BM; j += W)
-        for (int d = lane; d < KF; d += 32) raw[j * RL + d] = (j < bm && d < k) ? p.queries[(m0 + j) * k + d] : 0.0f;
-    __syncthreads();
-    gemm::block_median(raw, RL, bm, KF, centre, tid, T);
-    __syncthreads();
-    for (int j = warp; j < BM; j += W) {
-        float nrm = 0.0f, mx = 0.0f;
-        for (int d = lane; d < KF; d += 32) {
-            const float v = (j < bm && d < k) ? raw[j * RL + d] - centre[d] : 0.0f;
-            raw[j * RL + d] = v;
-            nrm += v * v;
-            mx = fmaxf(mx, fabsf(v));
-        }
-        for (int off = 16; off > 0; off /= 2) {
-            nrm += __shfl_xor_sync(0xffffffffu, nrm, off);
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-        }
-        if (lane == 0) {
-            qn[j] = 0.5f * kLog2e * nrm;
-            atomicMax(qmax, __float_as_uint(mx));
-        }
-    }
-    __syncthreads();
-    int e2 = 0;
-    frexpf(__uint_as_float(*qmax), &e2);
-    const float s = ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
+    const float s = gemm::stage_modes(p, m0, bm, BM, KF, raw, RL, centre, qn, qmax);
     const float dot_scale = kLog2e / (s * s);
     const float pn_scale = 0.5f * dot_scale;
     const float inv_s = 1.0f / s;
