@@ -154,7 +154,7 @@ ms(ok "bandwidth +[0-9.]+ \\(quantile 0.3" cluster blobs.csv --bandwidth auto -o
 ms(ok "Scott's rule" cluster blobs.csv --bandwidth scott -o bw.csv)
 ms(ok "Silverman's rule, per dimension" cluster blobs.csv --bandwidth silverman:per-dim -o bw.csv)
 ms(ok "adaptive" cluster blobs.csv --bandwidth adaptive:5 -o bw.csv)
-ms(ok "sigma_i = 1.3 \\* d_[0-9]+" cluster blobs.csv --bandwidth adaptive::1.3 -o bw.csv)  # empty K: the default K
+ms(ok "sigma_i = 1.3 \\* max\\([0-9.]+ \\* d_[0-9]+\\(x_i\\), 1.1 \\* s_i\\), intrinsic dimension" cluster blobs.csv --bandwidth adaptive::1.3 -o bw.csv)  # empty K: the default K
 ms(fail "K must be an integer >= 1" cluster blobs.csv --bandwidth adaptive:x:1.3 -o bw.csv)
 ms(fail "Q must be in \\(0, 1\\]" cluster blobs.csv --bandwidth quantile:0 -o bw.csv)
 ms(fail "not a number or a bandwidth rule" cluster blobs.csv --bandwidth nope -o bw.csv)
