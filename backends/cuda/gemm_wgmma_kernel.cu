@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
     constexpr int C = KF / 4;  // 4-dimension chunks per point row
     for (int d = tid; d < KF; d += T) csh[d] = centre[d] * s;
     __syncthreads();
-    // Pass r (of NT / 32) of the fp16 copy of tile t0: hi/lo of s(x - c) in the core-matrix layout,
+    // Pass r (of NT / (8 W)) of the fp16 copy of tile t0: hi/lo of s(x - c) in the core-matrix layout,
     // and pn = L·½|p'|². Each warp takes 8 points per pass, lane l point l % 8 and the chunks
     // l / 8 + 4i: a warp's 8-byte stores then fill every bank twice (no conflict), and |p'|² is
     // complete after two shuffles.
