@@ -289,7 +289,7 @@ GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma)
 {
     if (!per_point) {
         if (wgmma)
-            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn) return w;  // k = 49..64
+            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn) return w;  // k = 33..64
         return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
     }
     const int f = 2 * k;

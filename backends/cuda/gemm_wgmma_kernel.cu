@@ -1,5 +1,5 @@
 // The GEMM form of the step for the shared model on Hopper's asynchronous warpgroup MMA (wgmma,
-// sm_90a only: compiled for that target alone and launched only on compute capability 9.0), k ≤ 64
+// sm_90a only: compiled for that target alone and launched only on compute capability 9.0), k = 33-64
 // with k % 4 == 0 (issue 11, docs/high-dimensional.md). The arithmetic is gemm_f16_kernel.cu's:
 //   −½|q − p|² = q·p − ½|q|² − ½|p|²,   S0 = Σ e,   S1 = E·P − q S0,
 // fp16 operands split x = hi + lo (hi·hi + hi·lo + lo·hi, ~22 significant bits), coordinates
@@ -346,9 +346,10 @@ GemmKernel entry()
 
 GemmKernel gemm_wgmma_kernel(int k, bool truncated)
 {
-    // 64-dimension rows only (k = 49..64, 16-byte aligned rows for cp.async); elsewhere the mma.sync
-    // kernel is as fast (k ≤ 32, measured) or not yet written (k > 64).
-    if (k <= 48 || k > 64 || k % 4 != 0) return {};
+    // Rows padded to 64 dimensions (k = 33..64, 16-byte aligned rows for cp.async): 1.18-1.21× the
+    // mma.sync kernel there (which pads to 64 as well); at k ≤ 32 the design measured 0.93-1.03×, and
+    // k > 64 is not written.
+    if (k <= 32 || k > 64 || k % 4 != 0) return {};
     return truncated ? entry<true>() : entry<false>();
 }
 

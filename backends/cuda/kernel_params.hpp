@@ -119,7 +119,7 @@ struct GemmKernel {
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
-/// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 49..64 with k % 4 == 0,
+/// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 33..64 with k % 4 == 0,
 /// empty elsewhere; its code is sm_90a only, so launch it only where wgmma_device() holds.
 GemmKernel gemm_wgmma_kernel(int k, bool truncated);
 /// Whether a device of this compute capability runs the sm_90a code of gemm_wgmma_kernel (9.0 only:

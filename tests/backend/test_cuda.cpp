@@ -293,7 +293,7 @@ TEST_CASE("cuda: GEMM form (tensor cores, fp16 / TF32 splits) matches the float6
     CHECK_THROWS_AS(make_backend("cuda", bad)->resolve_topology(Topology{}, wide), InvalidArgument);
 }
 
-TEST_CASE("cuda: the warpgroup-MMA GEMM kernel (k = 52, 64; compute capability 9.0) matches the oracle")
+TEST_CASE("cuda: the warpgroup-MMA GEMM kernel (k = 36, 52, 64; compute capability 9.0) matches the oracle")
 {
     // gemm_wgmma_kernel.cu on Hopper (tau = 256: two warpgroups), the mma.sync kernel elsewhere and
     // with cuda.wgmma = 0 (tau = 128); exact and truncated, ragged n and mode counts, streamed point
@@ -302,7 +302,7 @@ TEST_CASE("cuda: the warpgroup-MMA GEMM kernel (k = 52, 64; compute capability 9
     MSTEST_SEED_INFO();
     auto rng = make_rng("cuda-wgmma");
     double worst = 0;
-    for (int k : {52, 64})
+    for (int k : {36, 52, 64})
         for (double cutoff : {std::numeric_limits<double>::infinity(), 3.0})
             for (int variant = 0; variant < 3; ++variant) {
                 PreparedData D = mstest::random_prepared(rng, 1500 + k, k, KernelModel::Shared);
@@ -323,7 +323,9 @@ TEST_CASE("cuda: the warpgroup-MMA GEMM kernel (k = 52, 64; compute capability 9
                 CHECK(dev < 1e-4);
                 if (variant == 1) CHECK(used.pus_per_ppu == 128);
                 else CHECK((used.pus_per_ppu == 256 || used.pus_per_ppu == 128));
-                if (variant == 0) MESSAGE("k = " << k << ": tau " << used.pus_per_ppu << (used.pus_per_ppu == 256 ? " (wgmma)" : " (mma.sync)"));
+                if (variant == 0)
+                    MESSAGE("k = " << k << ": tau " << used.pus_per_ppu
+                                   << std::string(used.pus_per_ppu == 256 ? " (wgmma)" : " (mma.sync)"));
                 worst = std::max(worst, dev);
             }
     MESSAGE("warpgroup-MMA test: largest deviation from the float64 oracle " << worst << " bandwidths");

@@ -43,7 +43,7 @@ struct CudaTuning {
     Index max_queries = 0;    ///< modes per launch chunk; 0 = 2^24 (small values exercise the chunking)
     Index max_points = 0;     ///< points resident per device chunk; 0 = as many as fit in device memory
     /// GEMM form of the shared model: Hopper's warpgroup-MMA kernel where the devices and k allow
-    /// (compute capability 9.0, k = 49..64, k % 4 == 0); false: the mma.sync kernel everywhere.
+    /// (compute capability 9.0, k = 33..64, k % 4 == 0); false: the mma.sync kernel everywhere.
     bool wgmma = true;
 };
 
