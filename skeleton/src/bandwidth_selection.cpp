@@ -5,6 +5,8 @@
 #include <meanshift/errors.hpp>
 #include <meanshift/registry.hpp>
 
+#include "parallel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -184,22 +186,28 @@ NeighbourTable neighbours_sampled(const MatrixF& data, int k, int r, const std::
 // dims where no row has two distinct positive distances.
 double intrinsic_dimension_mle(const MatrixD& d, Index dims)
 {
-    double sum = 0;
-    Index rows = 0;
-    for (Index i = 0; i < d.rows(); ++i) {
-        const double far = d(i, d.cols() - 1);
+    const Index n = d.rows(), r = d.cols();
+    std::vector<double> inv(static_cast<std::size_t>(n), -1.0);  // -1: the row carries no scale
+    MS_PARALLEL_FOR(n * r)
+    for (Index i = 0; i < n; ++i) {
+        const double far = d(i, r - 1);
         if (!(far > 0)) continue;
         double s = 0;
         int count = 0;
-        for (Index j = 0; j + 1 < d.cols(); ++j)
+        for (Index j = 0; j + 1 < r; ++j)
             if (d(i, j) > 0) {
                 s += std::log(far / d(i, j));
                 ++count;
             }
-        if (count == 0) continue;
-        sum += s / count;
-        ++rows;
+        if (count > 0) inv[std::size_t(i)] = s / count;
     }
+    double sum = 0;
+    Index rows = 0;
+    for (double v : inv)
+        if (v >= 0) {
+            sum += v;
+            ++rows;
+        }
     if (rows == 0 || !(sum > 0)) return double(dims);
     return std::clamp(double(rows) / sum, 1.0, double(dims));
 }
@@ -373,20 +381,29 @@ AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data, const Adapt
     out.intrinsic_dimension = o.intrinsic_dimension > 0 ? o.intrinsic_dimension : intrinsic_dimension_mle(t.d, dims);
     const double density_factor = kAdaptiveDensityFactor * std::pow(out.intrinsic_dimension, -kAdaptiveDimensionExponent);
     out.sigma.resize(n, dims);
-    Index widened = 0;
-    for (Index i = 0; i < n; ++i) {
-        double d = t.d(i, r - 1);
-        if (d < floor) d = floor;
-        if (!(d > 0))
+    for (Index i = 0; i < n; ++i)
+        if (!(std::max(t.d(i, r - 1), floor) > 0))
             throw InvalidArgument("adaptive_bandwidths: point " + std::to_string(i) + " has " + std::to_string(k) +
                                   " or more duplicates (k-th neighbour distance 0) and floor_fraction is 0");
+    // s_i ≤ d_k / sqrt(2 ln(w r)) (every term of its sum is ≥ w exp(−d_k²/2s²)): where b times that
+    // bound is below the density term, the floor cannot decide and s_i is not solved for (in 2-D
+    // data, every point).
+    const double wr = t.weight * double(r);
+    const double bound = wr > 1 ? 1.0 / std::sqrt(2.0 * std::log(wr)) : 0.0;
+    std::vector<unsigned char> widened(static_cast<std::size_t>(n), 0);
+    MS_PARALLEL_FOR(n * r)
+    for (Index i = 0; i < n; ++i) {
+        const double d = std::max(t.d(i, r - 1), floor);
         const double by_density = density_factor * d;
-        const double by_self_weight = kAdaptiveSelfWeightFactor * self_weight_width(&t.d(i, 0), r, t.weight);
-        widened += by_self_weight > by_density ? 1 : 0;
+        const bool may_decide = kAdaptiveSelfWeightFactor * bound * t.d(i, r - 1) > by_density;
+        const double by_self_weight =
+            may_decide ? kAdaptiveSelfWeightFactor * self_weight_width(&t.d(i, 0), r, t.weight) : 0.0;
+        widened[std::size_t(i)] = by_self_weight > by_density ? 1 : 0;
         const double sigma = o.c * std::max(by_density, by_self_weight);
         for (Index c = 0; c < dims; ++c) out.sigma(i, c) = sigma * (scale.empty() ? 1.0 : scale[std::size_t(c)]);
     }
-    out.self_weight_share = double(widened) / double(n);
+    const Index share = std::accumulate(widened.begin(), widened.end(), Index(0));
+    out.self_weight_share = double(share) / double(n);
     return out;
 }
 
