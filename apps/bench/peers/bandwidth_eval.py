@@ -28,16 +28,20 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn.preprocessing import StandardScaler
 
 
+def mixture(spec, seed):
+    """Gaussian clusters from (centre, standard deviation, count) triples, labels in spec order."""
+    r = np.random.RandomState(seed)
+    X = np.vstack([r.normal(c, s, (n, len(c))) for c, s, n in spec])
+    y = np.repeat(np.arange(len(spec)), [n for _, _, n in spec])
+    return X, y
+
+
 def multiscale_blobs(seed=0):
     """Five Gaussian clusters in 2-D with standard deviations 0.05 to 5 (100x): two small tight
     clusters 0.6 apart, next to wide ones. A fixed bandwidth that separates the tight pair splits
     the wide clusters; one that keeps the wide clusters whole merges the pair."""
-    r = np.random.RandomState(seed)
-    spec = [((0.0, 0.0), 0.05, 100), ((0.6, 0.0), 0.05, 100), ((12.0, 12.0), 2.0, 300),
-            ((-14.0, 10.0), 5.0, 400), ((15.0, -10.0), 0.5, 150)]
-    X = np.vstack([r.normal(c, s, (n, 2)) for c, s, n in spec])
-    y = np.repeat(np.arange(len(spec)), [n for _, _, n in spec])
-    return X, y
+    return mixture([((0.0, 0.0), 0.05, 100), ((0.6, 0.0), 0.05, 100), ((12.0, 12.0), 2.0, 300),
+                    ((-14.0, 10.0), 5.0, 400), ((15.0, -10.0), 0.5, 150)], seed)
 
 
 def held_out_sets():
@@ -45,11 +49,8 @@ def held_out_sets():
     rule was run on them): 3-D multi-scale blobs (σ 0.05 to 4, a tight pair 0.5 apart), Gaussian
     blobs in 16, 64 and 256 dimensions, a 600-point subsample of digits, and 2-D clusters of very
     unequal sizes (1,000 / 100 / 30 points: the smallest below the default K = 34)."""
-    r = np.random.RandomState(7)
-    spec = [((0, 0, 0), 0.05, 100), ((0.5, 0, 0), 0.05, 100), ((10, 0, 5), 1.0, 300), ((-12, 8, 0), 4.0, 400),
-            ((6, -12, -6), 0.4, 150), ((0, 10, -10), 2.0, 250)]
-    yield "multiscale-3d*", np.vstack([r.normal(c, s, (n, 3)) for c, s, n in spec]), \
-        np.repeat(np.arange(len(spec)), [n for _, _, n in spec])
+    yield "multiscale-3d*", *mixture([((0, 0, 0), 0.05, 100), ((0.5, 0, 0), 0.05, 100), ((10, 0, 5), 1.0, 300),
+                                      ((-12, 8, 0), 4.0, 400), ((6, -12, -6), 0.4, 150), ((0, 10, -10), 2.0, 250)], 7)
     for k, n, stds, seed in ((16, 1500, [0.5, 1, 1.5, 2, 3, 4], 11), (64, 1200, [1, 2, 3, 4, 5], 5),
                              (256, 2000, list(np.linspace(1, 5, 10)), 7)):
         X, y = datasets.make_blobs(n_samples=n, n_features=k, centers=len(stds), cluster_std=stds,
@@ -59,10 +60,7 @@ def held_out_sets():
     X = StandardScaler().fit_transform(X)
     i = np.random.RandomState(0).choice(len(X), 600, replace=False)
     yield "digits-600*", X[i], y[i]
-    r = np.random.RandomState(3)
-    spec = [((0, 0), 1.0, 1000), ((5, 0), 0.3, 100), ((0, 4), 0.1, 30)]
-    yield "unequal-2d*", np.vstack([r.normal(c, s, (n, 2)) for c, s, n in spec]), \
-        np.repeat(np.arange(len(spec)), [n for _, _, n in spec])
+    yield "unequal-2d*", *mixture([((0, 0), 1.0, 1000), ((5, 0), 0.3, 100), ((0, 4), 0.1, 30)], 3)
 
 
 def sets(held_out=True):
