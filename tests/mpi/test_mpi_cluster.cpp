@@ -71,6 +71,30 @@ meanshift::Options options()
     return opt;
 }
 
+/// options() for one case of the ring tests: `backend`, the exact kernel (cut = inf) or cutoff `cut`.
+meanshift::Options case_options(const char* backend, double cut)
+{
+    meanshift::Options opt = options();
+    opt.backend = backend;
+    opt.cutoff = cut;
+    if (!std::isfinite(cut)) opt.exact = true;
+    return opt;
+}
+
+/// The name of a case of the ring tests, whose cutoffs are inf and 3.
+std::string case_name(const std::string& what, double cut) { return what + (std::isfinite(cut) ? " cutoff 3" : " exact"); }
+
+/// Bin seeding without the boundary refinement and without data binning: every point takes its bin's
+/// seed's label and the distributed ascents run on the points, as one process's do.
+meanshift::Options bin_seeded()
+{
+    meanshift::Options opt = options();
+    opt.seeding = meanshift::Seeding::Bins;
+    opt.refine_boundaries = false;
+    opt.data_bin_size = -1;
+    return opt;
+}
+
 bool fail(const std::string& what)
 {
     std::fprintf(stderr, "[rank %d] FAIL: %s\n", rank_, what.c_str());
@@ -132,6 +156,16 @@ bool matches(const meanshift::Result& ref, const meanshift::mpi::DistributedResu
     if (!(dm <= mode_tol)) return fail(name + ": modes differ by " + std::to_string(dm));
     if (!(dc <= 1e-3)) return fail(name + ": centres differ by " + std::to_string(dc));
     return true;
+}
+
+/// A ring run against one process: it ran the ring strategy, this rank held only its own points, and
+/// matches() holds.
+bool ring_matches(const meanshift::Result& ref, const meanshift::mpi::DistributedResult& r, meanshift::Index first,
+                  meanshift::Index count, const std::string& name, double mode_tol)
+{
+    if (r.strategy != meanshift::mpi::Strategy::Ring) return fail(name + ": strategy");
+    if (r.local_points_held != count) return fail(name + ": a rank holds other ranks' points");
+    return matches(ref, r, first, count, name, mode_tol);
 }
 
 // `call` must throw DistributedError on every rank, with `needle` in its message.
@@ -238,27 +272,17 @@ bool test_ring()
     const Eigen::Ref<const meanshift::MatrixF> seeds(all);
     for (const char* backend : {"serial", "openmp"})
         for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
-            meanshift::Options opt = options();
-            opt.backend = backend;
-            opt.cutoff = cut;
-            if (!std::isfinite(cut)) opt.exact = true;
+            const meanshift::Options opt = case_options(backend, cut);
             const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
             const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
-            const std::string name = std::string("ring ") + backend + (std::isfinite(cut) ? " cutoff 3" : " exact");
-            const bool ok = r.strategy == meanshift::mpi::Strategy::Ring
-                                ? r.local_points_held == count
-                                      ? matches(ref, r, first, count, name, std::string(backend) == "serial" ? 1e-5 : 5e-3)
-                                      : fail(name + ": a rank holds other ranks' points")
-                                : fail(name + ": strategy");
-            if (!all_ranks(ok)) return false;
+            const std::string name = case_name(std::string("ring ") + backend, cut);
+            if (!all_ranks(ring_matches(ref, r, first, count, name, std::string(backend) == "serial" ? 1e-5 : 5e-3)))
+                return false;
         }
     // Bin seeding (the library's default seeding), truncated kernel: one process's bin-seeded labels
     // without refinement and without data binning (the ring bins no data).
-    meanshift::Options binned = options();
+    meanshift::Options binned = bin_seeded();
     binned.backend = "openmp";
-    binned.seeding = meanshift::Seeding::Bins;
-    binned.refine_boundaries = false;
-    binned.data_bin_size = -1;
     const meanshift::Result ref_bins = meanshift::cluster(all, binned);
     const auto rb = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, binned, meanshift::mpi::Strategy::Ring);
     if (!all_ranks(matches(ref_bins, rb, first, count, "ring bins", 5e-3))) return false;
@@ -338,24 +362,18 @@ bool test_ring_chunks()
     aligned.max_chunks = 1000;
     for (const char* backend : {"serial", "openmp"})
         for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
-            meanshift::Options opt = options();
-            opt.backend = backend;
-            opt.cutoff = cut;
-            if (!std::isfinite(cut)) opt.exact = true;
+            const meanshift::Options opt = case_options(backend, cut);
             const bool serial = std::string(backend) == "serial";
             const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
-            const std::string name = std::string("ring chunks ") + backend + (std::isfinite(cut) ? " cutoff 3" : " exact");
+            const std::string name = case_name(std::string("ring chunks ") + backend, cut);
             auto [ok, r] = chunked_vs_one(serial ? tiny : aligned, count, 5, name, [&] {
                 return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
             });
             if (!all_ranks(ok && matches(ref, r, first, count, name, serial ? 1e-5 : 5e-3))) return false;
         }
     // Bin seeding (no refinement, no data binning): the seeds' blocks in chunks of 7.
-    meanshift::Options binned = options();
+    meanshift::Options binned = bin_seeded();
     binned.backend = "serial";
-    binned.seeding = meanshift::Seeding::Bins;
-    binned.refine_boundaries = false;
-    binned.data_bin_size = -1;
     binned.bin_size = 0.25;  // enough seeds for several chunks per rank
     const meanshift::Result ref_bins = meanshift::cluster(all, binned);
     {
@@ -428,18 +446,11 @@ bool test_ring_opencl()
     const meanshift::MatrixF mine = all.middleRows(first, count);
     const Eigen::Ref<const meanshift::MatrixF> seeds(all);
     for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
-        meanshift::Options opt = options();
-        opt.backend = "opencl";
-        opt.cutoff = cut;
-        if (!std::isfinite(cut)) opt.exact = true;
+        const meanshift::Options opt = case_options("opencl", cut);
         const meanshift::Result ref = meanshift::cluster(all, opt, &seeds);
         const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring);
-        const std::string name = std::string("ring opencl") + (std::isfinite(cut) ? " cutoff 3" : " exact");
-        const bool ok = r.strategy == meanshift::mpi::Strategy::Ring
-                            ? r.local_points_held == count ? matches(ref, r, first, count, name, 5e-3)
-                                                           : fail(name + ": a rank holds other ranks' points")
-                            : fail(name + ": strategy");
-        if (!all_ranks(ok)) return false;
+        const std::string name = case_name("ring opencl", cut);
+        if (!all_ranks(ring_matches(ref, r, first, count, name, 5e-3))) return false;
         // Pipelined in chunks of 64 modes (the granule): the kernels' query tiles are those of one
         // call, so the results are the one-chunk ring's bit for bit.
         meanshift::mpi::detail::RingChunks aligned;
@@ -548,11 +559,8 @@ bool test_bins()
 {
     const meanshift::Index n = 2401;
     const meanshift::MatrixF all = blobs(n);
-    meanshift::Options opt = options();
-    opt.seeding = meanshift::Seeding::Bins;
-    opt.refine_boundaries = false;
-    opt.data_bin_size = -1;  // off: the distributed ascents run on the points
-    opt.min_bin_count = 3;   // some bins take the nearest seed's label
+    meanshift::Options opt = bin_seeded();
+    opt.min_bin_count = 3;  // some bins take the nearest seed's label
     const meanshift::Result ref = meanshift::cluster(all, opt);
     meanshift::Index first = 0, count = 0;
     share(n, first, count);
