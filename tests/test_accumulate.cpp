@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -73,6 +74,17 @@ double sums_error(const MatrixD& got, const MatrixD& want, Index ns0, double R)
     return worst;
 }
 
+/// One case of the accumulate tests: 600 points of blobs() with the given cutoff, and 40 positions
+/// near every 13th point.
+std::pair<PreparedData, MatrixD> accumulate_case(std::mt19937_64& rng, int k, KernelModel model, double cut)
+{
+    PreparedData D = blobs(rng, 600, k, model);
+    D.cutoff2 = cut * cut;
+    MatrixD Q(40, k);
+    for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+    return {std::move(D), std::move(Q)};
+}
+
 MatrixD sums_of(const std::string& backend, const PreparedData& D, const MatrixD& Q, const Topology& t = {})
 {
     auto b = make_backend(backend);
@@ -92,10 +104,7 @@ TEST_CASE("accumulate: S1/S0 is the oracle's step, sums of disjoint parts add up
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
         for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
             const int k = 3;
-            PreparedData D = blobs(rng, 600, k, model);
-            D.cutoff2 = cut * cut;
-            MatrixD Q(40, k);
-            for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+            const auto [D, Q] = accumulate_case(rng, k, model, cut);
             const MatrixD want = mstest::oracle_step(D, Q);
             const bool pp = model == KernelModel::PerPoint;
             for (const char* backend : {"serial", "openmp"}) {
@@ -188,10 +197,7 @@ TEST_CASE("accumulate: the GPU bindings' sums equal the float64 sums within floa
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
         for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
             const int k = 3;
-            PreparedData D = blobs(rng, 600, k, model);
-            D.cutoff2 = cut * cut;
-            MatrixD Q(40, k);
-            for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+            const auto [D, Q] = accumulate_case(rng, k, model, cut);
             const MatrixD want = sums_of("serial", D, Q);
             const bool pp = model == KernelModel::PerPoint;
             const Index ns0 = pp ? k : 1;
