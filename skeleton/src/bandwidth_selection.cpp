@@ -232,8 +232,7 @@ double self_weight_width(const double* d, Index r, double w)
     for (int it = 0; it < 200; ++it) {
         double e = 0, e2 = 0;
         for (Index j = 0; j < r; ++j) {
-            const double q = d[j] * d[j] - (d[j] > 0 ? lo : 0.0);
-            const double x = std::exp(-q * u) * (d[j] > 0 ? 1.0 : std::exp(lo * u));
+            const double x = std::exp(-(d[j] * d[j] - lo) * u);  // duplicates (d = 0): exp(lo u)
             e += x;
             e2 += x * d[j] * d[j];
         }
