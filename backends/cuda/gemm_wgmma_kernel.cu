@@ -32,7 +32,6 @@
 namespace meanshift::cuda {
 namespace {
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 using gemm::ex2;
 using gemm::kLog2e;
 using gemm::quad_max;
@@ -90,7 +89,6 @@ __device__ __forceinline__ int tile_off(int j, int d)
 {
     return ((j >> 3) * (KF / 8) + (d >> 3)) * 64 + (j & 7) * 8 + (d & 7);
 }
-#endif
 
 /// Two warpgroups of 64 modes share each tile of NT points, products in chunks of CH points.
 template <int KF>
@@ -107,7 +105,6 @@ struct WShape {
     static constexpr unsigned long smem = head + 2 * rawp + sizeof(float) * (2 * NT + 2 * KF + BM + 1);
 };
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL) || !defined(__CUDA_ARCH__)
 template <int KF, bool TRUNC>
 __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParams p)
 {
@@ -328,12 +325,6 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
     }
 }
 
-#else
-// Compiled for a target without wgmma: never launched (gemm_wgmma_kernel() is only offered for
-// compute capability 9.0, whose sm_90a code this file also holds).
-template <int KF, bool TRUNC>
-__global__ void gemm_wgmma_t(const GemmParams) { __trap(); }
-#endif
 
 template <bool TRUNC>
 GemmKernel entry()
