@@ -108,7 +108,7 @@ double smallest_bandwidth(const PreparedData& D)
     return D.model == KernelModel::Shared ? 1.0 : 1.0 / std::sqrt(D.precision.maxCoeff());
 }
 
-const char* model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
 
 /// Per row of Q: how far the new mode may move when the pairs whose float64 D² lies within float32
 /// rounding of the cutoff are decided the other way. The GEMM form computes D² = |q|² + |x|² − 2q·x
@@ -183,7 +183,7 @@ TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 
                         for (int threads : {1, 2}) {
                             auto be = openmp(PairForm::Gemm, isa, threads);
                             const MatrixD got = step(*be, D, Q);
-                            const std::string what = std::string(model_name(model)) + " k=" + std::to_string(k) +
+                            const std::string what = model_name(model) + " k=" + std::to_string(k) +
                                                      " h=" + std::to_string(h) + " cutoff=" + std::to_string(cut) +
                                                      " isa=" + isa + " threads=" + std::to_string(threads);
                             INFO(what << ": deviation " << mstest::max_abs_diff(got, want) << ", tolerance " << tol
@@ -249,7 +249,8 @@ TEST_CASE("gemm step: pair_form=auto takes the GEMM form at k = 64 with a full b
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         auto same = [](const MatrixD& a, const MatrixD& b) { return mstest::max_abs_diff(a, b) == 0.0; };
         const PreparedData hi = bench_like(rng, 600, 64, model, 4.0);
-        const MatrixD many = modes_at_points(rng, hi, 300), few = modes_at_points(rng, hi, 50);  // 2 threads: ≥ 256
+        // 2 threads: a full block each is ≥ 256 modes (≥ 512 with AMX, whose blocks are 256)
+        const MatrixD many = modes_at_points(rng, hi, 600), few = modes_at_points(rng, hi, 50);
         CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, many), step(*openmp(PairForm::Gemm, "auto", 2), hi, many)));
         CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, few), step(*openmp(PairForm::Direct, "auto", 2), hi, few)));
         CHECK(same(step(*openmp(PairForm::Auto, "auto", 1), hi, few), step(*openmp(PairForm::Direct, "auto", 1), hi, few)));
@@ -290,6 +291,48 @@ TEST_CASE("gemm step: the AMX unit (openmp.isa=amx) matches the float64 oracle a
                     CHECK(mstest::max_abs_diff(got, want) <= tol);
                 }
             }
+}
+
+TEST_CASE("gemm step: the AMX pipeline's per-tile shifts: a later tile far heavier than the earlier ones, and tiles "
+          "with no weight before the first that has some")
+{
+    if (!openmp_detail::amx_usable()) {
+        MESSAGE("skipped: AMX is not usable here");
+        return;
+    }
+    // Points sorted by blob: 700 of a blob 30 bandwidths away come first (tiles 0-1 of 256 points, and
+    // part of tile 2), then 400 near the modes. The exact kernel's first tiles set a mode's shift near
+    // its far weights (log2 weight ≈ −650), so the near tile (≈ 0) exceeds it by far more than 64 and
+    // restarts the row; the truncated kernel (cutoff 3) gives the first tiles no weight at all.
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-amx-shift");
+    std::normal_distribution<double> noise(0.0, 1.0);
+    std::uniform_real_distribution<double> sigma(0.7, 1.4);
+    const int k = 48;
+    const Index n = 1100;
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        PreparedData D;
+        D.model = model;
+        D.points.resize(n, k);
+        if (model == KernelModel::PerPoint) D.precision.resize(n, k);
+        for (Index i = 0; i < n; ++i)
+            for (int d = 0; d < k; ++d) {
+                D.points(i, d) = double(float((i < 700 && d == 0 ? 30.0 : 0.0) + noise(rng)));
+                if (model == KernelModel::PerPoint) D.precision(i, d) = double(float(1.0 / std::pow(sigma(rng), 2)));
+            }
+        D.finalize();
+        MatrixD Q(40, k);
+        for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(700 + 9 * q);
+        for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+            D.cutoff2 = cut * cut;
+            const MatrixD want = mstest::oracle_step(D, Q);
+            StepReport report;
+            const MatrixD got = step(*openmp(PairForm::Gemm, "amx", 1), D, Q, &report);
+            INFO(model_name(model) << " cutoff " << cut << ": deviation " << mstest::max_abs_diff(got, want));
+            for (std::size_t e = 0; e < report.status.size(); ++e) CHECK(report.status[e] == ModeStatus::Active);
+            CHECK(mstest::max_abs_diff(got, want) <= std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q)));
+        }
+    }
 }
 
 #endif  // MEANSHIFT_HAVE_OPENMP

@@ -1,13 +1,14 @@
 // Issue 11 on the CPU, the AMX probe: one exact step of all n points (every point a mode) in the
-// openmp backend's GEMM form, with its products on AMX bf16 tiles (backends/openmp/gemm_amx.hpp,
-// three-limb split) against the same code with Eigen's float32 products (the AVX-512 unit), in one
+// openmp backend's GEMM form, with its products on AMX bf16 tiles (backends/openmp/gemm_amx_step.hpp,
+// three-limb split, software-pipelined) against the AVX-512 unit with Eigen's float32 products, in one
 // process, on the data `meanshift bench` draws (8 blobs, centres uniform in [−10, 10]^k, unit noise,
 // bandwidth 1; --kernel diagonal: σ_id uniform in [0.5, 1.5]). The modes are grouped by blob and
-// cut into blocks of 128 as the backend's grouping does. Prints seconds per step (best of --reps)
+// cut into blocks of each unit's size as the backend's grouping does. Prints seconds per step (best of --reps)
 // and the largest deviation (max |coordinate|, in bandwidths) from a float64 step over --check modes.
 // Links the internal archive: it calls the backend's block functions (gemm_step.hpp) directly.
 // Usage: amx_step_probe [--n 16384] [--dims 64] [--kernel isotropic|diagonal] [--threads 2] [--reps 3] [--check 256]
-//                       [--rows 256] [--modes 128]   (points per tile, modes per block)
+//                       [--rows 256] [--modes 0]     (points per tile, modes per block; 0: each unit's own)
+//                       [--units both|amx|eigen]     (which block functions run: amx alone for a profile)
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
 
@@ -43,10 +44,17 @@ struct Timing {
     double wall = 1e300, cpu = 1e300;  ///< best of the repetitions: wall seconds, CPU seconds of all threads
 };
 
-/// One step of every mode through `table` (best of reps); out = the new modes.
-Timing time_step(const GemmTable& table, const GemmData& gd, const std::vector<double>& modes,
-                 const std::vector<std::int64_t>& first, int threads, int reps, std::vector<double>& out)
+/// One step of every mode through `table` (best of reps); out = the new modes. The modes are in blob
+/// order (groups, each its blob's, as the backend's pivots would make them); blocks of ≤ mpb modes (0:
+/// the unit's own GemmTable::modes_per_block) never straddle two groups.
+Timing time_step(const GemmTable& table, GemmData gd, int mpb, const std::vector<double>& modes,
+                 const std::vector<std::int64_t>& groups, int threads, int reps, std::vector<double>& out)
 {
+    gd.modes_per_block = mpb > 0 ? mpb : table.modes_per_block;
+    std::vector<std::int64_t> first;
+    for (std::size_t g = 0; g + 1 < groups.size(); ++g)
+        for (std::int64_t f = groups[g]; f < groups[g + 1]; f += gd.modes_per_block) first.push_back(f);
+    first.push_back(groups.back());
     const int k = gd.k;
     const std::size_t scratch = table.scratch_bytes(gd);
     std::vector<unsigned char> buf(scratch * static_cast<std::size_t>(threads), 0), sup(modes.size() / k);
@@ -99,8 +107,8 @@ void reference_step(const PreparedData& D, const double* y, double* out)
 int main(int argc, char** argv)
 {
     Index n = 16384;
-    int k = 64, threads = 2, reps = 3, check = 256, nblobs = 8, rows = 256, mpb = 128;
-    std::string kernel = "isotropic";
+    int k = 64, threads = 2, reps = 3, check = 256, nblobs = 8, rows = 256, mpb = 0;
+    std::string kernel = "isotropic", units = "both";
     for (int a = 1; a + 1 < argc; a += 2) {
         const std::string o = argv[a], v = argv[a + 1];
         if (o == "--n") n = std::atol(v.c_str());
@@ -111,13 +119,14 @@ int main(int argc, char** argv)
         else if (o == "--check") check = std::atoi(v.c_str());
         else if (o == "--rows") rows = std::atoi(v.c_str());
         else if (o == "--modes") mpb = std::atoi(v.c_str());
+        else if (o == "--units" && (v == "both" || v == "amx" || v == "eigen")) units = v;
         else {
             std::fprintf(stderr, "unknown option %s\n", o.c_str());
             return 2;
         }
     }
     const bool pp = kernel == "diagonal";
-    if (rows % 32 != 0 || rows <= 0 || mpb % 16 != 0 || mpb <= 0) {
+    if (rows % 32 != 0 || rows <= 0 || mpb % 16 != 0 || mpb < 0) {
         std::fprintf(stderr, "--rows must be a multiple of 32 (the AMX unit's K-steps) and --modes of 16\n");
         return 2;
     }
@@ -150,7 +159,6 @@ int main(int argc, char** argv)
     gd.w = pp ? D.precision_f.data() : nullptr;
     gd.c = pp ? D.log_weight_f.data() : nullptr;
     gd.rows_per_tile = rows;
-    gd.modes_per_block = mpb;
 
     // Modes = the points, grouped by blob (as the backend's pivots would), blocks of ≤ 128 per blob.
     std::vector<Index> order;
@@ -159,12 +167,9 @@ int main(int argc, char** argv)
     std::vector<double> modes(static_cast<std::size_t>(n) * k);
     for (Index t = 0; t < n; ++t)
         for (int d = 0; d < k; ++d) modes[std::size_t(t) * k + d] = D.points(order[std::size_t(t)], d);
-    std::vector<std::int64_t> first;
-    for (int b = 0; b < nblobs; ++b) {
-        const Index lo = b * (n / nblobs) + std::min<Index>(b, n % nblobs), count = n / nblobs + (b < n % nblobs);
-        for (Index f = lo; f < lo + count; f += gd.modes_per_block) first.push_back(f);
-    }
-    first.push_back(n);
+    std::vector<std::int64_t> groups;
+    for (int b = 0; b < nblobs; ++b) groups.push_back(b * (n / nblobs) + std::min<Index>(b, n % nblobs));
+    groups.push_back(n);
 
     // float64 reference of `check` modes spread over the order.
     std::vector<Index> probe;
@@ -184,12 +189,14 @@ int main(int argc, char** argv)
     std::printf("{\"probe\":\"amx_step\",\"n\":%lld,\"k\":%d,\"kernel\":\"%s\",\"threads\":%d,\"pairs\":%.0f", static_cast<long long>(n), k,
                 kernel.c_str(), threads, double(n) * double(n));
     std::vector<double> out;
-    if (const auto* avx512 = openmp_detail::kernel_for_width(16) ? openmp_detail::gemm_table_avx512() : nullptr) {
-        const Timing t = time_step(*avx512, gd, modes, first, threads, reps, out);
+    const auto* avx512 = units != "amx" && openmp_detail::kernel_for_width(16) ? openmp_detail::gemm_table_avx512() : nullptr;
+    if (avx512) {
+        const Timing t = time_step(*avx512, gd, mpb, modes, groups, threads, reps, out);
         std::printf(",\"eigen_avx512_s\":%.4f,\"eigen_avx512_cpu_s\":%.4f,\"eigen_avx512_dev\":%.3g", t.wall, t.cpu, deviation(out));
     }
-    if (openmp_detail::amx_usable()) {
-        const Timing t = time_step(*openmp_detail::gemm_table_amx(), gd, modes, first, threads, reps, out);
+    if (units == "eigen") {
+    } else if (openmp_detail::amx_usable()) {
+        const Timing t = time_step(*openmp_detail::gemm_table_amx(), gd, mpb, modes, groups, threads, reps, out);
         std::printf(",\"amx_s\":%.4f,\"amx_cpu_s\":%.4f,\"amx_dev\":%.3g", t.wall, t.cpu, deviation(out));
     } else {
         std::printf(",\"amx\":\"not usable here\"");

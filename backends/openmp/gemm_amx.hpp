@@ -1,6 +1,6 @@
 #pragma once
-// Intel AMX products for the GEMM form of the step (gemm_step_amx.cpp includes this before
-// gemm_step_impl.hpp; compiled with -mamx-tile -mamx-bf16 -mavx512bf16 besides the AVX-512 flags).
+// Intel AMX products for the GEMM form of the step (gemm_amx_step.hpp includes this; compiled with
+// -mamx-tile -mamx-bf16 -mavx512bf16 besides the AVX-512 flags).
 //
 // TDPBF16PS multiplies bf16 tiles (16 × 32 by 32 × 16) into a float32 16 × 16 tile: 8192 products
 // per instruction, ~16 times the float32 FMA rate of AVX-512, but bf16 keeps only 8 significant
@@ -8,14 +8,14 @@
 // x1 = bf16(x), x2 = bf16(x − x1), x3 = bf16(x − x1 − x2) (24 bits, as float32), and a product keeps
 // the six terms of limb order ≤ 2: x1y1 + x1y2 + x2y1 + x1y3 + x2y2 + x3y1 (the dropped terms are
 // ≤ 2^-24 relative). Each bf16 × bf16 product is exact in float32; the tile sums in float32. The
-// weights E (0 < e ≤ 1, each summed with its own sign-free error) take two rounded limbs (split2_store,
-// 2^-17 relative) and R the five terms with E's limb 0 or 1.
+// weights E (e > 0) take two rounded limbs (split2_store, 2^-17 relative; Σ e sums the limbs) and R
+// the five terms with E's limb 0 or 1.
 //
 // Layouts (elements are bf16 bit patterns in std::uint16_t; one tile row = 64 bytes):
 //   A operand (rows = M, K contiguous): 16 rows at a given stride, e.g. the modes' limbs (mpad × kpad,
 //     row-major) and the weights' limbs (stored tile by tile);
 //   B operand (K × N): "VNNI" pairs, tile row r holds (K = 2r, 2r+1) of 16 columns interleaved;
-//     packed once per point tile (pack_points), so every product reads whole tiles.
+//     packed once per point tile (split_row, scatter), so every product reads whole tiles.
 // All limb blocks are padded with zeros to whole tiles (K to 32, M and N to 16).
 
 #include <immintrin.h>
@@ -28,12 +28,22 @@ namespace {
 
 namespace amx {
 
-/// Limb terms of the split product, (limb of the left operand, limb of the right operand).
-constexpr int kTerms = 6;
-constexpr int kTermA[kTerms] = {0, 0, 1, 0, 1, 2};
-constexpr int kTermB[kTerms] = {0, 1, 0, 2, 1, 0};
-/// R = E · B with E in two limbs (split2_store): the first five terms, those with E's limb 0 or 1.
-constexpr int kTermsE = 5;
+/// Limb terms of a split product: term t multiplies limb a[t] of the left operand by limb b[t] of
+/// the right. Ordered so that consecutive terms share a limb (block() then loads only the other
+/// operand's tiles: 14 tile loads for S's 24 products per K-step instead of 24, 12 for R's 20) and
+/// the large terms come last (the small ones are summed before they meet the large).
+/// S = A · Bᵀ, both operands in three limbs: the six terms of limb order ≤ 2.
+struct TermsS {
+    static constexpr int n = 6;
+    static constexpr int a[n] = {2, 1, 1, 0, 0, 0};
+    static constexpr int b[n] = {0, 0, 1, 1, 2, 0};
+};
+/// R = E · B with E in two limbs (split2_store): the five terms of limb order ≤ 2 with E's limb 0 or 1.
+struct TermsR {
+    static constexpr int n = 5;
+    static constexpr int a[n] = {0, 0, 1, 1, 0};
+    static constexpr int b[n] = {2, 1, 1, 0, 0};
+};
 
 inline int pad16(int v) { return (v + 15) / 16 * 16; }
 inline int pad32(int v) { return (v + 31) / 32 * 32; }
@@ -71,15 +81,19 @@ __attribute__((always_inline)) inline void split3_packed(__m512 x, __m256i& h1, 
 /// 32 float32 (x0: the first 16) → two bf16 limbs rounded to nearest, x ≈ x1 + x2 with
 /// |x − x1 − x2| ≤ 2^-17 |x| (x1 keeps 8 significant bits, x2 the next 8 of the remainder), stored as
 /// 32 packed bf16 at out and out + limb. For the weights E: R then takes 5 limb terms instead of 6,
-/// E's limbs are 2/3 the bytes, and the split is fewer instructions than the exact three-limb one;
-/// a relative weight error δ moves a mode by ≤ δ times its points' spread (docs/backend-openmp.md).
-__attribute__((always_inline)) inline void split2_store(__m512 x0, __m512 x1, std::uint16_t* out, std::size_t limb)
+/// E's limbs are 2/3 the bytes, and the split is fewer instructions than the exact three-limb one.
+/// Returns (x1 + x2) of x0 plus that of x1 (lane-wise): Σ e must sum the weights R weighs by, so the
+/// split's error only perturbs the weights (a relative δ moves a mode by ≤ δ times its points'
+/// spread around it, docs/backend-openmp.md) and never scales the mean (one dominant weight: 0).
+__attribute__((always_inline)) inline __m512 split2_store(__m512 x0, __m512 x1, std::uint16_t* out, std::size_t limb)
 {
+    auto widen = [](__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); };
     const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);  // words 0-15: x0, 16-31: x1
-    const __m512 f0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
-    const __m512 f1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+    const __m512 f0 = widen(_mm512_castsi512_si256(h)), f1 = widen(_mm512_extracti64x4_epi64(h, 1));
+    const __m512i g = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, f1), _mm512_sub_ps(x0, f0));
     _mm512_storeu_si512(out, h);
-    _mm512_storeu_si512(out + limb, (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, f1), _mm512_sub_ps(x0, f0)));
+    _mm512_storeu_si512(out + limb, g);
+    return _mm512_add_ps(_mm512_add_ps(f0, f1), _mm512_add_ps(widen(_mm512_castsi512_si256(g)), widen(_mm512_extracti64x4_epi64(g, 1))));
 }
 
 inline __mmask16 lane_mask(int valid) { return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid > 0 ? valid : 0)) - 1u); }
@@ -134,69 +148,81 @@ __attribute__((always_inline)) inline void transpose16(__m512i r[16])
     transpose_stage<8>(r);
 }
 
-/// The point tile as both products' B operands, split once. The rows × cols float32 tile b (row
-/// stride cols) becomes three limbs of
+/// The point tile as both products' B operands, split once. A tile of rows × cols float32 (cols =
+/// a_cols = b_cols) becomes three limbs of
 ///   S = A · Bᵀ (K = the columns, N = the points), `limb_s` elements apart, each [pad16(rows)/16 point
 ///     groups][kpad/32 K-steps][16 × 32]: tile row r = columns (2r, 2r+1) of the group's 16 points;
 ///   R = E · B (K = the points, N = the columns), `limb_r` elements apart, each [pad32(rows)/32
 ///     K-steps][pad16(cols)/16 column groups][16 × 32]: tile row r = points (2r, 2r+1), per column.
 /// Zero beyond rows and cols. limb_s ≥ pad16(rows) · kpad, limb_r ≥ pad32(rows) · pad16(cols).
-inline void pack_points(const float* b, int rows, int cols, int kpad, std::uint16_t* ps, std::size_t limb_s,
-                        std::uint16_t* pr, std::size_t limb_r)
+/// It is done in small steps (the pipeline of gemm_amx_step.hpp runs them between tile products): a
+/// group of 16 points is first split row by row into `stage` (split_row: [kpad/32 K-steps][3 limbs]
+/// [16 points][32 columns]), then each (K-step, limb) of it is scattered to both layouts (scatter).
+
+/// Point p (0-15) of a group: the float32 row x (cols valid floats; nullptr: a pad point, zeros) as
+/// three limbs into stage.
+inline void split_row(const float* x, int cols, int kpad, std::uint16_t* stage, int p)
 {
-    const int groups = pad16(rows) / 16, ksteps = kpad / 32, cg = pad16(cols) / 16;
+    for (int s = 0; s < kpad / 32; ++s) {
+        const int valid = x ? cols - 32 * s : 0;
+        __m256i l0[3], l1[3];
+        split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid), x ? x + 32 * s : x), l0[0], l0[1], l0[2]);
+        split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid - 16), x ? x + 32 * s + 16 : x), l1[0], l1[1], l1[2]);
+        for (int l = 0; l < 3; ++l) {
+            std::uint16_t* row = stage + ((static_cast<std::size_t>(s) * 3 + l) * 16 + p) * 32;
+            _mm256_store_si256(reinterpret_cast<__m256i*>(row), l0[l]);
+            _mm256_store_si256(reinterpret_cast<__m256i*>(row + 16), l1[l]);
+        }
+    }
+}
+
+/// K-step s, limb l of group g (16 rows × 32 columns of stage) to R's layout (points interleaved in
+/// pairs, column groups 2s and 2s + 1 of K-step g/2, tile rows 8·(g mod 2) + pair) and, transposed,
+/// to S's (columns interleaved in pairs). cg = pad16(cols)/16, ksteps = kpad/32.
+inline void scatter(const std::uint16_t* stage, int g, int s, int l, int ksteps, int cg, std::uint16_t* ps, std::size_t limb_s,
+                    std::uint16_t* pr, std::size_t limb_r)
+{
     // R's tile rows: points (2r, 2r+1) interleaved; words 0-15 of each row from x0, 32-47 from x1
     const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
                                         39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    alignas(64) std::uint16_t rowmajor[3][16][32];  // one K-step of a group, per limb: row p = point
-    for (int g = 0; g < groups; ++g) {
-        for (int s = 0; s < ksteps; ++s) {
-            for (int p = 0; p < 16; ++p) {
-                const int i = 16 * g + p;
-                const float* x = b + static_cast<std::size_t>(i) * cols + 32 * s;
-                const int valid = i < rows ? cols - 32 * s : 0;
-                __m256i l0[3], l1[3];
-                split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid), x), l0[0], l0[1], l0[2]);
-                split3_packed(_mm512_maskz_loadu_ps(lane_mask(valid - 16), x + 16), l1[0], l1[1], l1[2]);
-                for (int l = 0; l < 3; ++l) {
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(&rowmajor[l][p][0]), l0[l]);
-                    _mm256_store_si256(reinterpret_cast<__m256i*>(&rowmajor[l][p][16]), l1[l]);
-                }
-            }
-            for (int l = 0; l < 3; ++l) {
-                __m512i r[16];
+    const std::uint16_t* in = stage + (static_cast<std::size_t>(s) * 3 + l) * 512;
+    __m512i r[16];
 #pragma GCC unroll 16
-                for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(&rowmajor[l][p][0]);
-                // R: column groups 2s, 2s+1 of K-step g/2, tile rows 8·(g mod 2) + pair
-                std::uint16_t* t = pr + l * limb_r + static_cast<std::size_t>(g / 2) * cg * 512 + 256 * (g % 2);
+    for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(in + 32 * p);
+    std::uint16_t* t = pr + l * limb_r + static_cast<std::size_t>(g / 2) * cg * 512 + 256 * (g % 2);
 #pragma GCC unroll 8
-                for (int q = 0; q < 8; ++q) {
-                    if (2 * s < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], lo, r[2 * q + 1]));
-                    if (2 * s + 1 < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s + 1) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], hi, r[2 * q + 1]));
-                }
-                transpose16(r);
-                std::uint16_t* u = ps + l * limb_s + (static_cast<std::size_t>(g) * ksteps + s) * 512;
-#pragma GCC unroll 16
-                for (int q = 0; q < 16; ++q) _mm512_storeu_si512(u + 32 * q, r[q]);
-            }
-        }
+    for (int q = 0; q < 8; ++q) {
+        if (2 * s < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], lo, r[2 * q + 1]));
+        if (2 * s + 1 < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s + 1) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], hi, r[2 * q + 1]));
     }
-    if (groups % 2)  // R's last K-step has 16 points only: its other 8 tile rows weigh nothing
-        for (int l = 0; l < 3; ++l)
-            for (int c = 0; c < cg; ++c)
-                for (int q = 8; q < 16; ++q)
-                    _mm512_storeu_si512(pr + l * limb_r + (static_cast<std::size_t>(groups / 2) * cg + c) * 512 + 32 * q, _mm512_setzero_si512());
+    transpose16(r);
+    std::uint16_t* u = ps + l * limb_s + (static_cast<std::size_t>(g) * ksteps + s) * 512;
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; ++q) _mm512_storeu_si512(u + 32 * q, r[q]);
 }
 
-/// C tiles (MI × NJ of them, 16 × 16 float32 each) = (accumulate ? C : 0) + Σ over the six limb terms
-/// and K-steps [s0, s1) of A tiles × B tiles. a(l, i, s), b(l, j, s): addresses of the tiles of limb l,
-/// row/column tile i/j (0 or 1 here), K-step s; a_stride: bytes per A row; c0..c3: C tiles (0, 0),
+/// After an odd number of groups R's last K-step has 16 points only: its other 8 tile rows weigh nothing.
+inline void clear_r_tail(int groups, int cg, std::uint16_t* pr, std::size_t limb_r)
+{
+    if (groups % 2 == 0) return;
+    for (int l = 0; l < 3; ++l)
+        for (int c = 0; c < cg; ++c)
+            for (int q = 8; q < 16; ++q)
+                _mm512_storeu_si512(pr + l * limb_r + (static_cast<std::size_t>(groups / 2) * cg + c) * 512 + 32 * q, _mm512_setzero_si512());
+}
+
+/// C tiles (MI × NJ of them, 16 × 16 float32 each) = (accumulate ? C : 0) + Σ over K-steps [s0, s1)
+/// and the limb terms T of A tiles × B tiles. a(l, i, s), b(l, j, s): addresses of the tiles of limb
+/// l, row/column tile i/j (0 or 1 here), K-step s; a_stride: bytes per A row; c0..c3: C tiles (0, 0),
 /// (0, 1), (1, 0), (1, 1), c_stride bytes per row. Tiles 0-3 accumulate, 4-5 hold A, 6-7 hold B
-/// (tile numbers must be constants).
-template <int MI, int NJ, int NT, class AFn, class BFn>
+/// (tile numbers must be constants). fill() runs after every term's (up to) four tile products: the
+/// tile unit works through them while the vector units do fill's work, which overlaps only at this
+/// fine grain (measured on Sapphire Rapids: vector work after every 4 products hid behind them,
+/// after every 16 or 48 it mostly added to their time).
+template <int MI, int NJ, class T, class AFn, class BFn, class Fill>
 __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate, AFn a, int a_stride, BFn b, float* c0,
-                                                 float* c1, float* c2, float* c3, int c_stride)
+                                                 float* c1, float* c2, float* c3, int c_stride, Fill& fill)
 {
     if (accumulate) {
         _tile_loadd(0, c0, c_stride);
@@ -209,21 +235,21 @@ __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate
         if (MI > 1) _tile_zero(2);
         if (MI > 1 && NJ > 1) _tile_zero(3);
     }
-    for (int t = 0; t < NT; ++t) {
-        const int la = kTermA[t], lb = kTermB[t];
-        for (int s = s0; s < s1; ++s) {
-            _tile_loadd(4, a(la, 0, s), a_stride);
-            _tile_loadd(6, b(lb, 0, s), 64);
+    for (int s = s0; s < s1; ++s) {
+        for (int t = 0; t < T::n; ++t) {
+            if (t == 0 || T::a[t] != T::a[t - 1]) {
+                _tile_loadd(4, a(T::a[t], 0, s), a_stride);
+                if (MI > 1) _tile_loadd(5, a(T::a[t], 1, s), a_stride);
+            }
+            if (t == 0 || T::b[t] != T::b[t - 1]) {
+                _tile_loadd(6, b(T::b[t], 0, s), 64);
+                if (NJ > 1) _tile_loadd(7, b(T::b[t], 1, s), 64);
+            }
             _tile_dpbf16ps(0, 4, 6);
-            if (NJ > 1) {
-                _tile_loadd(7, b(lb, 1, s), 64);
-                _tile_dpbf16ps(1, 4, 7);
-            }
-            if (MI > 1) {
-                _tile_loadd(5, a(la, 1, s), a_stride);
-                _tile_dpbf16ps(2, 5, 6);
-                if (NJ > 1) _tile_dpbf16ps(3, 5, 7);
-            }
+            if (NJ > 1) _tile_dpbf16ps(1, 4, 7);
+            if (MI > 1) _tile_dpbf16ps(2, 5, 6);
+            if (MI > 1 && NJ > 1) _tile_dpbf16ps(3, 5, 7);
+            fill();
         }
     }
     _tile_stored(0, c0, c_stride);
@@ -232,13 +258,14 @@ __attribute__((always_inline)) inline void block(int s0, int s1, bool accumulate
     if (MI > 1 && NJ > 1) _tile_stored(3, c3, c_stride);
 }
 
-/// C (mt·16 × nt·16 float32, row stride c_ld floats) = Σ_terms A_la · B_lb over `ksteps` K-steps, in
+/// C (mt·16 × nt·16 float32, row stride c_ld floats) = Σ over the terms T and `ksteps` K-steps of A · B, in
 /// blocks of 2 × 2 tiles. a(l, i, s) / b(l, j, s) as for block() with absolute tile indices. The
 /// K-steps go in chunks of `kchunk`, each over all blocks (C stored and reloaded in between), so a
 /// chunk's B tiles stay in L1 while the blocks' A tiles stream (measured on Sapphire Rapids, R at
-/// k = 64: 6.4 against 7.9 ns per TDPBF16PS for one pass over all K-steps).
-template <int NT, class AFn, class BFn>
-inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride, BFn b, float* c, int c_ld)
+/// k = 64: 6.4 against 7.9 ns per TDPBF16PS for one pass over all K-steps). fill: see block(); it is
+/// called groups<T>(mt, nt, ksteps) times.
+template <class T, class AFn, class BFn, class Fill>
+inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride, BFn b, float* c, int c_ld, Fill& fill)
 {
     const int cs = c_ld * static_cast<int>(sizeof(float));
     auto at = [&](int i, int j) { return c + static_cast<std::size_t>(16 * i) * c_ld + 16 * j; };
@@ -251,16 +278,23 @@ inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride,
                 auto bj = [&](int l, int dj, int s) { return b(l, j + dj, s); };
                 const bool two_i = i + 1 < mt, two_j = j + 1 < nt;
                 if (two_i && two_j)
-                    block<2, 2, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs);
+                    block<2, 2, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs, fill);
                 else if (two_i)
-                    block<2, 1, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs);
+                    block<2, 1, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs, fill);
                 else if (two_j)
-                    block<1, 2, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), nullptr, nullptr, cs);
+                    block<1, 2, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), nullptr, nullptr, cs, fill);
                 else
-                    block<1, 1, NT>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, nullptr, nullptr, cs);
+                    block<1, 1, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, nullptr, nullptr, cs, fill);
             }
         }
     }
+}
+
+/// How many times product<T>(mt, nt, ksteps, …) calls fill.
+template <class T>
+inline long groups(int mt, int nt, int ksteps)
+{
+    return static_cast<long>((mt + 1) / 2) * ((nt + 1) / 2) * ksteps * T::n;
 }
 
 }  // namespace amx

@@ -37,6 +37,9 @@ struct GemmTable {
     const char* isa = "";  ///< "AVX-512+AMX", "AVX-512", "AVX2", "SSE2", "generic"
     std::size_t (*scratch_bytes)(const GemmData& data) = nullptr;
     GemmBlockFn run = nullptr;
+    /// The unit's measured block size (GemmData::modes_per_block): the AMX pipeline's per-point work
+    /// is spread over more modes (docs/backend-openmp.md, "AMX").
+    int modes_per_block = 128;
 };
 
 /// Tables of the instruction sets compiled into this build (nullptr when not compiled); the caller

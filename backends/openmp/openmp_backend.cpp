@@ -43,9 +43,9 @@ constexpr int kMaxSimdK = 4096;
 /// speed 0.76, 0.92, 1.22 at k = 16, 24, 32, so the crossover stays at 32.
 constexpr int kGemmMinKShared = 32;
 constexpr int kGemmMinKPerPoint = 32;
-/// GEMM form: modes per block and points per product tile (multiple of 16, the widest SIMD width);
-/// 128 × 256 keeps the tile's products and weights in L2 and was within noise of 128-256 × 256-1024.
-constexpr int kGemmModesPerBlock = 128;
+/// GEMM form: points per product tile (multiple of 32, the AMX unit's K-step); the modes per block
+/// are the unit's (GemmTable::modes_per_block: 128 × 256 keeps a tile's products and weights in L2
+/// and was within noise of 128-256 × 256-1024; the AMX pipeline 256 × 256, 1.15× its 128 × 256).
 constexpr int kGemmRowsPerTile = 256;
 /// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
 constexpr int kGemmPivots = 16;
@@ -122,7 +122,7 @@ public:
             gd_.w = per_point ? D.precision_f.data() : nullptr;
             gd_.c = per_point ? D.log_weight_f.data() : nullptr;
             gd_.cutoff2 = D.cutoff2;
-            gd_.modes_per_block = kGemmModesPerBlock;
+            gd_.modes_per_block = gemm_->modes_per_block;
             gd_.rows_per_tile = kGemmRowsPerTile;
         }
         if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_) build_layout(D);
@@ -138,7 +138,7 @@ private:
     {
         // Auto: the GEMM form only when every thread gets a full block of modes (measured, 2 threads,
         // n = 2048, k = 64: GEMM/direct = 0.28, 0.43, 0.98, 1.17 at 16, 64, 256, 1024 active modes).
-        if (gemm_ && (gemm_always_ || count >= static_cast<Index>(kGemmModesPerBlock) * topology_.ppus)) {
+        if (gemm_ && (gemm_always_ || count >= static_cast<Index>(gd_.modes_per_block) * topology_.ppus)) {
             advance_gemm(in, out, supported, count);
             return;
         }
@@ -216,7 +216,7 @@ private:
         if (sparse) pairs_ = pairs;
     }
 
-    /// The GEMM form (gemm_step.hpp): threads take blocks of up to kGemmModesPerBlock modes, fewer
+    /// The GEMM form (gemm_step.hpp): threads take blocks of up to gd_.modes_per_block modes, fewer
     /// when that would leave threads idle (few active modes near convergence). The blocks are formed
     /// from nearby modes (group_modes), since a block's float32 error grows with its modes' spread
     /// around their mean (and a grid's or kd-tree's ranges with their bounding box); within a group
@@ -232,21 +232,16 @@ private:
             scratch_.assign(scratch_bytes * static_cast<std::size_t>(z), 0);
         const bool sparse = sparse_search();
         const bool grouped = count > per_block;
-        const double* yin = in;
-        double* yout = out;
-        unsigned char* sup = supported;
+        const std::size_t block_doubles = static_cast<std::size_t>(per_block) * static_cast<std::size_t>(k);
         if (grouped) {
             group_modes(in, count, z);
-            const std::size_t ck = static_cast<std::size_t>(count) * static_cast<std::size_t>(k);
-            g_in_.resize(ck);
-            g_out_.resize(ck);
-            g_sup_.resize(static_cast<std::size_t>(count));
-#pragma omp parallel for num_threads(z)
-            for (Index t = 0; t < count; ++t)
-                std::copy(in + order_[std::size_t(t)] * k, in + (order_[std::size_t(t)] + 1) * k, g_in_.data() + t * k);
-            yin = g_in_.data();
-            yout = g_out_.data();
-            sup = g_sup_.data();
+            // Each thread gathers its block's modes into its own slice and scatters the results
+            // back (no count × k copies, which the first step would also pay in page faults).
+            if (g_in_.size() < block_doubles * static_cast<std::size_t>(z)) {
+                g_in_.resize(block_doubles * static_cast<std::size_t>(z));
+                g_out_.resize(block_doubles * static_cast<std::size_t>(z));
+                g_sup_.resize(static_cast<std::size_t>(per_block) * static_cast<std::size_t>(z));
+            }
         }
         // Blocks of at most per_block modes that never straddle two groups (a block spanning two
         // clusters would centre between them).
@@ -264,30 +259,43 @@ private:
         double pairs = 0;
 #pragma omp parallel num_threads(z) reduction(+ : pairs)
         {
-            unsigned char* scratch = scratch_.data() + scratch_bytes * static_cast<std::size_t>(omp_get_thread_num());
+            const std::size_t thread = static_cast<std::size_t>(omp_get_thread_num());
+            unsigned char* scratch = scratch_.data() + scratch_bytes * thread;
             std::vector<std::int64_t> ranges;
 #pragma omp for schedule(dynamic, 1)
             for (Index b = 0; b < blocks; ++b) {
                 const Index first = block_first_[std::size_t(b)];
                 const int m = static_cast<int>(block_end[std::size_t(b)] - first);
+                const double* yin = in + first * k;
+                double* yout = out + first * k;
+                unsigned char* sup = supported + first;
+                if (grouped) {
+                    double* gin = g_in_.data() + block_doubles * thread;
+                    for (int j = 0; j < m; ++j) {
+                        const Index q = order_[std::size_t(first + j)];
+                        std::copy(in + q * k, in + (q + 1) * k, gin + static_cast<Index>(j) * k);
+                    }
+                    yin = gin;
+                    yout = g_out_.data() + block_doubles * thread;
+                    sup = g_sup_.data() + static_cast<std::size_t>(per_block) * thread;
+                }
                 int nranges = -1;  // all rows
                 if (sparse) {
                     ranges.clear();
-                    pairs += static_cast<double>(m) * static_cast<double>(block_ranges(yin + first * k, m, ranges));
+                    pairs += static_cast<double>(m) * static_cast<double>(block_ranges(yin, m, ranges));
                     nranges = static_cast<int>(ranges.size() / 2);
                 }
-                run(gd_, yin + first * k, m, ranges.data(), nranges, yout + first * k, sup + first, scratch);
+                run(gd_, yin, m, ranges.data(), nranges, yout, sup, scratch);
+                if (grouped) {
+                    for (int j = 0; j < m; ++j) {
+                        const Index q = order_[std::size_t(first + j)];
+                        std::copy(yout + static_cast<Index>(j) * k, yout + static_cast<Index>(j + 1) * k, out + q * k);
+                        supported[q] = sup[j];
+                    }
+                }
             }
         }
         if (sparse) pairs_ = pairs;
-        if (grouped) {
-#pragma omp parallel for num_threads(z)
-            for (Index t = 0; t < count; ++t) {
-                const Index q = order_[std::size_t(t)];
-                std::copy(yout + t * k, yout + (t + 1) * k, out + q * k);
-                supported[q] = sup[t];
-            }
-        }
     }
 
     /// order_ = the count modes grouped by their nearest of up to kGemmPivots pivots (farthest-point
@@ -466,7 +474,7 @@ private:
     openmp_detail::GemmData gd_;
     std::vector<Index> order_;                   // GEMM form: modes grouped into blocks (group_modes)
     std::vector<Index> group_start_, block_first_;  // group boundaries in order_; first mode of each block
-    std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; grouped positions in and out
+    std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; each thread's block of modes in and out
     std::vector<int> near_p_;
     std::vector<unsigned char> g_sup_;
     bool fine_cells_ = false;  // grid cells smaller than the search radius in every grid dim
