@@ -13,7 +13,7 @@ namespace meanshift::openmp_detail {
 
 const GemmTable* gemm_table_amx()
 {
-    static const GemmTable table = {"AVX-512+AMX", &scratch_bytes, &run_block, 256};
+    static const GemmTable table = {"AVX-512+AMX", &scratch_bytes, &run_block, 256, 16};
     return &table;
 }
 

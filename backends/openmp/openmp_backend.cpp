@@ -34,15 +34,14 @@ using openmp_detail::KernelTable;
 constexpr double kLog2e = 1.44269504088896340736;
 /// Widest k the SIMD kernels take; wider data use a plain per-mode loop with O(k) memory.
 constexpr int kMaxSimdK = 4096;
-/// PairForm::Auto takes the GEMM form (gemm_step.hpp) from this k on. Measured on the 2-core AMD EPYC
-/// (Zen 3, AVX2) development machine, 2026-11-23, one exact step of n = 16384 bench blobs, 1 thread,
-/// CPU time (docs/backend-openmp.md "GEMM form (issue 11)"): GEMM / direct pairs per second =
-/// 0.51, 1.02, 0.72, 0.91, 0.97, 0.97, 1.25, 1.98 (shared) and 0.71, 1.03, 0.98, 0.90, 0.91, 1.05,
-/// 1.66, 2.90 (per point) at k = 4, 8, 12, 16, 24, 32, 64, 128: even at 32, ahead from 64 on.
-/// With AMX (2-core Sapphire Rapids, 2026-11-24, CLI seconds, 2 threads, isotropic): GEMM / direct
-/// speed 0.76, 0.92, 1.22 at k = 16, 24, 32, so the crossover stays at 32.
-constexpr int kGemmMinKShared = 32;
-constexpr int kGemmMinKPerPoint = 32;
+/// PairForm::Auto takes the GEMM form (gemm_step.hpp) from the unit's GemmTable::min_k on. Measured on
+/// the 2-core AMD EPYC (Zen 3, AVX2) development machine, 2026-11-23, one exact step of n = 16384
+/// bench blobs, 1 thread, CPU time (docs/backend-openmp.md "GEMM form (issue 11)"): GEMM / direct
+/// pairs per second = 0.51, 1.02, 0.72, 0.91, 0.97, 0.97, 1.25, 1.98 (shared) and 0.71, 1.03, 0.98,
+/// 0.90, 0.91, 1.05, 1.66, 2.90 (per point) at k = 4, 8, 12, 16, 24, 32, 64, 128: even at 32, ahead
+/// from 64 on: 32 for the Eigen units. The AMX unit's (2-core Sapphire Rapids, 2026-11-24, CLI
+/// seconds, 2 threads, n = 16384, GEMM / direct speed at k = 8, 12, 16, 24): 0.63, 0.83, 1.10, 1.33
+/// (shared) and 0.95, 1.07, 1.40, 1.47 (per point): 16.
 /// GEMM form: points per product tile (multiple of 32, the AMX unit's K-step); the modes per block
 /// are the unit's (GemmTable::modes_per_block: 128 × 256 keeps a tile's products and weights in L2
 /// and was within noise of 128-256 × 256-1024; the AMX pipeline 256 × 256, 1.15× its 128 × 256).
@@ -106,15 +105,16 @@ public:
         // takes the GEMM form for every step (its per-mode shift of the exponent is exact at any k); the
         // direct kernels asked for (pair_form = direct, or f_vppu > 1) give way to the float64 loop.
         wide_weights_ = detail::needs_log2_shift(D);
-        const int gemm_min_k = per_point ? kGemmMinKPerPoint : kGemmMinKShared;
+        const openmp_detail::GemmTable* unit =
+            t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
+            : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
+                                 : openmp_detail::gemm_table_generic();
         const bool gemm = k <= kMaxSimdK && (form == PairForm::Gemm ||
-                                             (form == PairForm::Auto && (k >= gemm_min_k || wide_weights_) &&
+                                             (form == PairForm::Auto && (k >= unit->min_k || wide_weights_) &&
                                               t.f_vppu == 1));
         if (gemm) {
             gemm_always_ = form == PairForm::Gemm || wide_weights_;
-            gemm_ = t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
-                    : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
-                                         : openmp_detail::gemm_table_generic();
+            gemm_ = unit;
             gd_.per_point = per_point;
             gd_.n = n;
             gd_.k = k;
