@@ -33,6 +33,22 @@ inline int amx_kpad(const GemmData& D) { return amx::pad32(a_cols(D)); }
 inline int amx_cpad(const GemmData& D) { return amx::pad16(b_cols(D)); }
 inline std::size_t amx_mpad(const GemmData& D) { return static_cast<std::size_t>(amx::pad16(D.modes_per_block)); }
 
+/// Sum and maximum of the 16 lanes (GCC 12's own _mm512_reduce_* warn of their undefined halves).
+inline float lane_sum(__m512 x)
+{
+    const __m256 h = _mm256_add_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0), _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+}
+inline float lane_max(__m512 x)
+{
+    const __m256 h = _mm256_max_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0), _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
+    __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_max_ps(q, _mm_movehl_ps(q, q));
+    return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
+}
+
 /// A tile's per-point data: ½|x'|²_w, log2 e · c_i, max_d w_id, the point's index, and
 /// bias = lw − log2 e · hp (kNoWeight for pad points: their weights are 0 without a lane test).
 struct PointTile {
@@ -191,10 +207,10 @@ private:
                 _mm512_mask_storeu_ps(buf_.brow + d, mask, diff);
             }
         }
-        tile_.hp[t] = 0.5f * _mm512_reduce_add_ps(h);
+        tile_.hp[t] = 0.5f * lane_sum(h);
         tile_.lw[t] = w ? kLog2e * D_.c[i] : 0.0f;
         tile_.bias[t] = tile_.lw[t] - kLog2e * tile_.hp[t];
-        tile_.bw[t] = w ? _mm512_reduce_max_ps(wmax) : 1.0f;
+        tile_.bw[t] = w ? lane_max(wmax) : 1.0f;
         tile_.row[t] = i;
         amx::split_row(buf_.brow, b_cols(D_), kpad_, buf_.stage, p);
     }
@@ -264,7 +280,7 @@ private:
             }
             tm = vmax(tm, t[q]);
         }
-        const float pm = _mm512_reduce_max_ps((__m512)tm) + base;  // the largest log2 weight of the step
+        const float pm = lane_max((__m512)tm) + base;  // the largest log2 weight of the step
         if (pm > kValid) {
             float& top = buf_.top[j_];
             top = std::max(top, pm);
@@ -290,7 +306,7 @@ private:
         esum_ = esum;
         if (++p_ == pieces_) {
             buf_.sh[j_] = sh_;
-            buf_.esum[j_] = static_cast<double>(_mm512_reduce_add_ps((__m512)esum_));
+            buf_.esum[j_] = static_cast<double>(lane_sum((__m512)esum_));
             ++j_;
             begin_row();
         }
@@ -304,8 +320,6 @@ private:
         esum_ = splat(0.0f);
         if (j_ < m_) sh_ = buf_.top[j_];  // the largest v of the earlier tiles (−inf: none yet)
     }
-
-    static vf vmin(vf a, vf b) { return (vf)_mm512_min_ps((__m512)a, (__m512)b); }
 
     const GemmData& D_;
     const Buffers& buf_;

@@ -50,6 +50,20 @@ inline vf vmax(vf a, vf b)
 #endif
 }
 
+/// Lane-wise minimum (one instruction, as vmax).
+inline vf vmin(vf a, vf b)
+{
+#if MS_SIMD_WIDTH == 16 && defined(__AVX512F__)
+    return (vf)_mm512_min_ps((__m512)a, (__m512)b);
+#elif MS_SIMD_WIDTH == 8 && defined(__AVX__)
+    return (vf)_mm256_min_ps((__m256)a, (__m256)b);
+#elif MS_SIMD_WIDTH == 4 && defined(__SSE2__)
+    return (vf)_mm_min_ps((__m128)a, (__m128)b);
+#else
+    return a < b ? a : b;
+#endif
+}
+
 /// Lane l receives p[l mod G]: the G points of one vPPU's n-loop step, replicated to every vPPU
 /// of the vector (reads exactly G floats; one broadcast-load instruction on x86).
 template <int G>
