@@ -175,8 +175,8 @@ private:
     static constexpr int kPointsPerStep = 2;  // 1-8 measured the same (probe, k = 64)
     static constexpr int kGatherSteps = 16 / kPointsPerStep;
 
-    /// Point p of the current group: its row relative to the centre (float32, as the Eigen unit),
-    /// ½|x'|²_w, log2 weight, largest precision; a pad point (beyond the tile's rows) is zeros.
+    /// Point p of the current group: its row relative to the centre (point_row), and bias; a pad point
+    /// (beyond the tile's rows) is zeros.
     void gather(int p)
     {
         const int t = 16 * g_ + p;
@@ -188,29 +188,8 @@ private:
             return;
         }
         const Index i = rows_.next();
-        const int k = D_.k;
-        const float* x = D_.x + i * k;
-        const float* w = D_.per_point ? D_.w + i * k : nullptr;
-        __m512 h = _mm512_setzero_ps(), wmax = _mm512_setzero_ps();
-        for (int d = 0; d < k; d += 16) {
-            const __mmask16 mask = amx::lane_mask(k - d);
-            const __m512 diff = _mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + d), _mm512_maskz_loadu_ps(mask, buf_.centre + d));
-            if (w) {
-                const __m512 wd = _mm512_maskz_loadu_ps(mask, w + d);
-                const __m512 b = _mm512_mul_ps(wd, diff);
-                h = _mm512_fmadd_ps(b, diff, h);
-                wmax = _mm512_max_ps(wmax, wd);
-                _mm512_mask_storeu_ps(buf_.brow + d, mask, b);
-                _mm512_mask_storeu_ps(buf_.brow + k + d, mask, wd);
-            } else {
-                h = _mm512_fmadd_ps(diff, diff, h);
-                _mm512_mask_storeu_ps(buf_.brow + d, mask, diff);
-            }
-        }
-        tile_.hp[t] = 0.5f * lane_sum(h);
-        tile_.lw[t] = w ? kLog2e * D_.c[i] : 0.0f;
+        point_row(D_, buf_.centre, i, buf_.brow, tile_.hp[t], tile_.lw[t], tile_.bw[t]);
         tile_.bias[t] = tile_.lw[t] - kLog2e * tile_.hp[t];
-        tile_.bw[t] = w ? lane_max(wmax) : 1.0f;
         tile_.row[t] = i;
         amx::split_row(buf_.brow, b_cols(D_), kpad_, buf_.stage, p);
     }

@@ -108,6 +108,31 @@ inline void centre_modes(const GemmData& D, const double* positions, int m, floa
     }
 }
 
+/// Point i relative to the block's centre as the point-side row b (b_cols floats: x' or [w∘x' | w]),
+/// with hp = ½|x'|²_w, lw = log2 e · c_i (0 Shared) and bw = max_d w_id (1 Shared).
+inline void point_row(const GemmData& D, const float* centre, Index i, float* b, float& hp, float& lw, float& bw)
+{
+    using RowF = Eigen::Map<const Eigen::ArrayXf>;
+    using RowOut = Eigen::Map<Eigen::ArrayXf>;
+    const int k = D.k;
+    const RowF x(D.x + i * k, k), c(centre, k);
+    if (D.per_point) {
+        const RowF w(D.w + i * k, k);
+        RowOut head(b, k), tail(b + k, k);
+        head = w * (x - c);
+        tail = w;
+        hp = 0.5f * (head * (x - c)).sum();
+        lw = kLog2e * D.c[i];  // log2 units, for exp2
+        bw = w.maxCoeff();
+    } else {
+        RowOut row(b, k);
+        row = x - c;
+        hp = 0.5f * row.square().sum();
+        lw = 0.0f;
+        bw = 1.0f;
+    }
+}
+
 /// Turns W products of one mode into log2 weights (c_i − ½D² in log2 units, or kNoWeight).
 class LogWeights {
 public:

@@ -124,26 +124,9 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
 
     // Gather the rows of the ranges into tiles of nb rows, relative to the centre.
     int rows = 0;
-    using RowF = Eigen::Map<const Eigen::ArrayXf>;
-    using RowOut = Eigen::Map<Eigen::ArrayXf>;
-    const RowF centre(buf.centre, k);
     auto add_row = [&](Index i) {
-        const RowF x(D.x + i * k, k);
-        RowOut b(buf.b + static_cast<Index>(rows) * bc, bc);
         buf.row[rows] = i;
-        if (per_point) {
-            const RowF w(D.w + i * k, k);
-            b.head(k) = w * (x - centre);
-            b.tail(k) = w;
-            buf.hp[rows] = 0.5f * (b.head(k) * (x - centre)).sum();
-            buf.lw[rows] = kLog2e * D.c[i];  // log2 units, for exp2
-            buf.bw[rows] = w.maxCoeff();
-        } else {
-            b = x - centre;
-            buf.hp[rows] = 0.5f * b.square().sum();
-            buf.lw[rows] = 0.0f;
-            buf.bw[rows] = 1.0f;
-        }
+        point_row(D, buf.centre, i, buf.b + static_cast<Index>(rows) * bc, buf.hp[rows], buf.lw[rows], buf.bw[rows]);
         if (++rows == nb) {
             tile(rows);
             rows = 0;
