@@ -15,8 +15,19 @@ void RunOptions::add_to(CLI::App& app)
     app.add_option("--backend,-b", backend,
                    "serial, openmp, opencl, cuda, or auto (fastest usable; see `meanshift backends`)")
         ->capture_default_str();
-    app.add_option("--device", device, "OpenCL device as P:D (platform:device index)");
-    app.add_option("--devices", devices, "device indices for multi-device backends, e.g. 0,1")->delimiter(',');
+    app.add_option("--device", device, "OpenCL device as P:D (platform:device index; opencl or auto backend)")
+        ->check([](const std::string& t) -> std::string {
+            const std::size_t colon = t.find(':');
+            const auto digits = [](const std::string& s) {
+                return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string::npos;
+            };
+            if (colon == std::string::npos || !digits(t.substr(0, colon)) || !digits(t.substr(colon + 1)))
+                return "must be P:D, two indices >= 0 such as 0:1 (see `meanshift backends`), got '" + clip(t) + "'";
+            return {};
+        });
+    app.add_option("--devices", devices, "device indices for multi-device backends (cuda), e.g. 0,1")
+        ->delimiter(',')
+        ->check(non_negative());
     auto* on = app.add_flag("--preload", preload,
                             "force Alg. 7 local-memory preloading on (OpenCL, CUDA; default: the measured fastest)");
     auto* off = app.add_flag("--no-preload", no_preload, "force Alg. 7 preloading off");
@@ -36,6 +47,19 @@ void RunOptions::add_to(CLI::App& app)
     app.add_option("--f-load", f_load, "PUs of a vPPU sharing the loop over points (1..f_vppu); 0 = f_vppu")
         ->check(non_negative());
     app.add_flag("--quiet,-q", quiet, "no progress display");
+}
+
+void RunOptions::validate() const
+{
+    // A device option that the chosen backend would ignore is a mistake on the command line.
+    const bool cpu = backend == "serial" || backend == "openmp";
+    if (!device.empty() && backend != "opencl" && backend != "auto")
+        throw CLI::ValidationError("--device " + clip(device),
+                                   "selects an OpenCL device, but --backend is " + clip(backend) +
+                                       " (use --backend opencl or auto" +
+                                       (backend == "cuda" ? "; CUDA devices are chosen with --devices" : "") + ")");
+    if (!devices.empty() && cpu)
+        throw CLI::ValidationError("--devices", "selects GPUs, but --backend " + backend + " runs on the CPU");
 }
 
 void RunOptions::apply(meanshift::Options& o) const
@@ -86,10 +110,10 @@ void ConvergenceOptions::apply(meanshift::Options& o) const
 
 void ApproximationOptions::add_to(CLI::App& app)
 {
-    app.add_flag("--exact", exact,
+    auto* exact_flag = app.add_flag("--exact", exact,
                  "the exact kernel and no approximation: no cutoff, brute force, every point a seed, no binning "
                  "(O(n^2) pair interactions per iteration)");
-    app.add_option("--cutoff", cutoff,
+    auto* cutoff_option = app.add_option("--cutoff", cutoff,
                    "truncated kernel: pairs beyond this Mahalanobis radius (bandwidth units) get weight 0; inf = "
                    "exact kernel (default " + std::to_string(meanshift::kDefaultCutoff).substr(0, 4) + ")")
         ->check([](const std::string& t) -> std::string {
@@ -99,6 +123,7 @@ void ApproximationOptions::add_to(CLI::App& app)
             if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0 or inf, got " + clip(t);
             return {};
         });
+    exact_flag->excludes(cutoff_option);  // --exact means no cutoff: the two contradict each other
     app.add_option("--search", search, "neighbour search of the truncated kernel")
         ->check(CLI::IsMember({"auto", "grid", "tree", "brute"}))
         ->capture_default_str();

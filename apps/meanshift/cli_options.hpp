@@ -30,6 +30,9 @@ struct RunOptions {
     bool quiet = false;
 
     void add_to(CLI::App& app);
+    /// Refuses combinations the backend would silently ignore (--device with a backend other than
+    /// opencl/auto, --devices with serial/openmp). Throws CLI::ValidationError (exit status 2).
+    void validate() const;
     void apply(meanshift::Options& options) const;
 };
 

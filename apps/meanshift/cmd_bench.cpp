@@ -3,6 +3,7 @@
 // the other papers' benchmarks do), one JSON line on stdout.
 #include "cli_options.hpp"
 #include "commands.hpp"
+#include "memory.hpp"
 #include "progress.hpp"
 #include "synthetic.hpp"
 
@@ -27,11 +28,20 @@ struct BenchArgs {
     unsigned long long seed = 1;
     RunOptions run;
     ApproximationOptions approx;
+    MemoryOption memory;
     bool group = false;
 };
 
 void run_bench(const BenchArgs& a)
 {
+    // Before the points are drawn: --n x --dims against the memory budget.
+    const double n = static_cast<double>(a.n), k = a.dims;
+    const bool diagonal = a.kernel == "diagonal";
+    a.memory.check(cluster_memory(n, k, 0) + (diagonal ? 16 * n * k : 0),
+                   "bench --n " + std::to_string(a.n) + " --dims " + std::to_string(a.dims),
+                   sci(kClusterBytesPerPoint) + " + " + sci(kClusterBytesPerValue) + " x k bytes per point" +
+                       (diagonal ? " + 16 x k for the per-point bandwidths" : ""),
+                   "use a smaller --n");
     const meanshift::MatrixF data = make_blobs(a.n, a.dims, a.blobs, a.seed);
     meanshift::Options opt;
     opt.bandwidth = a.kernel == "diagonal"
@@ -92,8 +102,10 @@ void add_bench_command(CLI::App& app, Mode mode)
     sub->add_option("--seed", a->seed, "random seed")->capture_default_str();
     a->run.add_to(*sub);
     a->approx.add_to(*sub);
+    a->memory.add_to(*sub);
     sub->add_flag("--group", a->group, "also group the modes into clusters (reported as \"clusters\")");
     sub->callback([a, mode] {
+        a->run.validate();
         if (mode == Mode::Run) run_bench(*a);
     });
 }

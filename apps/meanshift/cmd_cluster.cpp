@@ -2,6 +2,7 @@
 #include "cli_options.hpp"
 #include "commands.hpp"
 #include "io_matrix.hpp"
+#include "memory.hpp"
 #include "output_files.hpp"
 #include "progress.hpp"
 
@@ -30,6 +31,7 @@ struct ClusterArgs {
     RunOptions run;
     ConvergenceOptions conv;
     ApproximationOptions approx;
+    MemoryOption memory;
     std::string mpi_strategy = "auto";  // under mpirun only (docs/mpi.md)
 };
 
@@ -293,9 +295,30 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     const std::size_t centres_slot = files.add_output(centres_path, "the centres file named after -o " + a.output);
     const std::size_t modes_slot = a.modes_output.empty() ? 0 : files.add_output(a.modes_output, "--modes");
 
+    // The memory the run will need, before the data are read: an NPY header gives n and k; CSV text
+    // takes up to ~10 bytes per byte while it is parsed, and n and k are checked once it is.
+    const double per_point_bytes = a.per_point.empty() ? 0 : file_size(a.per_point);
+    const double input_bytes = file_size(a.input) + per_point_bytes;
+    const auto check_memory = [&](double rows, double cols, double file_bytes) {
+        const double per_point_h = a.per_point.empty() ? 0 : 16 * rows * cols;  // H_i as read and prepared
+        a.memory.check(cluster_memory(rows, cols, file_bytes) + per_point_h,
+                       a.input + ": clustering " + sci(rows) + " points of " + sci(cols) + " dimensions",
+                       sci(kClusterBytesPerPoint) + " + " + sci(kClusterBytesPerValue) + " x k bytes per point" +
+                           (a.per_point.empty() ? "" : " + 16 x k for the per-point bandwidths") +
+                           (file_bytes > 0 ? " and the " + format_bytes(file_bytes) + " of input files" : ""),
+                       "cluster a subset or a sample of the points");
+    };
+    if (format_of(a.input) == MatrixFormat::Npy) {
+        const NpyLayout layout = read_npy_layout(a.input);
+        check_memory(static_cast<double>(layout.rows), static_cast<double>(layout.cols), input_bytes);
+    } else {
+        a.memory.check(10 * file_size(a.input) + per_point_bytes, a.input + ": reading this CSV file",
+                       "about 10 bytes per byte of text", "convert it to NPY, which is read at 8 bytes per value");
+    }
     const meanshift::MatrixF data = to_float(read_matrix(a.input), a.input);
     const meanshift::Index n = data.rows();
     const int k = static_cast<int>(data.cols());
+    check_memory(static_cast<double>(n), k, per_point_bytes);
 
     meanshift::Options opt;
     std::string bandwidth_description;
@@ -321,7 +344,10 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     files.set(labels_slot, labels_bytes(out_format, r.labels));
     files.set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
     if (!a.modes_output.empty()) files.set(modes_slot, matrix_bytes(modes_format, r.modes));
-    files.commit();
+    // The outputs are complete in their temporaries; the summary goes out before they are
+    // published, so that a summary that cannot be written (`> /dev/full`) leaves no outputs and
+    // exit status 1 keeps meaning "no output file was created or changed" (docs/cli.md).
+    files.prepare();
 
     meanshift::Index not_converged = 0;
     for (bool c : r.converged) not_converged += c ? 0 : 1;
@@ -343,6 +369,12 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
+    try {
+        flush_stdout();
+    } catch (const meanshift::IoError& e) {
+        throw meanshift::IoError(std::string(e.what()) + "; no output file was created or changed");
+    }
+    files.publish();
 }
 
 }  // namespace
@@ -382,9 +414,11 @@ void add_cluster_command(CLI::App& app, Mode mode)
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
     a->approx.add_to(*sub);
+    a->memory.add_to(*sub);
     sub->callback([a, h, hs, pp, mode] {
         if (h->count() + hs->count() + pp->count() == 0)
             throw CLI::RequiredError("one of --bandwidth, --bandwidths, --per-point-bandwidths");
+        a->run.validate();
         run_cluster(*a, mode);
     });
 }

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "io_image.hpp"
 #include "io_matrix.hpp"
+#include "memory.hpp"
 #include "output_files.hpp"
 #include "progress.hpp"
 
@@ -43,7 +44,8 @@ struct SegmentArgs {
     long long adaptive_k = 0;
     long long adaptive_window = 0;
     long long max_pixels = 0;
-    long long max_image_pixels = kDefaultMaxImagePixels;
+    std::string max_image_pixels = "auto";  // auto: the memory estimate decides (MemoryOption)
+    MemoryOption memory;
     RunOptions run;
     ConvergenceOptions conv;
 };
@@ -100,7 +102,28 @@ void run_segment(const SegmentArgs& a, Mode mode)
     const std::size_t filtered_slot = files.add_output(
         filtered_png, a.filtered_output.empty() ? "the filtered image named after -o " + a.output : "--filtered-output");
 
-    const RgbImage original = load_rgb(a.input, a.max_image_pixels);
+    // Before decoding: the header's size against --max-image-pixels and against the memory budget.
+    const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
+    const double file_bytes = static_cast<double>(file_size(a.input));
+    const RgbImage original = load_rgb(a.input, pixel_limit, [&](int width, int height) {
+        int sw = 0, sh = 0;
+        fitted_size(width, height, a.max_pixels, sw, sh);
+        const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
+        const double need = segment_memory(full, segmented, file_bytes);
+        std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
+        how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) + " x " +
+                                      std::to_string(sh) + " segmented (--max-pixels)"
+                                : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
+        // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
+        std::string name;
+        const double budget = a.memory.budget(name);
+        const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
+        const std::string hint = fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
+                                          : "it cannot be decoded within that budget";
+        a.memory.check(need, a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                                 " pixels; segmenting it",
+                       how, hint);
+    });
     int w = 0, h = 0;
     fitted_size(original.width, original.height, a.max_pixels, w, h);
     const RgbImage img = downscale_area(original, w, h);
@@ -165,7 +188,7 @@ void run_segment(const SegmentArgs& a, Mode mode)
     if (!a.labels_output.empty())
         files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
     files.set(filtered_slot, png_bytes(filtered));
-    files.commit();
+    files.prepare();  // published after the summary is out (see cmd_cluster.cpp)
 
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), original.width, original.height);
@@ -206,6 +229,12 @@ void run_segment(const SegmentArgs& a, Mode mode)
                 escape_for_terminal(labels_png).c_str());
     if (!a.labels_output.empty()) std::printf(" (label ids: %s)", escape_for_terminal(a.labels_output).c_str());
     std::printf("\nfiltered    %s\n", escape_for_terminal(filtered_png).c_str());
+    try {
+        flush_stdout();
+    } catch (const meanshift::IoError& e) {
+        throw meanshift::IoError(std::string(e.what()) + "; no output file was created or changed");
+    }
+    files.publish();
 }
 
 }  // namespace
@@ -240,9 +269,23 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->check(non_negative())
         ->capture_default_str();
     sub->add_option("--max-image-pixels", a->max_image_pixels,
-                    "refuse images whose header declares more pixels than this, before decoding; 0 = no limit")
-        ->check(non_negative())
+                    "refuse images whose header declares more pixels than this, before decoding; auto = as many "
+                    "as the memory budget (--max-memory) holds at the estimate of " +
+                        sci(kDecodeBytesPerPixel) + " bytes per pixel decoded plus " + sci(kSegmentBytesPerPixel) +
+                        " per pixel segmented; 0 = no pixel limit (the memory check still applies)")
+        ->check([](const std::string& t) -> std::string {
+            if (t == "auto") return {};
+            std::size_t used = 0;
+            long long v = -1;
+            try {
+                v = std::stoll(t, &used);
+            } catch (const std::exception&) {
+            }
+            if (used != t.size() || v < 0) return "must be an integer >= 0 or auto, got " + clip(t);
+            return {};
+        })
         ->capture_default_str();
+    a->memory.add_to(*sub);
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
     sub->add_option("--filtered-output", a->filtered_output,
                     "where the filtered image goes (each pixel painted with its mode's colour); "
@@ -271,17 +314,23 @@ void add_segment_command(CLI::App& app, Mode mode)
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
     // The truncated kernel's switches, unless the shared option groups already carry them.
-    if (sub->get_option_no_throw("--exact") == nullptr)
-        sub->add_flag("--exact", a->exact,
-                      "exact Gaussian kernel: no cutoff, brute force (the reference; O(n^2) per iteration)");
-    if (sub->get_option_no_throw("--cutoff") == nullptr) {
+    CLI::Option* exact = sub->get_option_no_throw("--exact");
+    if (exact == nullptr)
+        exact = sub->add_flag("--exact", a->exact,
+                              "exact Gaussian kernel: no cutoff, brute force (the reference; O(n^2) per iteration)");
+    CLI::Option* cutoff = sub->get_option_no_throw("--cutoff");
+    if (cutoff == nullptr) {
         a->own_cutoff = true;
-        sub->add_option("--cutoff", a->cutoff,
-                        "truncated kernel's radius in bandwidths; a pixel's window has radius cutoff x hs pixels")
-            ->check(positive())
-            ->capture_default_str();
+        cutoff = sub->add_option("--cutoff", a->cutoff,
+                                 "truncated kernel's radius in bandwidths; a pixel's window has radius cutoff x hs pixels")
+                     ->check(positive())
+                     ->capture_default_str();
     }
-    sub->callback([a, mode] { run_segment(*a, mode); });
+    exact->excludes(cutoff);  // --exact means no cutoff: the two contradict each other
+    sub->callback([a, mode] {
+        a->run.validate();
+        run_segment(*a, mode);
+    });
 }
 
 }  // namespace mscli

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace mscli {
 
 /// What a subcommand's callback does after its argument checks: Run (the tool), or CheckOnly
@@ -19,5 +21,9 @@ void add_bench_command(CLI::App& app, Mode mode = Mode::Run);     ///< meanshift
 
 /// The whole `meanshift` app: name, version flag, the four subcommands.
 void setup_app(CLI::App& app, Mode mode = Mode::Run);
+
+/// "unknown command 'X' (commands: cluster, ...)" when the command line's command is not one of
+/// the app's subcommands (CLI11 would only say that a subcommand is required); "" otherwise.
+std::string unknown_command(CLI::App& app, int argc, const char* const* argv);
 
 }  // namespace mscli

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -36,6 +37,8 @@ struct CsvState {
     std::size_t first_bad = 0;       // 1-based column of the first field that is not a finite number
     std::string first_bad_text;      // its text (clipped)
     bool first_bad_is_nonfinite = false;
+    std::size_t nul_column = 0;      // 1-based column of the first field with a NUL byte
+    std::size_t nul_at = 0;          // 1-based byte of the NUL in that field
     std::vector<double> values;      // all rows, row-major
     std::size_t cols = 0;
     std::size_t rows = 0;
@@ -75,7 +78,14 @@ void on_field(void* data, std::size_t len, void* user)
     ++st->fields;
     double v = 0;
     if (is_blank(p, len)) ++st->blank_fields;
-    if (!parse_number(p, len, v)) {
+    // A NUL byte would end the C string strtod reads: "3\0abc" would be taken as 3.
+    if (std::memchr(p, '\0', len) != nullptr) {
+        ++st->non_numeric;
+        if (st->nul_column == 0) {
+            st->nul_column = st->fields;
+            st->nul_at = static_cast<std::size_t>(static_cast<const char*>(std::memchr(p, '\0', len)) - p) + 1;
+        }
+    } else if (!parse_number(p, len, v)) {
         ++st->non_numeric;
         if (st->first_bad == 0) {
             st->first_bad = st->fields;
@@ -95,9 +105,10 @@ void finish_row(CsvState& st)
     const std::size_t fields = st.fields;
     const std::size_t blank = st.blank_fields, non_numeric = st.non_numeric, bad = st.first_bad;
     const bool nonfinite = st.first_bad_is_nonfinite;
+    const std::size_t nul = st.nul_column, nul_at = st.nul_at;
     std::string bad_text;
     bad_text.swap(st.first_bad_text);
-    st.fields = st.blank_fields = st.non_numeric = st.first_bad = 0;
+    st.fields = st.blank_fields = st.non_numeric = st.first_bad = st.nul_column = 0;
     st.first_bad_is_nonfinite = false;
     if (!st.error.empty()) {
         st.row.clear();
@@ -108,15 +119,17 @@ void finish_row(CsvState& st)
         return;
     }
     std::ostringstream msg;
-    if (st.header_allowed && non_numeric == fields) {  // header line: names, skip
+    if (st.header_allowed && non_numeric == fields && !nul) {  // header line: names, skip
         st.header_allowed = false;
         st.row.clear();
         return;
     }
     st.header_allowed = false;
-    if (bad != 0) {
-        msg << st.name << ": line " << line << ", column " << bad << ": ";
-        if (nonfinite)
+    if (bad != 0 || nul != 0) {
+        msg << st.name << ": line " << line << ", column " << (nul ? nul : bad) << ": ";
+        if (nul)
+            msg << "the field has a NUL byte (its byte " << nul_at << "; a binary file, or text in UTF-16?)";
+        else if (nonfinite)
             msg << "'" << bad_text << "' is not finite (NaN and Inf are not allowed)";
         else if (bad_text.find_first_not_of(" \t") == std::string::npos)
             msg << "empty field (every field must be a number)";

@@ -10,6 +10,7 @@
 #include <stb_image_write.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -49,6 +50,14 @@ std::string ratio_rule(const char* format, unsigned long long w, unsigned long l
     return "the header declares " + num(w) + " x " + num(h) + " pixels, but a " + format + " file of " + num(size) +
            " bytes can hold at most " + num(limit) + " (" + num(per_byte) +
            " per byte at the best possible compression): truncated or corrupt file";
+}
+
+// The message docs/cli.md promises for a header that declares no pixels (stb_image's own readers
+// refuse it as "unknown image type" after trying every format).
+std::string zero_size(unsigned long long w, unsigned long long h)
+{
+    if (w != 0 && h != 0) return {};
+    return "the image is " + num(w) + " x " + num(h) + " pixels (zero width or height)";
 }
 
 std::string exact_rule(const char* format, unsigned long long w, unsigned long long h, std::size_t have,
@@ -110,6 +119,7 @@ std::string pnm_problem(const std::string& b, int& width, int& height)
     if (!problem.empty()) return problem;
     width = static_cast<int>(hd.width);
     height = static_cast<int>(hd.height);
+    if (!zero_size(hd.width, hd.height).empty()) return zero_size(hd.width, hd.height);
     const unsigned long long bytes_per_sample = hd.maxval > 255 ? 2 : 1;
     return exact_rule(hd.channels == 3 ? "PPM" : "PGM", hd.width, hd.height, b.size() - hd.data_offset,
                       hd.width * hd.height * static_cast<unsigned long long>(hd.channels) * bytes_per_sample);
@@ -159,6 +169,7 @@ std::string bmp_problem(const std::string& b, int& width, int& height)
     if (w > INT_MAX || h > INT_MAX) return "BMP header: width or height too large";
     width = static_cast<int>(w);
     height = static_cast<int>(h);
+    if (!zero_size(w, h).empty()) return zero_size(w, h);
     if (compression != 0 && compression != 3 && compression != 6) return {};  // stb_image decides
     if (bpp == 0 || bpp > 32 || w == 0 || h == 0) return {};
     const unsigned long long row = (w * bpp + 31) / 32 * 4;
@@ -215,8 +226,10 @@ std::string png_problem(const std::string& b, int& width, int& height)
     const unsigned depth = static_cast<unsigned char>(b[24]);
     const unsigned colour = static_cast<unsigned char>(b[25]);
     const unsigned channels = colour == 2 ? 3 : colour == 4 ? 2 : colour == 6 ? 4 : 1;
+    if (!zero_size(w, h).empty()) return zero_size(w, h);
     unsigned long long idat = 0;
     std::size_t pos = 8;
+    bool iend = false;
     while (pos + 8 <= size) {
         const unsigned long long len = be32(b, pos);
         const std::string type = b.substr(pos + 4, 4);
@@ -224,16 +237,25 @@ std::string png_problem(const std::string& b, int& width, int& height)
             return "PNG chunk at byte " + num(pos) + " declares " + num(len) + " bytes of data, but the file has only " +
                    num(size - pos >= 12 ? size - pos - 12 : 0) + " left: truncated or corrupt file";
         if (type == "IDAT") idat += len;
-        if (type == "IEND") break;
         pos += static_cast<std::size_t>(12 + len);
+        if (type == "IEND") {
+            iend = true;
+            break;
+        }
     }
-    if (w == 0 || h == 0 || depth == 0 || depth > 16) return {};  // stb_image reports it
-    const unsigned long long row = 1 + (w * depth * channels + 7) / 8;
-    const unsigned long long limit = 1032 * idat + 1032;
-    if (h > limit / row)
-        return "the header declares " + num(w) + " x " + num(h) + " pixels, " + num(row) + " x " + num(h) +
-               " bytes of scanlines, but " + num(idat) + " bytes of compressed image data can hold at most " +
-               num(limit) + " (deflate expands at most 1032:1): truncated or corrupt file";
+    if (depth >= 1 && depth <= 16) {  // else stb_image reports it
+        const unsigned long long row = 1 + (w * depth * channels + 7) / 8;
+        const unsigned long long limit = 1032 * idat + 1032;
+        if (h > limit / row)
+            return "the header declares " + num(w) + " x " + num(h) + " pixels, " + num(row) + " x " + num(h) +
+                   " bytes of scanlines, but " + num(idat) + " bytes of compressed image data can hold at most " +
+                   num(limit) + " (deflate expands at most 1032:1): truncated or corrupt file";
+    }
+    // Every PNG ends with an IEND chunk: without it the file was cut (stb_image then reads the
+    // bytes that are left as a chunk header and quotes them as a chunk type).
+    if (!iend)
+        return "the PNG file ends at byte " + num(size) + (pos < size ? " inside a chunk header" : "") +
+               ", before its IEND chunk: truncated file";
     return {};
 }
 
@@ -304,6 +326,7 @@ std::string jpeg_problem(const std::string& b, int& width, int& height)
             const unsigned long long w = (byte(pos + 5) << 8) | byte(pos + 6);
             width = static_cast<int>(w);
             height = static_cast<int>(h);
+            if (!zero_size(w, h).empty()) return zero_size(w, h);
             // Every 8 x 8 block of the full-resolution component costs at least one bit.
             frame_problem = ratio_rule("JPEG", w, h, size, 512);
             if (!frame_problem.empty()) return frame_problem;
@@ -332,6 +355,7 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
         const unsigned long long w = le16(b, 6), h = le16(b, 8);
         width = static_cast<int>(w);
         height = static_cast<int>(h);
+        if (!zero_size(w, h).empty()) return zero_size(w, h);
         return ratio_rule("GIF", w, h, size, 4096);  // a 12-bit LZW code stands for at most 4,096 pixels
     }
     if (is_jpeg(b)) return jpeg_problem(b, width, height);
@@ -340,6 +364,7 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
         if (w > INT_MAX || h > INT_MAX) return "PSD header: width or height too large";
         width = static_cast<int>(w);
         height = static_cast<int>(h);
+        if (!zero_size(w, h).empty()) return zero_size(w, h);
         return ratio_rule("PSD", w, h, size, 128);
     }
     if (starts_with(b, "#?RADIANCE", 10) || starts_with(b, "#?RGBE", 6) ||
@@ -356,12 +381,13 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
     return tga_problem(b, width, height);
 }
 
-RgbImage load_rgb(const std::string& path, long long max_pixels)
+RgbImage load_rgb(const std::string& path, long long max_pixels, const SizeCheck& before_decoding)
 {
-    return decode_rgb(read_file(path), path, max_pixels);
+    return decode_rgb(read_file(path), path, max_pixels, before_decoding);
 }
 
-RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long max_pixels)
+RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long max_pixels,
+                    const SizeCheck& before_decoding)
 {
     if (bytes.empty()) throw meanshift::IoError(path + ": empty file, not an image");
     if (bytes.size() > static_cast<std::size_t>(INT_MAX))
@@ -386,6 +412,7 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
                                      std::to_string(height) + " = " + std::to_string(pixels) +
                                      " pixels, more than the limit of " + std::to_string(max_pixels) +
                                      " (raise it with --max-image-pixels N)");
+        if (before_decoding) before_decoding(width, height);
     };
     if (starts_with(bytes, "P5", 2) || starts_with(bytes, "P6", 2)) {  // binary PNM: decoded here
         check_dimensions(w, h);
@@ -421,9 +448,16 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     std::unique_ptr<unsigned char, void (*)(void*)> decoded(stbi_load_from_memory(data, len, &dw, &dh, &channels, 0),
                                                             stbi_image_free);
     if (!decoded) {
-        const char* why = stbi_failure_reason();
-        throw meanshift::IoError(path + ": cannot read image (" +
-                                 (why && *why ? std::string(why) : std::string("the decoder gave no reason")) + ")");
+        // The header was read (step 2), so the data failed: stb_image's reasons are terse ("bad
+        // codelengths", "read past buffer" for a cut deflate stream), hence the plain words after them.
+        const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "";
+        static const char* const cut_or_corrupt[] = {"bad zlib header", "bad codelengths", "bad huffman code",
+                                                     "read past buffer", "bad dist", "bad sizes", "not enough pixels",
+                                                     "zlib corrupt", "invalid filter", "bad DC huff", "bad AC huff"};
+        bool data = why.empty();
+        for (const char* r : cut_or_corrupt) data = data || why == r;
+        throw meanshift::IoError(path + ": cannot read image (" + why + (why.empty() || !data ? "" : ": ") +
+                                 (data ? "the image data after the header are truncated or corrupt" : "") + ")");
     }
     if (dw != w || dh != h)
         throw meanshift::IoError(path + ": the decoded image is " + std::to_string(dw) + " x " + std::to_string(dh) +

@@ -4,6 +4,7 @@
 /// (stb_image_resize, box filter in linear light) for `meanshift segment`.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,19 +18,26 @@ struct RgbImage {
     std::size_t count() const { return static_cast<std::size_t>(width) * static_cast<std::size_t>(height); }
 };
 
-/// Default of `meanshift segment --max-image-pixels`: images whose header declares more pixels are
-/// refused before decoding (100 megapixels: 300 MB as 8-bit RGB, twice that while converting).
+/// Default pixel limit of decode_rgb()/load_rgb() (100 megapixels: 300 MB as 8-bit RGB, twice that
+/// while converting). `meanshift segment` derives its default from the memory instead
+/// (--max-image-pixels auto, memory.hpp).
 constexpr long long kDefaultMaxImagePixels = 100000000;
+
+/// Called with the header's width and height (both > 0, within the pixel limit) before the image
+/// is decoded; throws to refuse it (e.g. when decoding and segmenting it would need more memory
+/// than the machine has).
+using SizeCheck = std::function<void(int width, int height)>;
 
 /// Loads JPEG, PNG, BMP, TGA, GIF (first frame), PSD, HDR, PIC (stb_image) and binary PGM/PPM
 /// (P5/P6, 8 or 16 bits, scaled by their maximum value; read by the tool itself); grey or RGBA
 /// inputs become RGB. Before decoding, the header's width × height is checked: both > 0, at most `max_pixels`
 /// (0 = no limit of ours; stb_image's own limits remain), and no more than the file's bytes can
 /// hold (declared_size_problem()). Throws meanshift::IoError naming the file and the rule.
-RgbImage load_rgb(const std::string& path, long long max_pixels = kDefaultMaxImagePixels);
+RgbImage load_rgb(const std::string& path, long long max_pixels = kDefaultMaxImagePixels,
+                  const SizeCheck& before_decoding = {});
 /// The same for an image already in memory; `name` is used in messages.
 RgbImage decode_rgb(const std::string& bytes, const std::string& name,
-                    long long max_pixels = kDefaultMaxImagePixels);
+                    long long max_pixels = kDefaultMaxImagePixels, const SizeCheck& before_decoding = {});
 
 /// Checks the header of an image file against the file's size. Uncompressed formats (binary
 /// PNM, uncompressed BMP and TGA) must hold every declared pixel; PNG chunks must fit in the file

@@ -8,6 +8,7 @@
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -40,49 +41,159 @@ std::uint32_t read_le(const unsigned char* p, int bytes)
     return v;
 }
 
-// Value of `key` in the header dict, as the raw literal text (up to the next top-level ',' or '}').
-std::string dict_value(const std::string& header, const std::string& key, const std::string& name)
-{
-    std::size_t k = header.find("'" + key + "'");
-    if (k == std::string::npos) k = header.find("\"" + key + "\"");
-    if (k == std::string::npos) throw IoError(name + ": NPY header has no '" + key + "' entry");
-    std::size_t colon = header.find(':', k);
-    if (colon == std::string::npos) throw IoError(name + ": malformed NPY header");
-    std::size_t b = header.find_first_not_of(" ", colon + 1);
-    if (b == std::string::npos) throw IoError(name + ": malformed NPY header");
-    if (header[b] == '(') {
-        std::size_t e = header.find(')', b);
-        if (e == std::string::npos) throw IoError(name + ": malformed NPY shape");
-        return header.substr(b, e - b + 1);
-    }
-    std::size_t e = header.find_first_of(",}", b);
-    if (e == std::string::npos) throw IoError(name + ": malformed NPY header");
-    std::string v = header.substr(b, e - b);
-    while (!v.empty() && v.back() == ' ') v.pop_back();
-    return v;
-}
+// The header dict, parsed as strictly as NumPy's reader (ast.literal_eval, then an exact key check)
+// accepts it, and no further: exactly the keys 'descr' (a string), 'fortran_order' (True or False)
+// and 'shape' (a tuple of non-negative integers), each once, in any order, an optional trailing
+// comma, whitespace between tokens, and only whitespace after the closing brace. Anything else (an
+// unknown key such as 'x': __import__('os'), a duplicated key, where NumPy would keep the last, a
+// structured dtype, an expression) is refused with the byte offset in the header.
+struct NpyHeader {
+    std::string descr;
+    bool fortran = false;
+    std::vector<Index> shape;
+};
 
-std::vector<Index> parse_shape(const std::string& text, const std::string& name)
-{
-    std::vector<Index> dims;
-    if (text.size() < 2 || text.front() != '(' || text.back() != ')')
-        throw IoError(name + ": NPY shape '" + clip(text) + "' is not a tuple");
-    std::string inner = text.substr(1, text.size() - 2);
-    std::stringstream ss(inner);
-    std::string item;
-    while (std::getline(ss, item, ',')) {
-        std::size_t b = item.find_first_not_of(" L");
-        if (b == std::string::npos) continue;  // trailing comma of "(n,)"
-        std::size_t e = item.find_last_not_of(" L");
-        std::string num = item.substr(b, e - b + 1);
-        char* end = nullptr;
-        errno = 0;
-        long long v = std::strtoll(num.c_str(), &end, 10);
-        if (end == num.c_str() || *end != '\0' || v < 0 || errno == ERANGE) throw IoError(name + ": NPY shape '" + clip(text) + "' is not a tuple of non-negative integers");
-        dims.push_back(static_cast<Index>(v));
+class HeaderParser {
+public:
+    HeaderParser(const std::string& text, const std::string& name) : t_(text), name_(name) {}
+
+    NpyHeader parse()
+    {
+        NpyHeader h;
+        bool seen_descr = false, seen_fortran = false, seen_shape = false;
+        skip_space();
+        expect('{', "the header must be a Python dict literal starting with '{'");
+        skip_space();
+        while (peek() != '}') {
+            const std::size_t key_at = i_;
+            const std::string key = string_literal("a key (a quoted string)");
+            skip_space();
+            expect(':', "':' after the key '" + clip(key) + "'");
+            skip_space();
+            bool* seen = key == "descr" ? &seen_descr : key == "fortran_order" ? &seen_fortran
+                                                      : key == "shape"         ? &seen_shape
+                                                                               : nullptr;
+            if (!seen)
+                fail(key_at, "unknown key '" + clip(key) + "' (the header may hold only 'descr', 'fortran_order' "
+                             "and 'shape')");
+            if (*seen) fail(key_at, "the key '" + key + "' appears twice");
+            *seen = true;
+            if (key == "descr") {
+                if (peek() != '\'' && peek() != '"')
+                    fail(i_, "'descr' must be a dtype string such as '<f8' (structured arrays are not supported)");
+                h.descr = string_literal("the dtype string");
+            } else if (key == "fortran_order") {
+                if (t_.compare(i_, 4, "True") == 0) {
+                    h.fortran = true;
+                    i_ += 4;
+                } else if (t_.compare(i_, 5, "False") == 0) {
+                    i_ += 5;
+                } else {
+                    fail(i_, "'fortran_order' must be True or False");
+                }
+                if (i_ < t_.size() && (std::isalnum(static_cast<unsigned char>(t_[i_])) || t_[i_] == '_'))
+                    fail(i_, "'fortran_order' must be True or False");
+            } else {
+                h.shape = shape_tuple();
+            }
+            skip_space();
+            if (peek() == ',') {
+                ++i_;
+                skip_space();
+            } else if (peek() != '}') {
+                fail(i_, "',' or '}' expected after the value of '" + key + "'");
+            }
+        }
+        ++i_;  // '}'
+        skip_space();
+        if (i_ != t_.size()) fail(i_, "only spaces may follow the dict's closing '}'");
+        if (!seen_descr) fail(i_, "no 'descr' entry");
+        if (!seen_fortran) fail(i_, "no 'fortran_order' entry");
+        if (!seen_shape) fail(i_, "no 'shape' entry");
+        return h;
     }
-    return dims;
-}
+
+private:
+    const std::string& t_;
+    const std::string& name_;
+    std::size_t i_ = 0;
+
+    [[noreturn]] void fail(std::size_t at, const std::string& what) const
+    {
+        throw IoError(name_ + ": malformed NPY header at byte " + std::to_string(at) + " of the header: " + what);
+    }
+    char peek() const
+    {
+        if (i_ >= t_.size()) fail(i_, "the header ends inside the dict");
+        return t_[i_];
+    }
+    void expect(char c, const std::string& what)
+    {
+        if (peek() != c) fail(i_, what);
+        ++i_;
+    }
+    void skip_space()
+    {
+        while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\t' || t_[i_] == '\n' || t_[i_] == '\r' ||
+                                  t_[i_] == '\f' || t_[i_] == '\v'))
+            ++i_;
+    }
+    // 'text' or "text" of printable ASCII without backslashes (no NPY key or dtype needs escapes).
+    std::string string_literal(const std::string& what)
+    {
+        const char q = peek();
+        if (q != '\'' && q != '"') fail(i_, what + " expected");
+        const std::size_t start = ++i_;
+        while (peek() != q) {
+            const unsigned char c = static_cast<unsigned char>(t_[i_]);
+            if (c < 0x20 || c > 0x7e || c == '\\') fail(i_, "unsupported character in a string (escapes, control bytes or non-ASCII)");
+            ++i_;
+        }
+        return t_.substr(start, i_++ - start);
+    }
+    // (n,) or (n, k) or (n, k,): Python integer literals (digits, '_' between digits, no leading 0).
+    std::vector<Index> shape_tuple()
+    {
+        std::vector<Index> dims;
+        expect('(', "'shape' must be a tuple such as (3, 2)");
+        skip_space();
+        bool comma = false;
+        while (peek() != ')') {
+            const std::size_t at = i_;
+            unsigned long long v = 0;
+            bool digits = false, overflow = false;
+            while (i_ < t_.size() && (std::isdigit(static_cast<unsigned char>(t_[i_])) || t_[i_] == '_')) {
+                if (t_[i_] == '_') {
+                    if (!digits || i_ + 1 >= t_.size() || !std::isdigit(static_cast<unsigned char>(t_[i_ + 1])))
+                        fail(i_, "'_' must stand between digits");
+                } else {
+                    if (digits && v == 0) fail(at, "leading zeros in an integer (not Python)");
+                    const unsigned d = static_cast<unsigned>(t_[i_] - '0');
+                    if (v > (static_cast<unsigned long long>(std::numeric_limits<Index>::max()) - d) / 10) overflow = true;
+                    else v = v * 10 + d;
+                    digits = true;
+                }
+                ++i_;
+            }
+            if (!digits) fail(at, "'shape' must be a tuple of non-negative integers");
+            if (i_ < t_.size() && t_[i_] == 'L') ++i_;  // Python 2's long suffix, which NumPy filters out
+            if (overflow) fail(at, "a 'shape' entry is larger than " + std::to_string(std::numeric_limits<Index>::max()));
+            dims.push_back(static_cast<Index>(v));
+            skip_space();
+            comma = false;
+            if (peek() == ',') {
+                ++i_;
+                comma = true;
+                skip_space();
+            } else if (peek() != ')') {
+                fail(i_, "',' or ')' expected in 'shape'");
+            }
+        }
+        ++i_;  // ')'
+        if (dims.size() == 1 && !comma) fail(i_ - 1, "'shape' (n) is not a tuple: write (n,)");
+        return dims;
+    }
+};
 
 template <class T>
 double load_as_double(const unsigned char* p, bool swap)
@@ -95,6 +206,9 @@ double load_as_double(const unsigned char* p, bool swap)
     std::memcpy(&v, b, sizeof(T));
     return static_cast<double>(v);
 }
+
+// NumPy's bool: one byte, 0 is False and any other value True.
+double load_bool(const unsigned char* p, bool) { return *p != 0 ? 1.0 : 0.0; }
 
 template <class T>
 void append_le(std::string& out, T v)
@@ -151,16 +265,11 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
     const std::string header = bytes.substr(offset, header_len);
     offset += header_len;
 
-    std::string descr = dict_value(header, "descr", path);
-    if (descr.size() < 2 || (descr.front() != '\'' && descr.front() != '"') || descr.back() != descr.front())
-        throw IoError(path + ": unsupported NPY dtype " + clip(descr) + " (structured arrays are not supported)");
-    descr = descr.substr(1, descr.size() - 2);
-    const std::string fortran_text = dict_value(header, "fortran_order", path);
-    if (fortran_text != "True" && fortran_text != "False")
-        throw IoError(path + ": NPY 'fortran_order' must be True or False, got " + clip(fortran_text));
+    const NpyHeader parsed = HeaderParser(header, path).parse();
+    const std::string descr = parsed.descr;
     NpyLayout L;
-    L.fortran = fortran_text == "True";
-    const std::vector<Index> shape = parse_shape(dict_value(header, "shape", path), path);
+    L.fortran = parsed.fortran;
+    const std::vector<Index>& shape = parsed.shape;
 
     const std::string bad_dtype =
         path + ": unsupported NPY dtype '" + clip(descr) + "' (use float32/float64 or integers)";
@@ -192,7 +301,7 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
     else if (kind == 'u' && size == 2) L.load = load_as_double<std::uint16_t>;
     else if (kind == 'u' && size == 4) L.load = load_as_double<std::uint32_t>;
     else if (kind == 'u' && size == 8) L.load = load_as_double<std::uint64_t>;
-    else if (kind == 'b' && size == 1) L.load = load_as_double<std::uint8_t>;
+    else if (kind == 'b' && size == 1) L.load = load_bool;  // False/True as 0/1 (docs/cli.md)
     else
         throw IoError(bad_dtype);
 

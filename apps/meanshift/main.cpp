@@ -108,7 +108,8 @@ int run(int argc, char** argv)
         if (rank_ != 0) return e.get_exit_code() == 0 ? 0 : 2;  // the same on every rank: rank 0 says it
 #endif
         if (e.get_exit_code() == 0) return check_stdout(app.exit(e));  // --help, --version
-        print_error(e.what(), " (see meanshift --help)");
+        const std::string unknown = mscli::unknown_command(app, argc, argv);
+        print_error(unknown.empty() ? std::string(e.what()) : unknown, " (see meanshift --help)");
         return 2;
     } catch (const meanshift::Error& e) {
 #ifdef MEANSHIFT_CLI_MPI

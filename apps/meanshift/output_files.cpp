@@ -2,14 +2,19 @@
 
 #include <meanshift/errors.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <vector>
 
 namespace mscli {
 namespace {
@@ -38,6 +43,30 @@ std::string real_path(const std::string& path)
     std::string out(r);
     std::free(r);
     return out;
+}
+
+// Where a chain of symbolic links ends (relative links resolved against their own folder); empty
+// with errno set if a link cannot be read or the chain is longer than the kernel's own limit (40).
+std::string link_destination(const std::string& path)
+{
+    std::string at = path;
+    for (int hop = 0; hop < 40; ++hop) {
+        struct stat st {};
+        if (::lstat(at.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return at;
+        std::vector<char> buf(PATH_MAX + 1);
+        const ssize_t len = ::readlink(at.c_str(), buf.data(), buf.size() - 1);
+        if (len < 0) return {};
+        const std::string to(buf.data(), static_cast<std::size_t>(len));
+        if (!to.empty() && to[0] == '/') {
+            at = to;
+        } else {
+            std::string dir, base;
+            split_path(at, dir, base);
+            at = (dir == "/" ? "" : dir) + "/" + to;
+        }
+    }
+    errno = ELOOP;
+    return {};
 }
 
 // What a path names: the file (device and inode) if it exists, and a canonical path either way
@@ -102,8 +131,11 @@ void register_temp(const std::string& path)
     g_temp_count = g_temp_count + 1;
 }
 
-struct SignalGuard {
-    SignalGuard()
+}  // namespace
+
+// Removes the temporaries if a signal ends the tool while they exist (prepare() to publish()).
+struct OutputFiles::TempGuard {
+    TempGuard()
     {
         struct sigaction sa {};
         sa.sa_handler = remove_temps_and_reraise;
@@ -111,13 +143,15 @@ struct SignalGuard {
         for (std::size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
             ::sigaction(kSignals[i], &sa, &g_old_actions[i]);
     }
-    ~SignalGuard()
+    ~TempGuard()
     {
         for (std::size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i)
             ::sigaction(kSignals[i], &g_old_actions[i], nullptr);
         g_temp_count = 0;
     }
 };
+
+namespace {
 
 void write_all(int fd, const std::string& bytes, const std::string& path)
 {
@@ -135,7 +169,13 @@ void write_all(int fd, const std::string& bytes, const std::string& path)
 
 }  // namespace
 
-OutputFiles::~OutputFiles() { remove_temporaries(); }
+OutputFiles::OutputFiles() = default;
+
+OutputFiles::~OutputFiles()
+{
+    remove_temporaries();
+    guard_.reset();
+}
 
 void OutputFiles::remove_temporaries()
 {
@@ -176,7 +216,11 @@ std::size_t OutputFiles::add_output(const std::string& path, const std::string& 
     } else if (errno != ENOENT) {
         throw IoError(named + ": cannot use this path (" + why(errno) + ")");
     } else if (linked) {
-        throw IoError(named + ": is a symbolic link to a missing file");
+        // A link to a file that does not exist yet: create the file where the link points, as the
+        // shell's `>` does (docs/cli.md), so the link stays a link. Its folder is checked below.
+        o.target = link_destination(path);
+        if (o.target.empty()) throw IoError(named + ": cannot follow the symbolic link (" + why(errno) + ")");
+        o.linked_missing = true;
     }
 
     const FileId id = identify(o.target);
@@ -214,19 +258,18 @@ void OutputFiles::set(std::size_t slot, std::string bytes)
     outputs_.at(slot).has_bytes = true;
 }
 
-void OutputFiles::commit()
+void OutputFiles::prepare()
 {
+    if (prepared_) return;
     const mode_t mask = ::umask(0);
     ::umask(mask);
-    SignalGuard guard;
-    std::size_t renamed = 0;
-    bool message_complete = false;
+    guard_ = std::make_unique<TempGuard>();
     try {
         for (Output& o : outputs_) {
             if (!o.has_bytes) throw IoError(o.path + ": internal error: no contents to write");
             std::string dir, base;
             split_path(o.target, dir, base);
-            if (base.size() > 200) base.resize(200);  // room for ".tmp-XXXXXX" within NAME_MAX
+            if (base.size() > 200) base.resize(200);  // room for ".tmp-XXXXXX.old" within NAME_MAX
             std::string tmpl = dir + "/." + base + ".tmp-XXXXXX";
             const int fd = ::mkstemp(tmpl.data());
             if (fd < 0)
@@ -246,37 +289,122 @@ void OutputFiles::commit()
             if (::close(fd) != 0) throw IoError(o.path + ": cannot write (" + why(errno) + ")");
             std::string().swap(o.bytes);
         }
-        for (Output& o : outputs_) {
-            if (::rename(o.temp.c_str(), o.target.c_str()) != 0) {
-                const int err = errno;
-                std::string lost;
-                for (std::size_t j = 0; j < renamed; ++j) {  // undo what can be undone
-                    if (!outputs_[j].existed) ::unlink(outputs_[j].target.c_str());
-                    else lost += (lost.empty() ? "" : ", ") + outputs_[j].path;
-                }
-                remove_temporaries();
-                message_complete = true;
-                throw IoError(o.path + ": cannot rename the complete temporary file onto it (" + why(err) + ")" +
-                              (lost.empty() ? "; no output file was created or changed"
-                                            : "; already replaced: " + lost));
-            }
-            o.temp.clear();
-            ++renamed;
-        }
     } catch (const IoError& e) {
         remove_temporaries();
-        if (message_complete) throw;
+        guard_.reset();
         throw IoError(std::string(e.what()) + "; no output file was created or changed");
     }
-    for (const Output& o : outputs_) {  // make the renames durable (best effort)
+    prepared_ = true;
+}
+
+void OutputFiles::publish()
+{
+    prepare();
+    // 1. Exclusive locks on the target folders (flock on the folder itself, so no lock file is
+    //    left behind), taken in one order (device, inode) by every run: two runs that publish into
+    //    the same folders do it one after the other, never interleaved. Where a file system has no
+    //    flock (some network file systems), the renames go ahead unlocked.
+    struct Folder {
+        dev_t dev;
+        ino_t ino;
+        std::string path;
+    };
+    std::vector<Folder> folders;
+    for (const Output& o : outputs_) {
         std::string dir, base;
         split_path(o.target, dir, base);
-        const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+        struct stat st {};
+        if (::stat(dir.c_str(), &st) != 0) continue;  // the rename below reports it
+        bool known = false;
+        for (const Folder& f : folders) known = known || (f.dev == st.st_dev && f.ino == st.st_ino);
+        if (!known) folders.push_back({st.st_dev, st.st_ino, dir});
+    }
+    std::sort(folders.begin(), folders.end(), [](const Folder& x, const Folder& y) {
+        return x.dev != y.dev ? x.dev < y.dev : x.ino < y.ino;
+    });
+    std::vector<int> locks;
+    for (const Folder& f : folders) {
+        const int fd = ::open(f.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) continue;
+        while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+        locks.push_back(fd);  // closing it releases the lock
+    }
+    struct Unlock {
+        std::vector<int>& fds;
+        ~Unlock()
+        {
+            for (int fd : fds) ::close(fd);
+        }
+    } unlock{locks};
+
+    // 2. The renames, with the signals that would end the tool held back until all are done (a
+    //    Ctrl-C now would otherwise leave half a set). An existing target is first hard-linked to
+    //    a backup name, so that a failed rename can put every earlier target back as it was.
+    sigset_t block, old;
+    sigemptyset(&block);
+    for (int sig : kSignals) sigaddset(&block, sig);
+    ::sigprocmask(SIG_BLOCK, &block, &old);
+    std::vector<std::string> backups(outputs_.size());
+    std::vector<char> replaced(outputs_.size(), 0);  // the target existed when it was renamed onto
+    std::size_t renamed = 0;
+    int err = 0;
+    for (; renamed < outputs_.size(); ++renamed) {
+        Output& o = outputs_[renamed];
+        const std::string backup = o.temp + ".old";
+        struct stat st {};
+        replaced[renamed] = ::lstat(o.target.c_str(), &st) == 0;
+        if (replaced[renamed] && ::link(o.target.c_str(), backup.c_str()) == 0) backups[renamed] = backup;
+        if (::rename(o.temp.c_str(), o.target.c_str()) != 0) {
+            err = errno;
+            if (!backups[renamed].empty()) ::unlink(backup.c_str());
+            backups[renamed].clear();
+            break;
+        }
+    }
+    std::string lost;
+    if (err != 0) {
+        for (std::size_t j = 0; j < renamed; ++j) {  // undo, newest first
+            const std::size_t i = renamed - 1 - j;
+            const Output& r = outputs_[i];
+            const bool ok = !backups[i].empty() ? ::rename(backups[i].c_str(), r.target.c_str()) == 0
+                            : !replaced[i]      ? ::unlink(r.target.c_str()) == 0
+                                                : false;  // no backup (no hard links here): the new file stays
+            if (!ok) lost += (lost.empty() ? "" : ", ") + r.path;
+        }
+    } else {
+        for (Output& o : outputs_) o.temp.clear();
+    }
+    for (const std::string& b : backups)
+        if (!b.empty()) ::unlink(b.c_str());
+    if (err == 0) guard_.reset();  // before a held-back signal is delivered: nothing left to remove
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (err != 0) {
+        const Output& o = outputs_[renamed];
+        remove_temporaries();
+        guard_.reset();
+        throw IoError(o.path + ": cannot rename the complete temporary file onto it (" + why(err) + ")" +
+                      (lost.empty() ? "; no output file was created or changed" : "; could not be put back: " + lost));
+    }
+    for (const Folder& f : folders) {  // make the renames durable (best effort)
+        const int dfd = ::open(f.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd >= 0) {
             ::fsync(dfd);
             ::close(dfd);
         }
     }
+}
+
+void OutputFiles::commit()
+{
+    prepare();
+    publish();
+}
+
+void flush_stdout()
+{
+    if (std::fflush(stdout) != 0 || std::ferror(stdout))
+        throw IoError(std::string("cannot write to standard output (") + why(errno) + ")");
 }
 
 void write_file_atomically(const std::string& path, std::string bytes)

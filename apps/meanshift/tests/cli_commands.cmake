@@ -115,8 +115,27 @@ ms(fail "2 dimensions" cluster blobs.csv --bandwidths 1,1,1 -o x.csv)
 ms(fail "27 x 2" cluster blobs.csv --per-point-bandwidths h_short.csv -o x.csv)
 ms(fail "nosuch" cluster blobs.csv --bandwidth 1 --backend nosuch -o x.csv)
 ms(fail "no/such/dir/x.csv \\(-o\\): folder no/such/dir does not exist" cluster blobs.csv --bandwidth 1 -o no/such/dir/x.csv)
-ms(fail "" frobnicate)
+ms(fail "unknown command 'frobnicate' \\(commands: cluster, segment, backends, bench\\)" frobnicate)
 ms(fail "" cluster)
+
+# Options that contradict each other, or that the chosen backend would silently ignore (audit 26, item 12).
+ms(fail "--exact excludes --cutoff|--cutoff excludes --exact" cluster blobs.csv --bandwidth 1 --exact --cutoff 2 -o x.csv)
+ms(fail "--exact excludes --cutoff|--cutoff excludes --exact" segment two.ppm --exact --cutoff 2 -o x.png)
+ms(fail "--device: must be P:D, two indices >= 0 such as 0:1" cluster blobs.csv --bandwidth 1 --backend openmp --device abc -o x.csv)
+ms(fail "--device 0:0: selects an OpenCL device, but --backend is openmp" cluster blobs.csv --bandwidth 1 --backend openmp --device 0:0 -o x.csv)
+ms(fail "--devices.*must be >= 0, got -1" cluster blobs.csv --bandwidth 1 --devices 0,-1 -o x.csv)
+ms(fail "--devices: selects GPUs, but --backend serial runs on the CPU" bench --n 300 --backend serial --devices 0)
+
+# Memory estimated before the work and checked against --max-memory or the available memory
+# (audit 26, items 4 and 6): the message names the option, the value, the estimate and the limit.
+ms(fail "bench --n 100000000000 --dims 2 needs about [0-9.]+ TB \\(120 \\+ 48 x k bytes per point\\), more than the [0-9.]+ [kMGT]?B of memory available \\(MemAvailable"
+   bench --n 100000000000)
+ms(fail "bench --n 1000000 --dims 2 needs about 216 MB .*, more than the --max-memory budget of 100 MB; use a smaller --n"
+   bench --n 1000000 --max-memory 100)
+ms(fail "blobs.csv: clustering 27 points of 2 dimensions needs about 5.8 kB .*more than the --max-memory budget of 5.0 kB"
+   cluster blobs.csv --bandwidth 1 --max-memory 0.005 -o x.csv)
+ms(fail "--max-memory: must be a number of MB >= 0 or auto, got -5" cluster blobs.csv --bandwidth 1 --max-memory -5 -o x.csv)
+ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --max-memory 0 -o mem0.csv)
 
 # Segment: a 16 x 8 binary PPM made of printable bytes, dark grey '(' = 40 left, light 'x' = 120 right.
 set(row "")
@@ -142,6 +161,10 @@ ms(ok "downscaled to 8 x 4" segment two.ppm --max-pixels 32 -o small.png)
 ms(fail "cannot read image" segment blobs.csv -o x.png)
 ms(fail "missing.jpg: cannot open for reading \\(No such file" segment missing.jpg -o x.png)
 ms(fail "must be a .png" segment two.ppm -o x.jpg)
+ms(fail "two.ppm: the image is 16 x 8 pixels; segmenting it needs about 53 kB \\(12 bytes per pixel decoded, 400 per pixel segmented\\), more than the --max-memory budget of 10 kB; downscale it first with --max-pixels 20"
+   segment two.ppm --max-memory 0.01 -o x.png)
+ms(ok "downscaled to 4 x 2" segment two.ppm --max-memory 0.015 --max-pixels 8 -o mem.png)
+ms(fail "--max-image-pixels: must be an integer >= 0 or auto, got x" segment two.ppm --max-image-pixels x -o x.png)
 
 ms(ok "\"pairs_per_s\"" bench --n 300 --dims 3 --iterations 2 --backend serial)
 ms(ok "\"kernel\":\"diagonal\"" bench --n 300 --dims 2 --iterations 2 --kernel diagonal)

@@ -295,6 +295,80 @@ if(EXISTS /dev/full)
   endif()
 endif()
 
+# A summary that cannot be written leaves no outputs, so that exit status 1 keeps its meaning
+# (audit 26, item 10: o.csv and o.centres.csv were created, then the tool exited 1).
+if(EXISTS /dev/full)
+  execute_process(COMMAND ${ms} cluster in.csv --bandwidth 1 ${fast} -o full.csv --modes full-modes.csv
+                  WORKING_DIRECTORY ${WORK} OUTPUT_FILE /dev/full ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 1 OR NOT err MATCHES "^meanshift: error: cannot write to standard output \\(No space left on device\\); no output file was created or changed\n$")
+    fail("meanshift cluster ... > /dev/full: exit ${rc}, stderr ${err}")
+  else()
+    message("ok   meanshift cluster ... > /dev/full")
+  endif()
+  expect_missing("summary to /dev/full" full.csv full.centres.csv full-modes.csv)
+  expect_no_temporaries("summary to /dev/full")
+endif()
+
+# --- 7. an output that is a symbolic link to a file that does not exist yet is written there ---
+file(CREATE_LINK new-target.csv ${WORK}/dangling.csv SYMBOLIC)
+run(0 "" "labels  ->  dangling.csv" ${ms} cluster in.csv --bandwidth 1 ${fast} -o dangling.csv)
+if(NOT IS_SYMLINK ${WORK}/dangling.csv OR NOT EXISTS ${WORK}/new-target.csv)
+  fail("the dangling link dangling.csv was not followed to new-target.csv")
+else()
+  file(STRINGS ${WORK}/new-target.csv labels)
+  list(LENGTH labels nl)
+  if(NOT nl EQUAL 27)
+    fail("new-target.csv has ${nl} labels, want 27")
+  endif()
+endif()
+
+# --- 8. concurrent runs writing the same outputs publish whole sets (audit 26, item 8) ----------
+# Two runs on different data (27 and 240 points) write -o, the centres and --modes at once; each
+# time, the labels and the modes must come from the same run (the same number of lines), both
+# runs exit 0, and no temporary is left.
+if(BASH)
+  foreach(trial RANGE 1 6)
+    execute_process(COMMAND ${BASH} -c
+      "\"$0\" cluster in.csv --bandwidth 1 --backend serial -q -o same.csv --modes same-modes.csv >/dev/null & a=$!; \"$0\" cluster big.csv --bandwidth 1 --backend serial -q -o same.csv --modes same-modes.csv >/dev/null & b=$!; wait $a; ra=$?; wait $b; rb=$?; exit $((ra + rb))"
+      ${ms} WORKING_DIRECTORY ${WORK} RESULT_VARIABLE rc ERROR_VARIABLE err)
+    file(STRINGS ${WORK}/same.csv labels)
+    file(STRINGS ${WORK}/same-modes.csv modes)
+    list(LENGTH labels nl)
+    list(LENGTH modes nm)
+    if(NOT rc EQUAL 0 OR NOT nl EQUAL nm)
+      fail("concurrent runs, trial ${trial}: exit ${rc}, ${nl} labels but ${nm} modes (a mixed set) ${err}")
+    endif()
+  endforeach()
+  expect_no_temporaries("concurrent runs")
+  message("ok   concurrent runs publish whole sets")
+endif()
+
+# --- 9. an image whose decoding and segmentation would not fit in memory is refused from its
+# header (audit 26, item 4): 10,000 x 10,000 pixels declared by a 12 KB PNG whose data are garbage,
+# so reaching the decoder would give a different message.
+file(COPY ${DATA}/bomb-10000x10000.png DESTINATION ${WORK})
+run(1 "bomb-10000x10000.png: the image is 10000 x 10000 pixels; segmenting it needs about 41 GB \\(12 bytes per pixel decoded, 400 per pixel segmented\\), more than the --max-memory budget of 1.0 GB; it cannot be decoded within that budget"
+    "" ${ms} segment bomb-10000x10000.png --max-memory 1000 -o bomb.png)
+run(1 "bomb-10000x10000.png: the image is 10000 x 10000 pixels; segmenting it needs about 3.2 GB \\(12 bytes per pixel decoded, 400 per pixel of the 2236 x 2236 segmented \\(--max-pixels\\)\\), more than the --max-memory budget of 1.0 GB"
+    "" ${ms} segment bomb-10000x10000.png --max-memory 1000 --max-pixels 5000000 -o bomb.png)
+run(1 "bomb-10000x10000.png: cannot read image \\(" "" ${ms} segment bomb-10000x10000.png --max-memory 0 --max-pixels 1000 -o bomb.png)
+expect_missing("image bomb" bomb.png bomb-labels.png)
+
+# Clear image errors (audit 26, item 9).
+foreach(f zero-0x0.png zero-0x5.png cut-inside-iend.png truncated-zlib.png nul.csv)
+  file(COPY ${DATA}/${f} DESTINATION ${WORK})
+endforeach()
+run(1 "zero-0x0.png: the image is 0 x 0 pixels \\(zero width or height\\)" "" ${ms} segment zero-0x0.png -o z.png)
+run(1 "zero-0x5.png: the image is 0 x 5 pixels \\(zero width or height\\)" "" ${ms} segment zero-0x5.png -o z.png)
+run(1 "cut-inside-iend.png: the PNG file ends at byte 93 inside a chunk header, before its IEND chunk: truncated file"
+    "" ${ms} segment cut-inside-iend.png -o z.png)
+run(1 "truncated-zlib.png: cannot read image \\([a-z ]+: the image data after the header are truncated or corrupt\\)"
+    "" ${ms} segment truncated-zlib.png -o z.png)
+# A NUL byte inside a CSV field (audit 26, item 7: "3\0abc" was read as 3).
+run(1 "nul.csv: line 2, column 1: the field has a NUL byte \\(its byte 2; a binary file, or text in UTF-16\\?\\)"
+    "" ${ms} cluster nul.csv --bandwidth 1 -o z.csv)
+expect_missing("bad inputs" z.png z-labels.png z.csv z.centres.csv)
+
 expect_no_temporaries("end")
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} check(s) failed")

@@ -17,6 +17,11 @@
 #include <initializer_list>
 #include <string>
 #include <vector>
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -102,6 +107,83 @@ TEST_CASE("CSV: errors name the line and column")
     CHECK(message_of("a,b\n").find("no data rows") != std::string::npos);
     CHECK(message_of("a,1\n").find("'a' is not a number") != std::string::npos);  // mixed: not a header
     CHECK(message_of("1,\"2\n").find("malformed CSV") != std::string::npos);     // unterminated quote
+}
+
+TEST_CASE("CSV: a NUL byte in a field is an error naming the line and column (audit 26, item 7)")
+{
+    // strtod stopped at the NUL: "3\0abc" was read as 3.
+    CHECK(message_of(std::string("1,2\n3\0abc,4\n5,6\n", 16)) ==
+          "t.csv: line 2, column 1: the field has a NUL byte (its byte 2; a binary file, or text in UTF-16?)");
+    CHECK(message_of(std::string("1,2\n3,4\0\n", 9)).find("line 2, column 2: ") != std::string::npos);
+    // Not a header either: a first line of names with a NUL byte is refused too.
+    CHECK(message_of(std::string("x\0,y\n1,2\n", 9)).find("line 1, column 1: ") != std::string::npos);
+}
+
+namespace {
+
+// NPY version 1.0 bytes with `dict` as the header (padded as NumPy pads it) and `data` after it.
+std::string npy_with_header(std::string dict, const std::string& data)
+{
+    dict.append((64 - (10 + dict.size() + 1) % 64) % 64, ' ');
+    dict += '\n';
+    std::string f("\x93NUMPY\x01\x00", 8);
+    f.push_back(static_cast<char>(dict.size() & 0xff));
+    f.push_back(static_cast<char>(dict.size() >> 8));
+    return f + dict + data;
+}
+
+std::string npy_message(const std::string& dict, const std::string& data = std::string(32, '\0'))
+{
+    try {
+        mscli::parse_npy(npy_with_header(dict, data), "h.npy");
+    } catch (const IoError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("NPY: headers as strict as NumPy's reader (audit 26, item 11)")
+{
+    // Accepted: NumPy's own header, double quotes, another key order, no trailing comma, Python 2's 'L'.
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), }") == "");
+    CHECK(npy_message("{\"shape\": (2, 2), \"descr\": \"<f8\", \"fortran_order\": False}") == "");
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (4L,)}") == "");
+    CHECK(npy_message("{'descr':'<f8','fortran_order':True,'shape':(2,2)}") == "");
+    // Refused: an unknown key (the audit's 'x': __import__('os') was ignored), a duplicated key
+    // (NumPy takes the last 'shape', we took the first), and what ast.literal_eval cannot parse.
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), 'x': __import__('os'), }") ==
+          "h.npy: malformed NPY header at byte 58 of the header: unknown key 'x' (the header may hold only 'descr', "
+          "'fortran_order' and 'shape')");
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), 'shape': (2, 2), }") ==
+          "h.npy: malformed NPY header at byte 58 of the header: the key 'shape' appears twice");
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (4), }")
+              .find("'shape' (n) is not a tuple: write (n,)") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (02, 2), }").find("leading zeros") !=
+          std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': Trueish, 'shape': (2, 2), }")
+              .find("'fortran_order' must be True or False") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), } x")
+              .find("only spaces may follow") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), ")
+              .find("the header ends inside the dict") != std::string::npos);
+    CHECK(npy_message("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (2,), }")
+              .find("structured arrays are not supported") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, }").find("no 'shape' entry") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2),, }") != "");
+    CHECK(npy_message("{'descr': '<f\\x38', 'fortran_order': False, 'shape': (2, 2), }") != "");
+}
+
+TEST_CASE("NPY: bool arrays load as 0 and 1 (docs/cli.md)")
+{
+    const meanshift::MatrixD m = mscli::parse_npy(
+        npy_with_header("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x01\x07", 3)),
+        "b.npy");
+    REQUIRE(m.rows() == 3);
+    CHECK(m(0, 0) == 0);
+    CHECK(m(1, 0) == 1);
+    CHECK(m(2, 0) == 1);  // any byte other than 0 is True, as in NumPy
 }
 
 TEST_CASE("NPY: row slices (each MPI rank reads its own rows) equal the whole array's rows")
@@ -275,7 +357,7 @@ TEST_CASE("NPY: a shape larger than the data is refused before allocating")
               "4000000000000000000 bytes, but the file has 16 after the header");
     }
     CHECK_THROWS_WITH_AS(mscli::parse_npy(std::string("\x93NUMPY\x01\x00\x05\x00{'de'", 15), "h.npy"),
-                         "h.npy: NPY header has no 'descr' entry", IoError);
+                         "h.npy: malformed NPY header at byte 5 of the header: the header ends inside the dict", IoError);
 }
 
 TEST_CASE("images: header sizes checked against the file before decoding")
@@ -314,6 +396,82 @@ TEST_CASE("images: header sizes checked against the file before decoding")
           "corrupt file");
 }
 
+namespace {
+
+std::string png_chunk(const std::string& type, const std::string& data)
+{
+    std::string c;
+    for (int shift = 24; shift >= 0; shift -= 8) c.push_back(static_cast<char>((data.size() >> shift) & 0xff));
+    return c + type + data + std::string(4, '\0');  // stb_image does not check the CRC
+}
+
+std::string png_ihdr(unsigned w, unsigned h)
+{
+    std::string d;
+    for (unsigned v : {w, h})
+        for (int shift = 24; shift >= 0; shift -= 8) d.push_back(static_cast<char>((v >> shift) & 0xff));
+    d += std::string("\x08\x02\x00\x00\x00", 5);
+    return std::string("\x89PNG\r\n\x1a\n", 8) + png_chunk("IHDR", d);
+}
+
+std::string image_message(const std::string& bytes)
+{
+    try {
+        mscli::decode_rgb(bytes, "i.png");
+    } catch (const IoError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("images: clear messages for zero sizes and cut PNGs (audit 26, item 9)")
+{
+    // Zero width or height: the message docs/cli.md promises, not stb_image's "unknown image type".
+    const std::string idat = png_chunk("IDAT", std::string("\x78\x9c\x63\x00\x00\x00\x01\x00\x01", 9));
+    CHECK(image_message(png_ihdr(0, 0) + idat + png_chunk("IEND", "")) ==
+          "i.png: the image is 0 x 0 pixels (zero width or height)");
+    CHECK(image_message(png_ihdr(0, 5) + idat + png_chunk("IEND", "")) ==
+          "i.png: the image is 0 x 5 pixels (zero width or height)");
+    const std::string gif = "GIF89a" + std::string("\x00\x00\x05\x00", 4) + std::string(20, '\0');
+    CHECK(image_message(gif) == "i.png: the image is 0 x 5 pixels (zero width or height)");
+    // A PNG cut inside its IEND chunk (stb_image quoted the CRC's bytes as a chunk type), or
+    // before it.
+    mscli::RgbImage img;
+    img.width = 2;
+    img.height = 1;
+    img.pixels = {1, 2, 3, 4, 5, 6};
+    const std::string png = mscli::png_bytes(img);
+    CHECK(image_message(png) == "");
+    CHECK(image_message(png.substr(0, png.size() - 6)) ==
+          "i.png: the PNG file ends at byte " + std::to_string(png.size() - 6) +
+              " inside a chunk header, before its IEND chunk: truncated file");
+    CHECK(image_message(png.substr(0, png.size() - 12)) == "i.png: the PNG file ends at byte " +
+                                                               std::to_string(png.size() - 12) +
+                                                               ", before its IEND chunk: truncated file");
+    CHECK(image_message(png.substr(0, png.size() - 2)).find("PNG chunk at byte") != std::string::npos);
+}
+
+TEST_CASE("images: the size check runs before decoding (audit 26, item 4)")
+{
+    // A header of 10,000 x 10,000 pixels with a garbage IDAT: the check sees the header's size
+    // and refuses before the decoder would fail on the data.
+    const std::string bomb = mscli::read_file(std::string(MSCLI_TEST_DATA) + "/bomb-10000x10000.png");
+    int seen_w = 0, seen_h = 0;
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb(bomb, "b.png", 0,
+                                           [&](int w, int h) {
+                                               seen_w = w;
+                                               seen_h = h;
+                                               throw meanshift::InvalidArgument("too big");
+                                           }),
+                         "too big", meanshift::InvalidArgument);
+    CHECK(seen_w == 10000);
+    CHECK(seen_h == 10000);
+    // Without the check, the decoder reads the data and fails on them.
+    CHECK_THROWS_AS(mscli::decode_rgb(bomb, "b.png", 0), IoError);
+}
+
 TEST_CASE("images: 16-bit PGM (stb_image 2.27 overflowed its buffer converting it to RGB)")
 {
     const std::string pgm = std::string("P5 2 1 65535\n") + std::string("\x00\x01\xff\xff", 4);
@@ -330,7 +488,9 @@ TEST_CASE("regressions found by the fuzz targets (fuzz/regressions/)")
     npy.push_back(static_cast<char>(dict.size()));
     npy.push_back(0);
     npy += dict;
-    CHECK_THROWS_WITH_AS(mscli::parse_npy(npy, "s.npy"), "s.npy: NPY shape '' is not a tuple", IoError);
+    CHECK_THROWS_WITH_AS(mscli::parse_npy(npy, "s.npy"),
+                         "s.npy: malformed NPY header at byte 50 of the header: 'shape' must be a tuple such as (3, 2)",
+                         IoError);
     // JPEG: a Huffman table whose 16 code counts add up to more than 256 made stb_image 2.27 write
     // past its code-length array.
     std::string jpg("\xff\xd8\xff\xc4\x00\x23\x00", 7);
@@ -390,4 +550,70 @@ TEST_CASE("OutputFiles: inputs refused as outputs, all or nothing, permissions k
     CHECK(mscli::read_file(a) == "new");
     REQUIRE(::stat(a.c_str(), &st) == 0);
     CHECK((st.st_mode & 0777) == 0640);
+}
+
+TEST_CASE("OutputFiles: a failed rename puts the earlier outputs back as they were (audit 26, item 8)")
+{
+    // -o existed with old contents; --modes cannot be renamed (a folder appeared there): the old
+    // -o is restored from its backup (the audit's run left it replaced).
+    const std::string a = temp_path("pb-a.csv"), b = temp_path("pb-b.csv");
+    write_text(a, "old labels\n");
+    ::rmdir(b.c_str());
+    {
+        mscli::OutputFiles files;
+        files.set(files.add_output(a, "-o"), "new labels\n");
+        files.set(files.add_output(b, "--modes"), "modes\n");
+        files.prepare();
+        REQUIRE(::mkdir(b.c_str(), 0755) == 0);
+        CHECK_THROWS_WITH_AS(files.publish(), doctest::Contains("; no output file was created or changed"), IoError);
+    }
+    CHECK(mscli::read_file(a) == "old labels\n");
+    ::rmdir(b.c_str());
+}
+
+TEST_CASE("OutputFiles: a set is published under the target folder's lock (audit 26, item 8)")
+{
+    // Another run holds the folder's lock while it renames its set: ours waits, so the two sets
+    // are never interleaved.
+    const std::string dir = temp_path("locked");
+    ::mkdir(dir.c_str(), 0755);
+    const std::string a = dir + "/l.csv", b = dir + "/m.csv";
+    std::remove(a.c_str());
+    std::remove(b.c_str());
+    mscli::OutputFiles files;
+    files.set(files.add_output(a, "-o"), "labels\n");
+    files.set(files.add_output(b, "--modes"), "modes\n");
+    files.prepare();
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    REQUIRE(fd >= 0);
+    REQUIRE(::flock(fd, LOCK_EX) == 0);
+    std::atomic<bool> done{false};
+    std::thread publisher([&] {
+        files.publish();
+        done = true;
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    struct stat st {};
+    CHECK(!done);
+    CHECK(::stat(a.c_str(), &st) != 0);  // nothing published while the lock is held
+    ::close(fd);                          // releases the lock
+    publisher.join();
+    CHECK(done);
+    CHECK(mscli::read_file(a) == "labels\n");
+    CHECK(mscli::read_file(b) == "modes\n");
+}
+
+TEST_CASE("OutputFiles: a symbolic link to a file that does not exist yet is followed (audit 26, item 12)")
+{
+    const std::string link = temp_path("dangling.csv"), target = temp_path("dangling-target.csv");
+    std::remove(link.c_str());
+    std::remove(target.c_str());
+    REQUIRE(::symlink("dangling-target.csv", link.c_str()) == 0);  // relative to the link's folder
+    mscli::write_file_atomically(link, "x\n");
+    struct stat st {};
+    REQUIRE(::lstat(link.c_str(), &st) == 0);
+    CHECK(S_ISLNK(st.st_mode));  // still a link
+    CHECK(mscli::read_file(target) == "x\n");
+    std::remove(link.c_str());
+    std::remove(target.c_str());
 }
