@@ -144,23 +144,22 @@ bool gemm_shape(const Topology& t, const GemmKernel& gk)
 /// Whether the GEMM kernels run: PairForm::Gemm, or Auto from the crossover on when the topology
 /// is the backend's choice (or already theirs: a resolved GEMM topology binds to them again); an
 /// explicit other topology keeps Alg. 3's kernels.
-bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool wgmma)
+bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, const GemmTarget& gt)
 {
-    const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated, gt);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
     const int from = truncated ? (pp ? kGemmCrossoverTruncatedPerPoint : kGemmCrossoverTruncated) : kGemmCrossover;
     return k >= from && gemm_shape(t, gk);
 }
 
-/// `shift`: detail::needs_log2_shift of the data (per-point weights beyond float32's range).
-/// `wgmma`: every device runs sm_90a code (the warpgroup-MMA kernel may run).
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, bool wgmma)
+/// `shift`: per-point weights beyond float32's range (needs_log2_shift); `gt`: what the devices run.
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, const GemmTarget& gt)
 {
     Plan p;
     p.shift = shift;
-    const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma);
-    const bool gemm = gemm_chosen(o, t, k, pp, truncated, wgmma);
+    const GemmKernel gk = gemm_kernel(k, pp, truncated, gt);
+    const bool gemm = gemm_chosen(o, t, k, pp, truncated, gt);
     if (gemm && gk.fn) {
         p.gemm = true;
         p.preload = true;  // the point tiles are staged in shared memory (Alg. 7)
@@ -173,8 +172,8 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         return p;
     }
     if (o.pair_form == PairForm::Gemm)
-        throw InvalidArgument("cuda backend: pair_form=gemm takes k <= " + std::string(pp ? "128" : "256") +
-                              " dimensions, got " + std::to_string(k));
+        throw InvalidArgument("cuda backend: pair_form=gemm takes k <= " + std::string(pp ? "128" : "1024") +
+                              " dimensions (and the device's shared memory), got k = " + std::to_string(k));
     if (truncated) {
         p.range = true;
         p.preload = false;
@@ -196,7 +195,8 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         p.kernel = pp ? fast_kernel_per_point(k, p.r, p.preload, p.tile, v) : fast_kernel_shared(k, p.r, p.preload, p.tile, v);
         p.smem = p.preload ? gpu::tile_bytes(k, pp, p.tile) : 0;
     } else {
-        p.tile = o.preload_size > 0 ? o.preload_size : t.pus_per_ppu;
+        p.tile = o.preload_size > 0 ? o.preload_size : topology_tile(k, pp, t.pus_per_ppu, gt.smem);
+        if (p.tile == 0) p.preload = false, p.tile = t.pus_per_ppu;  // not one point fits: Alg. 3 unstaged
         p.kernel = topology_kernel(k, pp, p.preload, shift);
         p.smem = topology_smem_bytes(k, pp, p.preload, p.tile, t.pus_per_ppu);
     }
@@ -960,10 +960,10 @@ public:
         const bool pp = data.model == KernelModel::PerPoint;
         const bool truncated = std::isfinite(data.cutoff2);
         Topology t = req;
-        if (gemm_chosen(options_, req, k, pp, truncated, wgmma())) {
+        if (gemm_chosen(options_, req, k, pp, truncated, target())) {
             // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
-            const GemmKernel gk = gemm_kernel(k, pp, truncated, wgmma());
+            const GemmKernel gk = gemm_kernel(k, pp, truncated, target());
             if (!gemm_shape(req, gk))
                 throw InvalidArgument("cuda backend: pair_form=gemm runs its own block shape (tau = " +
                                       std::to_string(gk.threads) + ", f_vppu = f_load = 4), requested " +
@@ -980,7 +980,7 @@ public:
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
                                   "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), wgmma());
+        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), target());
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -1030,19 +1030,20 @@ public:
         if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
         const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
-                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), wgmma());
+                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), target());
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 
 private:
-    /// Whether the warpgroup-MMA kernel may run: allowed by the tuning and every device runs its
-    /// sm_90a code (compute capability 9.0).
-    bool wgmma() const
+    /// sm_90a kernels where the tuning allows and every device is 9.0; the smallest opt-in shared memory.
+    GemmTarget target() const
     {
-        if (!options_.cuda.wgmma) return false;
-        for (const auto& c : contexts_)
-            if (!wgmma_device(c->prop.major, c->prop.minor)) return false;
-        return !contexts_.empty();
+        GemmTarget g{options_.cuda.wgmma && !contexts_.empty(), ~0ul};
+        for (const auto& c : contexts_) {
+            g.wgmma = g.wgmma && wgmma_device(c->prop.major, c->prop.minor);
+            g.smem = std::min(g.smem, static_cast<unsigned long>(c->prop.sharedMemPerBlockOptin));
+        }
+        return g;
     }
 
     BackendOptions options_;

@@ -285,20 +285,22 @@ const void* gemm_log2_max_kernel(int k, bool truncated)
     return nullptr;
 }
 
-GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma)
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& target)
 {
     if (!per_point) {
-        if (wgmma)
-            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn) return w;  // k = 33..64
-        return gemm_f16_kernel(k, truncated);  // gemm_f16_kernel.cu, k ≤ 256
+        if (target.wgmma)
+            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn && w.smem <= target.smem) return w;  // k = 33..64
+        if (const GemmKernel f = gemm_f16_kernel(k, truncated); f.fn && f.smem <= target.smem) return f;  // k ≤ 256
+        return gemm_wide_kernel(k, truncated, target.smem);  // k ≤ 1,024, tiled over the dimensions
     }
     const int f = 2 * k;
-    if (f <= 16) return entry<16>();
-    if (f <= 32) return entry<32>();
-    if (f <= 64) return entry<64>();
-    if (f <= 128) return entry<128>();
-    if (f <= 256) return entry<256>();
-    return {};
+    const GemmKernel g = f <= 16    ? entry<16>()
+                         : f <= 32  ? entry<32>()
+                         : f <= 64  ? entry<64>()
+                         : f <= 128 ? entry<128>()
+                         : f <= 256 ? entry<256>()
+                                    : GemmKernel{};
+    return g.smem <= target.smem ? g : GemmKernel{};
 }
 
 }  // namespace meanshift::cuda

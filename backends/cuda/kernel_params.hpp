@@ -111,14 +111,25 @@ struct GemmKernel {
     unsigned long smem = 0;
 };
 
-/// Largest k of the GEMM kernels: 256 (shared H), 128 (per-point H). The shared model
-/// runs the fp16 kernels (gemm_wgmma_kernel where `wgmma` allows and it exists for k, else
-/// gemm_f16_kernel), the per-point model the TF32 one (gemm_kernel.cu). `truncated`: the launch
-/// masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test). `wgmma`: the device
-/// runs sm_90a code (wgmma_device()).
-GemmKernel gemm_kernel(int k, bool per_point, bool truncated, bool wgmma);
+/// What the GEMM kernels may use on the bound devices: sm_90a code (`wgmma`: wgmma_device() holds on
+/// every device) and `smem`, the smallest opt-in shared memory per block (cudaDeviceProp::
+/// sharedMemPerBlockOptin): a kernel that needs more is not chosen.
+struct GemmTarget {
+    bool wgmma = false;
+    unsigned long smem = ~0ul;
+};
+/// Largest k of the GEMM kernels: 1,024 (shared H), 128 (per-point H). The shared model runs the
+/// fp16 kernels (gemm_wgmma_kernel where `target.wgmma` allows and it exists for k, else
+/// gemm_f16_kernel up to k = 256, gemm_wide_kernel beyond or where the f16 kernel's shared memory
+/// exceeds the device's), the per-point model the TF32 one (gemm_kernel.cu). `truncated`: the launch
+/// masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test). Empty (fn = nullptr)
+/// where no kernel takes k on this target.
+GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& target);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
+/// The fp16 kernel tiled over the dimensions (gemm_wide_kernel.cu): k ≤ 1,024, 32 modes × 16 points
+/// per block; empty above, or where it needs more than `smem_limit` bytes of shared memory.
+GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit);
 /// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 33..64 with k % 4 == 0,
 /// empty elsewhere; its code is sm_90a only, so launch it only where wgmma_device() holds.
 GemmKernel gemm_wgmma_kernel(int k, bool truncated);
@@ -150,6 +161,17 @@ inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, in
     if (preload)
         floats += static_cast<unsigned long>(tile) * static_cast<unsigned long>(per_point ? 2 * k + 1 : k);
     return floats * sizeof(float);
+}
+
+/// The default preload tile of a topology launch: τ points, halved until the launch's shared memory
+/// fits `smem` bytes (the device's opt-in limit); 0 where not even one point fits (then no staging).
+/// At k = 384 a tile of 256 points needs 393,248 bytes, more than any GPU has: the default shrinks
+/// instead of failing (issue 27); an explicit preload_size is taken as given.
+inline int topology_tile(int k, bool per_point, int threads, unsigned long smem)
+{
+    int tile = threads;
+    while (tile > 0 && topology_smem_bytes(k, per_point, true, tile, threads) > smem) tile /= 2;
+    return tile;
 }
 
 }  // namespace meanshift::cuda

@@ -12,6 +12,7 @@
 
 #if MEANSHIFT_HAVE_CUDA
 
+#include "backends/cuda/kernel_params.hpp"  // gemm_kernel, topology_tile
 #include "backends/gpu/tile_layout.hpp"
 #include "meanshift_device.h"  // MS_LOG2E, MS_PAD_LOG2W
 #include "step_support.hpp"
@@ -289,8 +290,96 @@ TEST_CASE("cuda: GEMM form (tensor cores, fp16 / TF32 splits) matches the float6
     CHECK(make_backend("cuda")->resolve_topology(topo(0, 128, 8, 8), D).f_vppu == 8);
     BackendOptions bad;
     bad.pair_form = PairForm::Gemm;
-    const PreparedData wide = mstest::random_prepared(rng, 50, 300, KernelModel::Shared);
+    const PreparedData wide = mstest::random_prepared(rng, 50, 1100, KernelModel::Shared);  // beyond k = 1,024
     CHECK_THROWS_AS(make_backend("cuda", bad)->resolve_topology(Topology{}, wide), InvalidArgument);
+    const PreparedData wide_pp = mstest::random_prepared(rng, 50, 200, KernelModel::PerPoint);  // per-point: k <= 128
+    CHECK_THROWS_AS(make_backend("cuda", bad)->resolve_topology(Topology{}, wide_pp), InvalidArgument);
+}
+
+TEST_CASE("cuda: GEMM kernels and preload tiles sized from the device's shared memory (no GPU)")
+{
+    // Issue 27: no default may fail for want of shared memory. The shared model's kernels above
+    // k = 256 (gemm_wide_kernel.cu) and the fp16 kernel where it does not fit give way to the
+    // dimension-tiled kernel; the topology kernels' default tile halves until it fits.
+    using namespace meanshift::cuda;
+    constexpr unsigned long h100 = 232448, small = 101376;  // sharedMemPerBlockOptin: sm_90, sm_86/89
+    for (int k : {257, 300, 384, 385, 512, 640, 700, 768, 1000, 1024})
+        for (bool truncated : {false, true}) {
+            CAPTURE(k);
+            const GemmKernel g = gemm_kernel(k, false, truncated, GemmTarget{false, h100});
+            CHECK(g.fn != nullptr);
+            CHECK(g.smem <= h100);
+            CHECK(g.threads == 512);
+        }
+    CHECK(gemm_kernel(1025, false, false, GemmTarget{false, h100}).fn == nullptr);
+    CHECK(gemm_kernel(129, true, false, GemmTarget{false, h100}).fn == nullptr);
+    // k = 256 on a device of 99 KiB: the fp16 kernel's 136 KB do not fit, the tiled kernel's do.
+    const GemmKernel f16 = gemm_kernel(256, false, false, GemmTarget{false, h100});
+    CHECK(f16.smem > small);
+    const GemmKernel fit = gemm_kernel(256, false, false, GemmTarget{false, small});
+    CHECK(fit.fn != nullptr);
+    CHECK(fit.smem <= small);
+    CHECK(gemm_kernel(1024, false, false, GemmTarget{false, small}).fn == nullptr);  // Auto: direct kernels
+    // The topology kernels: 256 points of k = 384 need 393,248 bytes (the issue's error); the
+    // default tile halves to 128, and is 0 (no staging) where one point does not fit.
+    CHECK(topology_smem_bytes(384, false, true, 256, 256) == 393248);
+    CHECK(topology_tile(384, false, 256, h100) == 128);
+    CHECK(topology_tile(3, false, 256, h100) == 256);
+    CHECK(topology_tile(300, true, 256, h100) == 64);
+    CHECK(topology_tile(100000, false, 256, h100) == 0);
+}
+
+TEST_CASE("cuda: the dimension-tiled GEMM kernel (k = 257..1,024) matches the float64 oracle")
+{
+    // gemm_wide_kernel.cu, the default (Auto) from k = 257 on: exact and truncated, ragged n and mode
+    // counts (partial blocks of 32 modes and tiles of 16 points), k not a multiple of 4 (scalar
+    // loads), streamed point chunks and chunked queries (launches adding into one mode's sums).
+    if (!cuda_usable()) return;
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("cuda-gemm-wide");
+    double worst = 0;
+    for (int k : {257, 384, 402, 512, 700, 1024})
+        for (double cutoff : {std::numeric_limits<double>::infinity(), 3.0})
+            for (int variant = 0; variant < 2; ++variant) {
+                PreparedData D = mstest::random_prepared(rng, 700 + k / 3, k, KernelModel::Shared);
+                D.cutoff2 = cutoff * cutoff;
+                const MatrixD Q = mstest::random_queries(rng, D, 77);
+                BackendOptions o;
+                if (variant == 1) {
+                    o.cuda.max_points = 300;
+                    o.cuda.max_queries = 40;
+                }
+                Topology used;
+                const double dev = deviation(D, Q, Topology{}, o, &used);
+                CAPTURE(k);
+                CAPTURE(cutoff);
+                CAPTURE(variant);
+                CHECK(dev < 1e-4);
+                CHECK(used.pus_per_ppu == 512);
+                worst = std::max(worst, dev);
+            }
+    MESSAGE("dimension-tiled GEMM kernel: largest deviation from the float64 oracle " << worst << " bandwidths");
+}
+
+TEST_CASE("cuda: the direct kernels' default preload tile shrinks to the device at high k")
+{
+    // Issue 27: `--exact --tune pair_form=direct` at k = 384 failed with "preload tile of 256 points
+    // needs 393248 bytes of shared memory"; per-point k = 200 (no GEMM kernel) alike. The default
+    // tile now halves until it fits; an explicit preload_size beyond the device still fails clearly.
+    if (!cuda_usable()) return;
+    auto rng = make_rng("cuda-wide-direct");
+    for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
+        const int k = model == KernelModel::Shared ? 384 : 200;
+        const PreparedData D = mstest::random_prepared(rng, 300, k, model);
+        const MatrixD Q = mstest::random_queries(rng, D, 40);
+        BackendOptions o;
+        o.pair_form = PairForm::Direct;
+        CAPTURE(k);
+        CHECK(deviation(D, Q, Topology{}, o) < kTol);
+        BackendOptions big = o;
+        big.preload_size = 256;
+        CHECK_THROWS_AS(make_backend("cuda", big)->resolve_topology(Topology{}, D), InvalidArgument);
+    }
 }
 
 TEST_CASE("cuda: the warpgroup-MMA GEMM kernel (k = 36, 52, 64; compute capability 9.0) matches the oracle")
