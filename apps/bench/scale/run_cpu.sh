@@ -7,7 +7,8 @@
 #
 # Python: $PYTHON, else build-bench/venv/bin/python if present, else python3; it needs numpy and
 # scikit-learn (opencv-python for the photo peer; torch only with --peer torch). Sizes are moderate
-# (about 10 minutes on 2 cores); any driver option given after the binary overrides them, e.g.
+# (13.5 minutes on 2 cores shared with other builds); any driver option after the binary overrides
+# them (an empty list drops a workload, --no-photos the photos), e.g.
 #   run_cpu.sh build/bin/meanshift --embeddings 20000x384 --cloud 100000 --peer-max-cloud 10000
 # Options: apps/bench/scale/scale_bench.py --help. Results: docs/performance-scale.md.
 set -euo pipefail
@@ -24,8 +25,8 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/meanshift-scale.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 exec nice -n 5 "$py" "$here/scale_bench.py" --meanshift "$bin" --work "$work" --peer numpy \
   --title "Scale benchmarks, CPU" \
-  --embeddings 10000x384,5000x768 --peer-max-embeddings 10000 \
+  --embeddings 20000x384,10000x768 --peer-max-embeddings 20000 \
   --blobs 20000,1000000 --peer-max-blobs 20000 \
-  --cloud 4000,100000 --peer-max-cloud 4000 \
+  --cloud 5000,100000 --peer-max-cloud 5000 \
   --photos --tiled 4 \
   --timeout 180 "$@"

@@ -12,7 +12,7 @@
 # or data/; the tiled image needs a JPEG decoder (Pillow or OpenCV) or decoded copies china.ppm and
 # flower.ppm in data/ (make them here with `python3 apps/bench/scale/generate.py decode data` and carry
 # `data`), else that row says why it was skipped.
-# Defaults fit one call of about 8 minutes (--budget 420: nothing starts after 7 minutes; --timeout 90 per
+# Defaults fit one call of about 8 minutes (--budget 400: nothing starts after 6.7 minutes; --timeout 90 per
 # command). Override any of them after the binary, e.g. --cloud 10000000 --tiled 100 --backend opencl.
 # Set MEANSHIFT_COMMIT=<hash> so the table names the commit (the device's copy has no .git).
 set -euo pipefail
@@ -31,4 +31,4 @@ report=(); [[ -n "${OUT:-}" ]] && report=(--report "$OUT/scale.md" --jsonl "$OUT
   --blobs 10000000 --peer-max-blobs 10000000 \
   --cloud 100000,1000000 --peer-max-cloud 100000 \
   --photos --tiled 25 \
-  --timeout 90 --budget 420 "${report[@]}" "$@"
+  --timeout 90 --budget 400 "${report[@]}" "$@"
