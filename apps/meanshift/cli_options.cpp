@@ -191,6 +191,14 @@ CLI::Validator number_check(bool allow_zero)
 
 namespace {
 
+// An integer limit in full ("23169", not "2.32e+04").
+std::string sci_exact(double v)
+{
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+}
+
 bool parse_number(const std::string& t, double& v)
 {
     char* end = nullptr;
@@ -351,6 +359,17 @@ CLI::Validator bandwidth_spec()
             return BandwidthSpec::parse(text, s);
         },
         "H|RULE");
+}
+
+CLI::Validator at_most(double limit, const std::string& why)
+{
+    return CLI::Validator(
+        [limit, why](std::string& text) -> std::string {
+            const double v = std::strtod(text.c_str(), nullptr);
+            if (v > limit) return "must be at most " + sci_exact(limit) + " (" + why + "), got " + clip(text);
+            return {};
+        },
+        "");
 }
 
 CLI::Validator positive() { return number_check(false); }

@@ -94,6 +94,8 @@ CLI::Validator bandwidth_spec();
 /// full double range.
 CLI::Validator positive();
 CLI::Validator non_negative();
+/// "must be at most LIMIT (why), got X": for values that a narrower type or a derived count must hold.
+CLI::Validator at_most(double limit, const std::string& why);
 
 /// float64 matrix -> float32 matrix for cluster(); throws InvalidArgument naming `what`, the row
 /// and the column if a value does not fit in float32.

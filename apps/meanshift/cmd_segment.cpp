@@ -50,6 +50,10 @@ struct SegmentArgs {
     ConvergenceOptions conv;
 };
 
+// The largest --adaptive-window whose (2r+1)^2 pixels an int counts, and that count.
+constexpr long long kMaxAdaptiveWindow = 23169;
+constexpr long long kMaxAdaptiveWindowPixels = (2 * kMaxAdaptiveWindow + 1) * (2 * kMaxAdaptiveWindow + 1);
+
 bool ends_with_png(const std::string& s)
 {
     if (s.size() < 4) return false;
@@ -306,10 +310,14 @@ void add_segment_command(CLI::App& app, Mode mode)
     sub->add_option("--adaptive-k", a->adaptive_k,
                     "with --adaptive: neighbour rank k; 0 = a quarter of the window's other pixels")
         ->check(non_negative())
+        ->check(at_most(kMaxAdaptiveWindowPixels - 1, "k counts pixels of the window"))
         ->capture_default_str();
+    // The window's (2r+1)^2 pixels are counted in an int (SegmentOptions::AdaptiveRange): r = 100000
+    // overflowed it (audit 26, item 6).
     sub->add_option("--adaptive-window", a->adaptive_window,
                     "with --adaptive: window radius in pixels; 0 = ceil(spatial bandwidth)")
         ->check(non_negative())
+        ->check(at_most(kMaxAdaptiveWindow, "a window of (2r+1)^2 pixels must count fewer than 2^31"))
         ->capture_default_str();
     a->run.add_to(*sub);
     a->conv.add_to(*sub);

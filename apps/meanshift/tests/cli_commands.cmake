@@ -128,11 +128,11 @@ ms(fail "--devices: selects GPUs, but --backend serial runs on the CPU" bench --
 
 # Memory estimated before the work and checked against --max-memory or the available memory
 # (audit 26, items 4 and 6): the message names the option, the value, the estimate and the limit.
-ms(fail "bench --n 100000000000 --dims 2 needs about [0-9.]+ TB \\(120 \\+ 48 x k bytes per point\\), more than the [0-9.]+ [kMGT]?B of memory available \\(MemAvailable"
+ms(fail "bench --n 100000000000 --dims 2 needs about 29 TB \\(64 \\+ 112 x k bytes per point\\), more than the [0-9.]+ [kMGT]?B of memory available \\(MemAvailable"
    bench --n 100000000000)
-ms(fail "bench --n 1000000 --dims 2 needs about 216 MB .*, more than the --max-memory budget of 100 MB; use a smaller --n"
+ms(fail "bench --n 1000000 --dims 2 needs about 288 MB .*, more than the --max-memory budget of 100 MB; use a smaller --n"
    bench --n 1000000 --max-memory 100)
-ms(fail "blobs.csv: clustering 27 points of 2 dimensions needs about 5.8 kB .*more than the --max-memory budget of 5.0 kB"
+ms(fail "blobs.csv: clustering 27 points of 2 dimensions needs about 7.8 kB .*more than the --max-memory budget of 5.0 kB"
    cluster blobs.csv --bandwidth 1 --max-memory 0.005 -o x.csv)
 ms(fail "--max-memory: must be a number of MB >= 0 or auto, got -5" cluster blobs.csv --bandwidth 1 --max-memory -5 -o x.csv)
 ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --max-memory 0 -o mem0.csv)
@@ -165,6 +165,8 @@ ms(fail "two.ppm: the image is 16 x 8 pixels; segmenting it needs about 53 kB \\
    segment two.ppm --max-memory 0.01 -o x.png)
 ms(ok "downscaled to 4 x 2" segment two.ppm --max-memory 0.015 --max-pixels 8 -o mem.png)
 ms(fail "--max-image-pixels: must be an integer >= 0 or auto, got x" segment two.ppm --max-image-pixels x -o x.png)
+ms(fail "--adaptive-window: must be at most 23169 \\(a window of \\(2r\\+1\\)\\^2 pixels must count fewer than 2\\^31\\), got 100000"
+   segment two.ppm --adaptive --adaptive-window 100000 -o x.png)
 
 ms(ok "\"pairs_per_s\"" bench --n 300 --dims 3 --iterations 2 --backend serial)
 ms(ok "\"kernel\":\"diagonal\"" bench --n 300 --dims 2 --iterations 2 --kernel diagonal)
