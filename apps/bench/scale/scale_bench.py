@@ -333,6 +333,11 @@ def markdown(rows, header):
             stages = fmt_stages(r.get("stages"))
             clusters = (r.get("clusters") or r.get("segments") or "").split(" (")[0]
             ari_s = str(r.get("ari_truth", ""))
+            st = r.get("stages") or {}
+            if "in all" in st and "mean shift" in st:  # segment: decoding, colour conversion, writing
+                notes.append(f"outside mean shift and regions: {st['in all'] - st['mean shift'] - st.get('regions', 0):.3g} s")
+            elif "total" in st and r.get("rc") == 0:  # cluster: reading, writing, process start
+                notes.append(f"outside the library's total: {r['wall'] - st['total']:.3g} s")
             for key in ("method", "seeding", "search", "iterations"):
                 if r.get(key):
                     notes.append(f"{key}: {r[key]}")
