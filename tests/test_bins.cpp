@@ -75,11 +75,14 @@ TEST_CASE("make_bins: lexicographic bins, counts, means and find() on both sort 
             for (int d = 0; d < k; ++d) P(i, d) = g(rng) + (d == 0 ? -20.0 : 5.0);  // negative cells too
         INFO("k = " << k << ", packed keys");
         check_bins(P, 0.5);
-        // Cells spanning 64 bits in dimension 0: one 64-bit field at k = 1, the comparison sort above.
+        // Cells spanning 54 bits in dimensions 0 and 1 (within kMaxBinCell = 2^53 of the centre):
+        // one wide field at k = 1, more than 64 bits and the comparison sort above.
         MatrixD Q = P;
-        Q(0, 0) = -4e18;
-        Q(1, 0) = 4e18;
-        INFO("k = " << k << (k == 1 ? ", a 64-bit key" : ", comparison sort"));
+        for (int d = 0; d < std::min(k, 2); ++d) {
+            Q(0, d) = -4e15;
+            Q(1, d) = 4e15;
+        }
+        INFO("k = " << k << (k == 1 ? ", a 54-bit key" : ", comparison sort"));
         check_bins(Q, 0.5);
     }
 }

@@ -490,6 +490,8 @@ public:
         if (options.threads < 0)
             throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
                                   std::to_string(options.threads));
+        // 100,000 threads overflowed libgomp's stack in GOMP_parallel (issue 26): refuse up front.
+        check_thread_count("openmp backend", "threads", options.threads);
         widest_ = widest_allowed(options.openmp.isa);
         // AMX: by default where usable (it needs the AVX-512 kernels); "amx" insists, any other isa forbids it.
         amx_ = (options.openmp.isa == "auto" || options.openmp.isa == "amx") && widest_->width == 16 &&
@@ -509,6 +511,9 @@ public:
         Topology t = requested;
         if (t.ppus == 0) {
             t.ppus = default_threads();
+        } else if (t.ppus > max_threads()) {
+            // z is the number of OpenMP threads here: the same limit as BackendOptions::threads.
+            check_thread_count("openmp backend", "z (ppus)", t.ppus);
         } else if (options_.threads > 0 && options_.threads != t.ppus) {
             throw InvalidArgument("openmp backend: z (ppus) = " + std::to_string(t.ppus) +
                                   " conflicts with threads = " + std::to_string(options_.threads) +
@@ -554,7 +559,11 @@ public:
     }
 
 private:
-    int default_threads() const { return options_.threads > 0 ? options_.threads : omp_get_max_threads(); }
+    /// threads, else OpenMP's default (OMP_NUM_THREADS), never above max_threads().
+    int default_threads() const
+    {
+        return options_.threads > 0 ? options_.threads : std::min(omp_get_max_threads(), max_threads());
+    }
 
     /// The kernel table OpenMPTuning::isa names ("auto" = the widest this CPU runs).
     static const KernelTable* widest_allowed(const std::string& isa)

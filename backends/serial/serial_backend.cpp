@@ -99,7 +99,12 @@ BackendFactory serial_factory()
     BackendFactory f;
     f.name = "serial";
     f.probe = [] { return usable_status("serial", {SerialBackend::host_device()}); };
-    f.create = [](const BackendOptions&) { return std::unique_ptr<Backend>(new SerialBackend()); };
+    f.create = [](const BackendOptions& o) {
+        // threads only sizes the library's host passes here, but a value no machine can start is
+        // refused as the openmp backend refuses it (issue 26).
+        check_thread_count("serial backend", "threads", o.threads);
+        return std::unique_ptr<Backend>(new SerialBackend());
+    };
     return f;
 }
 }  // namespace detail

@@ -38,26 +38,61 @@ inline void column_range(const MatrixD& A, Index cols, Eigen::RowVectorXd& lo, E
 
 /// Per-column minimum `lo` and maximum `hi` of x (rows × cols row-major, rows ≥ 1) in one pass;
 /// false when some value is NaN or ±Inf (lo and hi are then meaningless).
+///
+/// No per-thread copies on the stack: an OpenMP array reduction (`reduction(min : l[:cols])`)
+/// keeps one copy of lo and hi per thread on that thread's stack, which overflowed it for one row
+/// of 1,500,000 columns (issue 26, item 1). Narrow rows give each thread a heap copy of lo/hi
+/// (at most kWideColumns values each); wide rows are split by columns instead, so no thread
+/// needs a copy at all and the extra memory stays O(threads · kWideColumns) for any width.
 inline bool float_column_range(const float* x, std::size_t rows, std::size_t cols, std::vector<float>& lo,
                                std::vector<float>& hi)
 {
+    constexpr std::size_t kWideColumns = 256;
     lo.assign(x, x + cols);
     hi = lo;
     float* l = lo.data();
     float* h = hi.data();
+    auto scan = [x, cols](std::size_t r0, std::size_t r1, std::size_t c0, std::size_t c1, float* lp, float* hp) {
+        bool bad = false;
+        for (std::size_t i = r0; i < r1; ++i) {
+            const float* r = x + i * cols;
+            for (std::size_t d = c0; d < c1; ++d) {
+                bad = bad || !(std::fabs(r[d]) <= std::numeric_limits<float>::max());
+                lp[d - c0] = std::min(lp[d - c0], r[d]);
+                hp[d - c0] = std::max(hp[d - c0], r[d]);
+            }
+        }
+        return bad;
+    };
     bool bad = false;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) reduction(min : l[:cols]) reduction(max : h[:cols]) reduction(|| : bad) \
-    num_threads(host_threads()) if (rows * cols >= static_cast<std::size_t>(kParallelMinValues))
-#endif
-    for (std::size_t i = 0; i < rows; ++i) {
-        const float* r = x + i * cols;
+    const bool parallel = rows * cols >= static_cast<std::size_t>(kParallelMinValues);
+    if (cols > kWideColumns) {
+        // Column blocks: each thread owns lo/hi of its columns outright.
+        const std::size_t blocks = (cols + kWideColumns - 1) / kWideColumns;
+#pragma omp parallel for schedule(static) reduction(|| : bad) num_threads(host_threads()) if (parallel)
+        for (std::size_t b = 0; b < blocks; ++b) {
+            const std::size_t c0 = b * kWideColumns, c1 = std::min(cols, c0 + kWideColumns);
+            bad = scan(0, rows, c0, c1, l + c0, h + c0) || bad;
+        }
+        return !bad;
+    }
+#pragma omp parallel num_threads(host_threads()) if (parallel) reduction(|| : bad)
+    {
+        std::vector<float> tl(lo), th(hi);  // this thread's copy, on the heap
+        const std::size_t t = static_cast<std::size_t>(omp_get_thread_num());
+        const std::size_t T = static_cast<std::size_t>(omp_get_num_threads());
+        const std::size_t r0 = rows * t / T, r1 = rows * (t + 1) / T;
+        bad = scan(r0, r1, 0, cols, tl.data(), th.data()) || bad;
+#pragma omp critical(meanshift_float_column_range)
         for (std::size_t d = 0; d < cols; ++d) {
-            bad = bad || !(std::fabs(r[d]) <= std::numeric_limits<float>::max());
-            l[d] = std::min(l[d], r[d]);
-            h[d] = std::max(h[d], r[d]);
+            l[d] = std::min(l[d], tl[d]);
+            h[d] = std::max(h[d], th[d]);
         }
     }
+#else
+    bad = scan(0, rows, 0, cols, l, h);
+#endif
     return !bad;
 }
 

@@ -6,7 +6,10 @@
 // backend is) they run on the threads the caller allows (BackendOptions::threads, see HostThreads)
 // when the pass is large enough to pay for the fork.
 
+#include <meanshift/tuning.hpp>
 #include <meanshift/types.hpp>
+
+#include <algorithm>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -39,11 +42,13 @@ inline int& host_threads_limit() noexcept
     thread_local int limit = 0;
     return limit;
 }
+/// Never more than max_threads() (tuning.hpp): a backend that ignores BackendOptions::threads
+/// does not refuse a huge value, and 100,000 threads crashed libgomp (issue 26, item 2).
 inline int host_threads() noexcept
 {
 #if defined(_OPENMP)
     const int limit = host_threads_limit();
-    return limit > 0 ? limit : omp_get_max_threads();
+    return std::min(limit > 0 ? limit : omp_get_max_threads(), max_threads());
 #else
     return 1;
 #endif

@@ -6,8 +6,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <fstream>
 #include <limits>
 #include <sstream>
+#include <string>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 namespace meanshift::detail {
 namespace {
@@ -45,7 +52,34 @@ void check_float32_range(const PreparedData& D)
     }
 }
 
+std::string bytes_text(double b)
+{
+    std::ostringstream s;
+    s.precision(3);
+    if (b >= 1e9) s << b / 1e9 << " GB";
+    else if (b >= 1e6) s << b / 1e6 << " MB";
+    else if (b >= 1e3) s << b / 1e3 << " kB";
+    else s << b << " bytes";
+    return s.str();
+}
+
 }  // namespace
+
+void check_memory(Index n, int k, const Options& options, Index m, bool weighted)
+{
+    if (options.max_memory == std::numeric_limits<std::size_t>::max()) return;
+    const std::size_t limit = options.max_memory > 0 ? options.max_memory : available_memory();
+    if (limit == 0) return;  // unknown: nothing to compare with
+    const std::size_t need = estimate_memory(n, k, options, m, weighted);
+    if (need <= limit) return;
+    std::ostringstream s;
+    s << "out of memory: clustering " << n << " points of " << k << " dimensions needs about "
+      << bytes_text(static_cast<double>(need)) << " (estimate), over the "
+      << (options.max_memory > 0 ? "max_memory budget of " : "available physical memory of ")
+      << bytes_text(static_cast<double>(limit))
+      << (options.max_memory > 0 ? "" : " (max_memory = 0: the machine's MemAvailable)");
+    throw OutOfMemory(s.str(), need, limit);
+}
 
 void finalize_weights(PreparedData& D)
 {
@@ -193,6 +227,50 @@ MatrixF from_prepared(const Prepared& p, const MatrixD& y)
 }  // namespace meanshift::detail
 
 namespace meanshift {
+
+std::size_t estimate_memory(Index n, int k, const Options& options, Index m, bool weighted)
+{
+    // In double: n·k can overflow 64 bits for absurd sizes (bench --n 1e11 × k).
+    const double N = static_cast<double>(std::max<Index>(n, 0)), K = static_cast<double>(std::max(k, 0));
+    const double M = m > 0 ? static_cast<double>(m) : N;  // bin seeding gives at most one seed per point
+    const bool per_point = weighted || !options.bandwidth.shared();
+    // Per point value (bytes): prepared points float64 + float32 (12), the search's re-sorted copy
+    // (8) and index (kd-tree boxes ≈ 1), the backend's float32 layout and its scratch (8), and a
+    // margin of 11 (exact, openmp, 20,000 × 200: peak 300 MB, 75 bytes per value with the seeds).
+    double per_nk = 12 + 8 + 1 + 8 + 11;
+    if (per_point) per_nk += 12 + 8 + 8;  // precisions float64 + float32, their re-sorted copy, backend copy
+    // Bins (default options): int64 keys (8), bin means and the binned data (≤ 16), the caller's
+    // prepared points kept beside the binned ones (8), the boundary refinement's copies (≤ 16), and
+    // a margin: measured peaks of 121-126 bytes per value at 200,000 × 16 and 20,000 × 200 (openmp).
+    if (!options.exact) per_nk += 56;
+    // Per seed value: seeds (8), the driver's ordered copy and read-back (16), the backend's modes
+    // float64 + float32 (12), the modes back in data units (4) and in the result (4).
+    const double per_mk = 8 + 16 + 12 + 4 + 4;
+    // Per point / per seed: the search's row order and cell of each row, labels, statuses, bins.
+    const double bytes = per_nk * N * K + per_mk * M * K + 48 * N + 64 * M +
+                         (options.exact ? 0.0 : 8.0 * (4 * N + 1048576.0));  // grid cell offsets
+    const double cap = static_cast<double>(std::numeric_limits<std::size_t>::max());
+    return bytes >= cap ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(bytes);
+}
+
+std::size_t available_memory()
+{
+#if defined(__linux__)
+    std::ifstream in("/proc/meminfo");
+    std::string key;
+    unsigned long long value = 0;
+    std::string unit;
+    while (in >> key >> value) {
+        std::getline(in, unit);
+        if (key == "MemAvailable:") return static_cast<std::size_t>(value) * 1024;
+    }
+#endif
+#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
+#endif
+    return 0;
+}
 
 void PreparedData::finalize()
 {

@@ -4,6 +4,7 @@
 
 #include <meanshift/backend.hpp>
 #include <meanshift/bandwidth.hpp>
+#include <meanshift/meanshift.hpp>
 #include <meanshift/neighbours.hpp>
 
 #include <string>
@@ -24,6 +25,10 @@ struct Prepared {
 /// `weights` (n sample weights, ≥ 0, finite, not all 0; nullptr = all 1) become the per-point model's
 /// log-weights: a shared H with weights is prepared as KernelModel::PerPoint with unit precisions.
 Prepared prepare(const float* data, Index n, int k, const Bandwidth& bandwidth, const float* weights = nullptr);
+
+/// Options::max_memory: throws OutOfMemory when estimate_memory(n, k, options, m, weighted) exceeds
+/// the budget (0 = available_memory(); no check where that is unknown). Call before allocating.
+void check_memory(Index n, int k, const Options& options, Index m, bool weighted);
 
 /// Validates sample weights (throws InvalidArgument); returns false for nullptr.
 bool check_weights(const float* weights, Index n);

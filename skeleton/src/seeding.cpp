@@ -34,8 +34,26 @@ std::string grouped(Index v)
 
 }  // namespace
 
+bool bins_fit(const MatrixD& P, double side)
+{
+    if (!(side > 0) || !std::isfinite(side)) return false;
+    const double extent = P.size() ? P.cwiseAbs().maxCoeff() : 0.0;
+    const double cells = extent / side;  // inf when it overflows
+    return cells < kMaxBinCell;
+}
+
+std::string bins_overflow_reason(const MatrixD& P, double side)
+{
+    const double extent = P.size() ? P.cwiseAbs().maxCoeff() : 0.0;
+    std::ostringstream s;
+    s << "coordinates reach " << extent / side << " bins of " << side
+      << " bandwidths from the data's centre, beyond the 2^53 that integer bin keys hold exactly";
+    return s.str();
+}
+
 Bins make_bins(const MatrixD& P, double side, const float* weights)
 {
+    if (!bins_fit(P, side)) throw InvalidArgument("bins: " + bins_overflow_reason(P, side));
     const Index n = P.rows();
     const int k = static_cast<int>(P.cols());
     const std::size_t ks = static_cast<std::size_t>(k);
@@ -138,9 +156,32 @@ Index Bins::find(const std::int64_t* cell) const
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
                     const float* seeds, Index m)
 {
+    // Options::max_memory: the estimate before the seeds, the search and the backend allocate.
+    // (The driver should call check_memory() before prepare(); here it still precedes everything
+    // that grows with the seeds and the search.)
+    check_memory(n, k, options, seeds ? m : 0, weights != nullptr);
     SeedPlan p;
     const bool exact = options.exact;
-    if (!exact && options.bin_data && !seeds && options.bandwidth.shared()) {
+    // Bins whose integer keys would overflow (a tiny bandwidth or bin_size, a huge coordinate):
+    // no binning at all, every point seeds its own ascent, which is exact's seeding (issue 26).
+    // The boundary refinement bins at bin_size / 4, so that side must fit too.
+    std::string declined;
+    const bool want_bin_data = !exact && options.bin_data && !seeds && options.bandwidth.shared();
+    const bool want_bins = !exact && !seeds && !want_bin_data && options.seeding == Seeding::Bins;
+    if (want_bin_data || want_bins) {
+        const double side = want_bins && options.refine_boundaries ? options.bin_size / 4 : options.bin_size;
+        if (!bins_fit(prep.data.points, side))
+            declined = std::string(want_bin_data ? " (bin_data" : " (bin seeding") + " declined: " +
+                       bins_overflow_reason(prep.data.points, side) + ")";
+    }
+    auto all_points = [&] {
+        p.seeds_are_points = true;
+        // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
+        // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
+        p.own_metric = prep.data.model == KernelModel::PerPoint;
+        p.description = "all points" + declined;
+    };
+    if (want_bin_data && declined.empty()) {
         // Binned data: the bin means, weighted by their counts (× sample weights), replace the data;
         // every bin is a seed and labels its points.
         const Bins b = make_bins(prep.data.points, options.bin_size, weights);
@@ -154,9 +195,19 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.point_seed = b.of;
         p.description = "binned data, bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(B) +
                         " weighted points and seeds)";
-    } else if (!exact && !seeds && options.seeding == Seeding::Bins) {
+    } else if (want_bins && declined.empty()) {
         Bins b = make_bins(prep.data.points, options.bin_size, nullptr);
         const Index B = b.mean.rows();
+        if (2 * B > n) {
+            // Bins of fewer than two points on average (high k, or a bandwidth small against the
+            // spread): seeding from them saves under half the ascents, and their boundary refinement
+            // re-seeds most points again at a quarter of the side (issue 27: 41 s of an 84 s run at
+            // 20,000 x 384). Every point seeds its own ascent instead, as with the exact options.
+            declined = " (bin seeding declined: " + grouped(B) + " bins of " + number(options.bin_size) +
+                       " bandwidths for " + grouped(n) + " points would save under half the ascents)";
+            all_points();
+            return p;
+        }
         std::vector<Index> seed_of_bin(static_cast<std::size_t>(B), -1);
         Index S = 0;
         for (Index j = 0; j < B; ++j)
@@ -185,11 +236,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         p.seeds = to_prepared(prep, seeds, m, "seeds");
         p.description = "explicit seeds";
     } else {
-        p.seeds_are_points = true;
-        // Alg. 5 uses the seed's own H_i when the seeds are the data; otherwise (and for a shared H)
-        // the whitened Euclidean distance, i.e. the Mahalanobis distance in bandwidth units.
-        p.own_metric = prep.data.model == KernelModel::PerPoint;
-        p.description = "all points";
+        all_points();
     }
     return p;
 }
@@ -204,6 +251,10 @@ MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& optio
     const double side = automatic ? options.bin_size / 4 : s;
     const Index n = prep.data.n();
     const int k = prep.data.k();
+    if (!bins_fit(prep.data.points, side)) {  // keys would overflow: the ascents run on the raw data
+        plan.description += ", data not binned (" + bins_overflow_reason(prep.data.points, side) + ")";
+        return MatrixD();
+    }
     Bins b = make_bins(prep.data.points, side, weights);
     const Index B = b.mean.rows();
     // Automatic: only when it cuts the ascents' work (∝ points) at least 4-fold.
@@ -268,8 +319,12 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     std::vector<Index> active(static_cast<std::size_t>(F));
     for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
     std::vector<std::int64_t> cell(ks);
-    auto bin_of = [&](const double* y) {
-        for (std::size_t d = 0; d < ks; ++d) cell[d] = static_cast<std::int64_t>(std::floor(y[d] / b.side));
+    auto bin_of = [&](const double* y) -> Index {
+        for (std::size_t d = 0; d < ks; ++d) {
+            const double c = std::floor(y[d] / b.side);
+            if (!(std::fabs(c) < kMaxBinCell)) return -1;  // outside every bin (and no int64 overflow)
+            cell[d] = static_cast<std::int64_t>(c);
+        }
         return b.find(cell.data());
     };
     auto nearest_centre = [&](Index f) {

@@ -3,6 +3,7 @@
 // scikit-learn's bin seeding, or binned data), and how every data point is then labelled from the
 // seeds' ascents (docs/truncated-kernel.md).
 
+#include "boundary_bins.hpp"
 #include "prepare.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -27,8 +28,16 @@ struct Bins {
     Index find(const std::int64_t* cell) const;
 };
 
+/// Whether every row of P (prepared units) has bin keys within kMaxBinCell (boundary_bins.hpp) at bins of `side`
+/// (false for side ≤ 0, NaN or a quotient that overflows).
+bool bins_fit(const MatrixD& P, double side);
+
+/// Why bins of `side` (bandwidth units) do not fit P (bins_fit false), for Result::seeding.
+std::string bins_overflow_reason(const MatrixD& P, double side);
+
 /// Bins the rows of P (n × k, prepared units) on cells of side `side` > 0; `weights` (n or nullptr).
-/// A bin whose weights are all 0 gets the plain mean of its rows.
+/// A bin whose weights are all 0 gets the plain mean of its rows. Requires bins_fit(P, side)
+/// (InvalidArgument otherwise: the callers fall back to unbinned paths first).
 Bins make_bins(const MatrixD& P, double side, const float* weights);
 
 /// The starting points of the ascents.

@@ -147,18 +147,29 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
             throw InvalidArgument("segment_image: pixel (" + std::to_string((i / channels) % width) + ", " +
                                   std::to_string((i / channels) / width) + "), channel " +
                                   std::to_string(i % channels) + " is not finite");
-    const int w = o.window > 0 ? o.window : std::max(1, static_cast<int>(std::ceil(hs)));
-    const int side = 2 * w + 1;
-    const int k = o.k > 0 ? o.k : std::max(1, (side * side - 1) / 4);
+    // A window reaching past the image's larger side adds no pixel (the window is clipped at the
+    // border): an explicit one is refused, the default ceil(hs) clamped. The default k of the
+    // clamped window, (side² − 1) / 4 ≥ H·W − 1, still takes the farthest pixel, as before. All
+    // in 64 bits: window 100,000 overflowed (2w+1)² in int and reserved 320 GB (issue 26, item 6).
+    const long long reach = std::max(height, width);
+    if (o.window > reach)
+        throw InvalidArgument(std::string(who) + "window (--adaptive-window) = " + std::to_string(o.window) +
+                              " pixels exceeds the limit of " + std::to_string(reach) +
+                              ", the image's larger side (a wider window adds no pixel)");
+    const long long w = o.window > 0 ? o.window : std::clamp<long long>(static_cast<long long>(std::min(std::ceil(hs), 1e18)), 1, reach);
+    const long long side = 2 * w + 1;
+    const long long k = o.k > 0 ? o.k : std::max(1LL, (side * side - 1) / 4);
     std::vector<double> d(n), dist;
-    dist.reserve(static_cast<std::size_t>(side) * side);
+    dist.reserve(static_cast<std::size_t>(std::min<long long>(side * side, static_cast<long long>(n))));
     for (int y = 0; y < height; ++y)
         for (int x = 0; x < width; ++x) {
             const std::size_t i = static_cast<std::size_t>(y) * width + x;
             const float* p = pixels + i * channels;
             dist.clear();
-            for (int v = std::max(0, y - w); v <= std::min(height - 1, y + w); ++v)
-                for (int u = std::max(0, x - w); u <= std::min(width - 1, x + w); ++u) {
+            const int v0 = static_cast<int>(std::max<long long>(0, y - w)), v1 = static_cast<int>(std::min<long long>(height - 1, y + w));
+            const int u0 = static_cast<int>(std::max<long long>(0, x - w)), u1 = static_cast<int>(std::min<long long>(width - 1, x + w));
+            for (int v = v0; v <= v1; ++v)
+                for (int u = u0; u <= u1; ++u) {
                     if (u == x && v == y) continue;
                     const float* q = pixels + (static_cast<std::size_t>(v) * width + u) * channels;
                     double s = 0;
@@ -172,7 +183,7 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
                 d[i] = 0;
                 continue;
             }
-            const std::size_t r = std::min(dist.size(), static_cast<std::size_t>(k)) - 1;
+            const std::size_t r = static_cast<std::size_t>(std::min<long long>(static_cast<long long>(dist.size()), k)) - 1;
             std::nth_element(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(r), dist.end());
             d[i] = std::sqrt(dist[r]);
         }

@@ -2,9 +2,15 @@
 #include <meanshift/errors.hpp>
 #include <meanshift/tuning.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <thread>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 
 namespace meanshift {
 namespace {
@@ -42,6 +48,29 @@ constexpr long long kIntMax = std::numeric_limits<int>::max();
 constexpr long long kIndexMax = std::numeric_limits<long long>::max();
 
 }  // namespace
+
+int max_threads() noexcept
+{
+    static const int cached = [] {  // hardware_concurrency() may read /sys: once per process
+        const long long hw = std::max(1u, std::thread::hardware_concurrency());
+        long long limit = hw * kMaxThreadsPerHardwareThread;
+#if defined(_OPENMP)
+        limit = std::min<long long>(limit, omp_get_thread_limit());
+#endif
+        return static_cast<int>(std::clamp<long long>(limit, 1, std::numeric_limits<int>::max()));
+    }();
+    return cached;
+}
+
+void check_thread_count(const std::string& who, const std::string& option, long long value)
+{
+    const int limit = max_threads();
+    if (value > limit)
+        throw InvalidArgument(who + ": " + option + " = " + std::to_string(value) + " exceeds the limit of " +
+                              std::to_string(limit) + " threads (" + std::to_string(kMaxThreadsPerHardwareThread) +
+                              " x the " + std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                              " hardware threads, or OMP_THREAD_LIMIT); more threads than that cannot run faster");
+}
 
 std::vector<std::string> BackendOptions::keys()
 {

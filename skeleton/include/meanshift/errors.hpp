@@ -4,6 +4,7 @@
 /// throwing one of these types; the library never calls exit() and never prints instead of throwing.
 
 #include <meanshift/export.hpp>
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
@@ -46,6 +47,21 @@ private:
 class MEANSHIFT_API NotSupported : public Error {
 public:
     using Error::Error;
+};
+
+/// A run whose estimated memory (meanshift::estimate_memory()) exceeds Options::max_memory or,
+/// by default, the machine's available physical memory: refused before anything large is
+/// allocated. what() names the estimate, the limit and where the limit comes from; estimate()
+/// and limit() give them in bytes.
+class MEANSHIFT_API OutOfMemory : public Error {
+public:
+    OutOfMemory(const std::string& what, std::size_t estimate, std::size_t limit)
+        : Error(what), estimate_(estimate), limit_(limit) {}
+    std::size_t estimate() const noexcept { return estimate_; }
+    std::size_t limit() const noexcept { return limit_; }
+
+private:
+    std::size_t estimate_ = 0, limit_ = 0;
 };
 
 /// File input/output failures (unreadable file, bad format) raised by the I/O helpers.

@@ -21,6 +21,7 @@
 #include <meanshift/types.hpp>
 #include <meanshift/version.hpp>
 
+#include <cstddef>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -125,6 +126,12 @@ struct Options {
     /// over its points: a bin's total weight and weighted sum are off by O(c²·s²) relative (s = 0.125,
     /// c = 3: ~1 %), below the cutoff's own e^{−c²/2} ≈ 1.1 %. Measured in docs/truncated-kernel.md.
     double data_bin_size = 0;
+    /// Memory budget of one run in bytes. Before the working set is allocated, cluster() estimates
+    /// it (estimate_memory(): the prepared data, the neighbour search, the seeds and modes, the
+    /// backend's copies) and throws OutOfMemory naming the estimate and the budget when it is
+    /// larger. 0 = the machine's available physical memory (available_memory(); no check where that
+    /// is unknown); SIZE_MAX = no check. The caller's own input is not counted.
+    std::size_t max_memory = 0;
 };
 
 struct Timing {
@@ -189,6 +196,19 @@ MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& o
                const float* seeds, Index m);
 MEANSHIFT_API Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, const float* weights,
                const Eigen::Ref<const MatrixF>* seeds = nullptr);
+
+/// Bytes a run of cluster() on n points of k dimensions with these options needs beyond the
+/// caller's input, estimated from the sizes alone before anything is allocated: the prepared data
+/// (float64 + float32, twice with per-point bandwidths or sample weights), the neighbour search's
+/// copy and index, the backend's copy of the points, and the seeds/modes (m seeds; 0 = one per
+/// point, the most that bin seeding can give) in the driver, the backend and the result. Meant to
+/// err on the high side of the peak (docs/usage.md gives a measurement); saturates at SIZE_MAX.
+MEANSHIFT_API std::size_t estimate_memory(Index n, int k, const Options& options, Index m = 0,
+                                          bool weighted = false);
+
+/// The machine's available physical memory in bytes (Linux: MemAvailable of /proc/meminfo, else
+/// the free physical pages); 0 when unknown. Options::max_memory = 0 uses it.
+MEANSHIFT_API std::size_t available_memory();
 
 /// Reusable clusterer: keeps the backend (and its compiled programs / device contexts) alive
 /// across runs, and the binding of the last fit() (the prepared data on the device), which

@@ -68,7 +68,9 @@ struct SegmentOptions {
         bool enabled = false;
         /// Neighbour rank k >= 1; 0 = default: a quarter of the window's other pixels (12 for w = 3).
         int k = 0;
-        /// Window radius w in pixels (>= 1); 0 = default: ceil(hs).
+        /// Window radius w in pixels (>= 1); 0 = default: ceil(hs), clamped to max(height, width).
+        /// At most max(height, width), the image's larger side (a wider window adds no pixel):
+        /// larger values throw InvalidArgument naming window, the value and that limit.
         int window = 0;
         /// Floor for flat areas (d_i = 0 where k or more window pixels have the same colour), in [0, 1].
         double floor_fraction = 0.1;
@@ -130,7 +132,7 @@ struct Segmentation {
 /// channels (`pixels` as for segment_image()), `hs` and `hr` as there: H·W values hr_i in the
 /// channels' units, with geometric mean hr before the clamp. O(H·W·(2w+1)²·C) time. Throws
 /// InvalidArgument for an empty image, a non-finite pixel, hs or hr <= 0 or not finite, k < 0,
-/// window < 0, floor_fraction outside [0, 1], min_ratio outside (0, 1] or max_ratio < 1, and an
+/// window < 0 or > max(H, W), floor_fraction outside [0, 1], min_ratio outside (0, 1] or max_ratio < 1, and an
 /// image whose every d_i is 0 (a single colour everywhere: no scale to adapt to).
 MEANSHIFT_API std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, int width, int channels,
                                                            double hs, double hr,

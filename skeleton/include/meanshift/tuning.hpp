@@ -64,13 +64,31 @@ struct OpenCLTuning {
     int gemm_min_k = 0;      ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
 };
 
+/// Factor of max_threads() over the hardware threads (oversubscription beyond it only costs).
+inline constexpr int kMaxThreadsPerHardwareThread = 64;
+
+/// The most OpenMP threads the library starts, and the largest BackendOptions::threads and
+/// Topology::ppus (z) of the openmp backend: kMaxThreadsPerHardwareThread × the hardware threads
+/// (std::thread::hardware_concurrency(), 1 when unknown), capped by OpenMP's thread limit
+/// (omp_get_thread_limit(), OMP_THREAD_LIMIT). 128 on a 2-core machine without hyper-threading.
+MEANSHIFT_API int max_threads() noexcept;
+
+/// Throws InvalidArgument when a thread count `value` given as option `option` ("threads",
+/// "z (ppus)") exceeds max_threads(); the message names `who` (the backend), the option, the
+/// value and the limit.
+MEANSHIFT_API void check_thread_count(const std::string& who, const std::string& option, long long value);
+
 /// Per-backend options chosen by the user at run time.
 struct MEANSHIFT_API BackendOptions {
     std::vector<int> devices;   ///< device indices to use (multi-device backends); empty = all (CUDA) / default
     std::string device_spec;    ///< OpenCL "P:D" (platform:device); empty = first GPU, else first device
     Preload preload = Preload::Auto;  ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
     int preload_size = 0;       ///< points staged per batch / tile width W; 0 = backend default
-    int threads = 0;            ///< OpenMP threads (z); 0 = all
+    /// OpenMP threads (z); 0 = all. At most max_threads(): more cannot run faster and, far beyond
+    /// it, crashed inside libgomp (100,000 threads overflowed GOMP_parallel's stack, issue 26);
+    /// the openmp and serial backends refuse a larger value (InvalidArgument naming threads, the
+    /// value and the limit), and the library's own host passes never start more.
+    int threads = 0;
     PairForm pair_form = PairForm::Auto;  ///< direct loop or matrix products for the exponents
     OpenMPTuning openmp;
     CudaTuning cuda;

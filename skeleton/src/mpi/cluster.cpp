@@ -295,7 +295,19 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     const MatrixF mine_rows = local_points;  // contiguous row-major copy
     std::vector<double> mid(static_cast<std::size_t>(k));
     for (int d = 0; d < k; ++d) mid[std::size_t(d)] = 0.5 * (lo[std::size_t(d)] + hi[std::size_t(d)]);
-    const bool seeded = !options.exact && options.seeding == Seeding::Bins;
+    // Bins whose int64 keys would overflow (a tiny bandwidth or bin_size, a huge coordinate; issue
+    // 26): every point seeds its own ascent instead, as one process does. The extent comes from the
+    // global bounding box, so every rank decides alike without communicating (half of kMaxBinCell
+    // leaves room for the rounding of (x − mid) · scale).
+    double extent = 0;  // the largest |prepared coordinate|
+    for (int d = 0; d < k; ++d)
+        extent = std::max(extent, 0.5 * (hi[std::size_t(d)] - lo[std::size_t(d)]) * scale[std::size_t(d)]);
+    auto bins_fit = [&](double side) {
+        return side > 0 && extent / side < 0.5 * ::meanshift::detail::kMaxBinCell;
+    };
+    const double finest = options.refine_boundaries ? options.bin_size / 4 : options.bin_size;
+    const bool wants_bins = !options.exact && options.seeding == Seeding::Bins;
+    const bool seeded = wants_bins && bins_fit(finest);
     // Prepared units of one process, (x − mid) · scale (prepare.cpp), for the grouping and the bins.
     auto prepared = [&](const MatrixF& y) {
         MatrixD Y = y.cast<double>();
@@ -461,7 +473,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         // when they leave at most n/4 weighted points). Automatic skips the merge when one rank alone
         // has more cells than that (a lower bound of the merged count), else decides on the merge.
         const double s = options.data_bin_size;
-        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s)) {
+        if (options.bandwidth.shared() && s >= 0 && std::isfinite(s) && bins_fit(s == 0 ? options.bin_size / 4 : s)) {
             const bool automatic = s == 0;
             Options cell_options = options;
             cell_options.bin_size = automatic ? options.bin_size / 4 : s;
@@ -709,6 +721,12 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             out.seeding += " (no boundary refinement)";
     } else {
         out.seeding = "every point its own seed";
+        if (wants_bins) {
+            std::ostringstream o;
+            o << " (bin seeding declined: coordinates reach " << extent / finest << " bins of " << finest
+              << " bandwidths from the data's centre, beyond the 2^53 that integer bin keys hold exactly)";
+            out.seeding += o.str();
+        }
     }
     for (bool none : out.no_support) if (none) ++out.modes_without_support;
     out.distributed.seconds_total = since(t_start);
