@@ -12,23 +12,30 @@
 #           of the dimension-tiled kernel beside the fp16 kernel where both exist (k <= 256)
 #   embed : the issue's 100,000 x 384 unit-vector embeddings, `cluster --bandwidth 0.3`, cuda defaults
 #           and --exact (apps/bench/scale/generate.py draws them)
-# Output: one line per measurement; $OUT/wide.log holds everything.
+# NO_OPENCL=1 leaves the OpenCL tests and steps out. Output: one line per measurement.
 source gpu-carry/tools/device-opencl-env.sh >/dev/null; export LD_LIBRARY_PATH=$PWD/gpu-carry/lib; B=gpu-carry/bin
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u
 mode="${1:-all}"
 N="${N:-262144}"
 DIMS="${DIMS:-16 64 128 256 384 512 768 1024}"
 if [[ $mode == all || $mode == tests ]]; then
-  echo "unit cuda: $(timeout 300 $B/meanshift_tests -tc='cuda*' 2>&1 | grep -E 'test cases|ERROR|deviation|MESSAGE|CHECK' | tail -12 | tr '\n' ' ')"
-  echo "unit opencl (NVIDIA + PoCL): $(timeout 200 $B/meanshift_tests -tc='opencl*' 2>&1 | grep -E 'test cases|ERROR' | tail -4 | tr '\n' ' ')"
-  for b in cuda opencl; do echo "conformance $b: $(timeout 240 $B/meanshift_conformance --backend=$b 2>&1 | grep -E 'test cases|ERROR' | tail -3 | tr '\n' ' ')"; done
-  for k in 384 402; do
+  L=${OUT:-/tmp}
+  timeout 200 $B/meanshift_tests -tc='cuda*' > $L/unit_cuda.log 2>&1; echo "unit cuda rc=$?"
+  grep -E "test cases|assertions|deviation" $L/unit_cuda.log; grep -A6 ERROR $L/unit_cuda.log | grep -E "values|:=" | head -12
+  if [[ -z $NO_OPENCL ]]; then
+    timeout 200 $B/meanshift_tests -tc='opencl*' > $L/unit_opencl.log 2>&1; echo "unit opencl rc=$?"
+    grep -E "test cases|assertions" $L/unit_opencl.log; grep -A6 ERROR $L/unit_opencl.log | grep -E "values|:=" | head -12
+  fi
+  for b in cuda ${NO_OPENCL:+-}opencl; do [[ $b == -* ]] && continue; echo "conformance $b: $(timeout 240 $B/meanshift_conformance --backend=$b 2>&1 | grep -E 'test cases|ERROR' | tail -3 | tr '\n' ' ')"; done
+  if [[ -z $NO_SANITIZER ]]; then
     for x in "" --exact; do
-      echo "memcheck k=$k $x: $(timeout 120 compute-sanitizer --tool memcheck $B/meanshift bench --n 2000 --dims $k --iterations 2 -b cuda -q $x 2>&1 | grep -E 'ERROR SUMMARY|rror' | head -3 | tr '\n' ' ')"
-      echo "racecheck k=$k $x: $(timeout 120 compute-sanitizer --tool racecheck $B/meanshift bench --n 1000 --dims $k --iterations 1 -b cuda -q $x 2>&1 | grep -E 'RACECHECK SUMMARY|hazard' | head -3 | tr '\n' ' ')"
+      for k in 384 1024; do
+        echo "memcheck k=$k $x: $(timeout 90 compute-sanitizer --tool memcheck $B/meanshift bench --n 1000 --dims $k --iterations 2 -b cuda -q $x 2>&1 | grep -E 'ERROR SUMMARY|rror' | head -3 | tr '\n' ' ')"
+      done
     done
-  done
-  echo "synccheck k=1024: $(timeout 120 compute-sanitizer --tool synccheck $B/meanshift bench --n 1000 --dims 1024 --iterations 1 -b cuda -q --exact 2>&1 | grep -E 'SUMMARY|rror' | head -3 | tr '\n' ' ')"
+    echo "racecheck k=402 --exact: $(timeout 120 compute-sanitizer --tool racecheck $B/meanshift bench --n 300 --dims 402 --iterations 1 -b cuda -q --exact 2>&1 | grep -E 'RACECHECK SUMMARY|hazard' | head -3 | tr '\n' ' ')"
+    echo "synccheck k=384: $(timeout 90 compute-sanitizer --tool synccheck $B/meanshift bench --n 300 --dims 384 --iterations 1 -b cuda -q 2>&1 | grep -E 'SUMMARY|rror' | head -3 | tr '\n' ' ')"
+  fi
 fi
 if [[ $mode == all || $mode == step ]]; then
   X="--exact -q --iterations 1"
@@ -39,7 +46,11 @@ if [[ $mode == all || $mode == step ]]; then
   python3 apps/bench/peers/torch_step.py --n $N --dims $DIMS --reps 2
 fi
 if [[ $mode == all || $mode == probe ]]; then
-  for k in ${PROBE_DIMS:-160 192 256 384 512 640 768 1024}; do timeout 60 $B/cuda_wide_probe $N $k 2; done
+  # cuda_wide_probe_v1: the same probe linked with an earlier version of the kernel (PROBE_OLD), if carried
+  for k in ${PROBE_DIMS:-160 192 256 384 512 640 768 1024}; do
+    [[ -x $B/cuda_wide_probe_v1 ]] && timeout 60 $B/cuda_wide_probe_v1 $N $k 2 | grep wide | sed "s/^/${PROBE_OLD:-v1} /"
+    timeout 60 $B/cuda_wide_probe $N $k 2
+  done
 fi
 if [[ $mode == all || $mode == embed ]]; then
   D=$(mktemp -d)

@@ -19,8 +19,11 @@
 // which stops at k = 256).
 //
 // Range and accuracy as in gemm_f16_kernel.cu: coordinates relative to the block's per-dimension
-// median mode, scaled by a power of two s that keeps the modes below 2^13; a point whose scaled
-// coordinate exceeds 2^15 is ≥ 3·2^13/s bandwidths from every mode of the block (weight 0).
+// median mode, scaled by a power of two s that keeps the modes below 2^13; a point with four
+// consecutive scaled coordinates whose squares sum beyond 2^30 (one beyond 2^14) is more than 2^13/s
+// bandwidths from every mode of the block (weight 0). As in the fp16 kernel, a weight whose tile
+// factor 2^(m − L/2·|q'|²) is below 2^-126 flushes to 0: a mode whose nearest point is beyond ~13
+// bandwidths gets no support (NoSupport), as the other GPU kernels document.
 //
 // Skeleton mapping: PPU = block (τ = 512 threads, 32 modes); a mode's row is served by 16 PUs in
 // the weight step (a vPPU of 16 whose maximum and S0 are reduced by shuffles) and by the 16 warps'
@@ -82,8 +85,8 @@ struct WideShape {
     static constexpr unsigned long e_bytes = 2ul * bm * eld * 2;     // E hi, E lo
     static constexpr unsigned long raw_bytes = 4ul * bm * (cw + 4);  // aliases P and the partials
     static_assert(raw_bytes <= p_bytes + x_bytes, "the modes' staging must fit the point tiles");
-    // + group scales (bm), point terms (nt), centre (KF), mode terms (bm), S0 (bm), max |q'|.
-    static constexpr unsigned long smem = q_bytes + p_bytes + x_bytes + e_bytes + 4ul * (bm + nt + KF + bm + bm + 4);
+    // + group scales (bm), point terms (nt), centre and s·centre (2 KF), mode terms (bm), S0 (bm), max |q'|.
+    static constexpr unsigned long smem = q_bytes + p_bytes + x_bytes + e_bytes + 4ul * (bm + nt + 2 * KF + bm + bm + 4);
 };
 
 template <int KF, bool TRUNC>
@@ -105,7 +108,8 @@ __global__ void __launch_bounds__(WideShape<KF>::threads, 1) gemm_wide_t(const G
     float* fs = reinterpret_cast<float*>(smem + S::q_bytes + S::p_bytes + S::x_bytes + S::e_bytes);
     float* pn = fs + BM;
     float* centre = pn + NT;
-    float* qn = centre + KF;
+    float* cs = centre + KF;  // s·centre: staging takes s·(x − c) as one fma (s a power of two: exact)
+    float* qn = cs + KF;
     float* s0 = qn + BM;
     unsigned* qmax = reinterpret_cast<unsigned*>(s0 + BM);
     float* raw = reinterpret_cast<float*>(ph);  // the modes' columns, before the first tile
@@ -156,6 +160,7 @@ __global__ void __launch_bounds__(WideShape<KF>::threads, 1) gemm_wide_t(const G
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
     const float pn_scale = 0.5f * dot_scale;   // L·½|p'|² from |s p'|²
     const float inv_s = 1.0f / s;
+    for (int d = tid; d < KF; d += T) cs[d] = centre[d] * s;
     // The modes as fp16 hi/lo rows of s·q' (zero rows and columns beyond bm and k).
     for (int i = tid; i < BM * KF / 2; i += T) {
         const int j = i / (KF / 2), d = 2 * (i % (KF / 2));
@@ -218,13 +223,16 @@ __global__ void __launch_bounds__(WideShape<KF>::threads, 1) gemm_wide_t(const G
         for (int u = 0; u < VB; ++u) {
             if (u0 + u >= V) continue;
             const int d = 4 * (lane + 32 * (u0 + u));
-            const float4 c = *reinterpret_cast<const float4*>(centre + d);
+            const float4 c = *reinterpret_cast<const float4*>(cs + d);
             // Dimensions beyond k: x = 0 and centre 0, so 0.
-            float a = (v[u].x - c.x) * s, b = (v[u].y - c.y) * s, e = (v[u].z - c.z) * s;
-            float f = (v[u].w - c.w) * s;
-            const bool far = fmaxf(fmaxf(fabsf(a), fabsf(b)), fmaxf(fabsf(e), fabsf(f))) > 32768.0f;
-            nrm += far ? INFINITY : a * a + b * b + e * e + f * f;
-            if (far) a = b = e = f = 0.0f;  // beyond every mode's reach (pn = +inf); finite for the sums
+            float a = fmaf(v[u].x, s, -c.x), b = fmaf(v[u].y, s, -c.y), e = fmaf(v[u].z, s, -c.z);
+            float f = fmaf(v[u].w, s, -c.w);
+            const float n4 = a * a + b * b + e * e + f * f;
+            // Four coordinates whose squares exceed 2^30: one of them beyond 2^14, so the point is more
+            // than 2^13/s bandwidths from every mode (weight 0); below, every one is within fp16's range.
+            const bool far = n4 > 1073741824.0f;
+            nrm += far ? INFINITY : n4;
+            if (far) a = b = e = f = 0.0f;  // pn = +inf; finite for the sums
             uint2 hi, lo;
             split2(a, b, hi.x, lo.x);
             split2(e, f, hi.y, lo.y);
