@@ -587,9 +587,13 @@ TEST_CASE("OutputFiles: a set is published under the target folder's lock (audit
     const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
     REQUIRE(fd >= 0);
     REQUIRE(::flock(fd, LOCK_EX) == 0);
-    std::atomic<bool> done{false};
+    std::atomic<bool> done{false}, failed{false};
     std::thread publisher([&] {
-        files.publish();
+        try {
+            files.publish();
+        } catch (...) {
+            failed = true;
+        }
         done = true;
     });
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -599,6 +603,7 @@ TEST_CASE("OutputFiles: a set is published under the target folder's lock (audit
     ::close(fd);                          // releases the lock
     publisher.join();
     CHECK(done);
+    CHECK(!failed);
     CHECK(mscli::read_file(a) == "labels\n");
     CHECK(mscli::read_file(b) == "modes\n");
 }
