@@ -296,3 +296,59 @@ TEST_CASE("grouping: eps < 0 or non-finite is rejected")
         }
     }
 }
+
+TEST_CASE("grouping: blocks of the parallel scan keep Alg. 6's order, many groups, far from the origin")
+{
+    // Several blocks (block_rows() >= 1024 modes), more representatives than one GEMM tile (512), a
+    // grid (k <= 5) and the GEMM tiles (k > 5), and an offset of 1e6 where |y|^2 + |r|^2 - 2 y.r
+    // cancels: every decision must still be brute force's.
+    auto rng = mstest::make_rng("grouping-blocks");
+    MSTEST_SEED_INFO();
+    for (int k : {2, 7, 40}) {
+        for (double offset : {0.0, 1e6}) {
+            INFO("k = " << k << ", offset = " << offset);
+            std::uniform_real_distribution<double> U(-30.0, 30.0);
+            std::normal_distribution<double> N(0.0, 0.3);
+            MatrixD c(1200, k);
+            for (Index j = 0; j < c.rows(); ++j)
+                for (int d = 0; d < k; ++d) c(j, d) = U(rng);
+            MatrixD p(2600, k);
+            std::uniform_int_distribution<Index> pick(0, c.rows() - 1);
+            for (Index i = 0; i < p.rows(); ++i) {
+                const Index j = pick(rng);
+                for (int d = 0; d < k; ++d) p(i, d) = offset + c(j, d) + N(rng);
+            }
+            const double eps = 0.75;
+            Grouping seq = group_modes(p, eps, GroupingMethod::Sequential);
+            check_invariants(seq, p);
+            CHECK(seq.sizes.size() > 600);
+            CHECK(same_partition(seq.labels, brute_sequential(p, eps)));
+            Grouping cc = group_modes(p, eps, GroupingMethod::ConnectedComponents);
+            check_invariants(cc, p);
+            CHECK(same_partition(cc.labels, brute_components(p, eps)));
+        }
+    }
+}
+
+TEST_CASE("grouping: a mode exactly eps from a representative joins it, also at large k and offsets")
+{
+    // Coordinates 2^20 + multiples of 1/4: every distance below is exact in float64, so "within eps"
+    // is decided by <= eps alone; the GEMM form's rounding must not move a mode across that border.
+    for (int k : {1, 3, 16, 64}) {
+        INFO("k = " << k);
+        const double base = 1048576.0, eps = 0.5;
+        MatrixD p(2100, k);
+        for (Index i = 0; i < p.rows(); ++i) {
+            p.row(i).setConstant(base + 4.0 * double(i / 3));  // triples far apart
+            if (i % 3 == 1) p(i, 0) += eps;                      // exactly eps from the first: joins
+            if (i % 3 == 2) p(i, k - 1) -= eps + 0x1p-30;  // just beyond eps (exact at 2^20): its own group
+        }
+        const Grouping g = group_modes(p, eps, GroupingMethod::Sequential);
+        check_invariants(g, p);
+        CHECK(g.sizes.size() == std::size_t(1400));
+        for (Index i = 0; i + 2 < p.rows(); i += 3) {
+            CHECK(g.labels[std::size_t(i)] == g.labels[std::size_t(i + 1)]);
+            CHECK(g.labels[std::size_t(i)] != g.labels[std::size_t(i + 2)]);
+        }
+    }
+}

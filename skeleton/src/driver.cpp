@@ -3,6 +3,7 @@
 // costing work), and the final groupModes (Alg. 6) on the host.
 #include "prepare.hpp"
 #include "parallel.hpp"
+#include "peak_memory.hpp"
 #include "seeding.hpp"
 #include "spatial_order.hpp"
 
@@ -59,6 +60,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     Result r;
     const bool exact = options.exact;
     detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth, weights);
+    r.timing.seconds_validate = seconds_since(t_start);
+    const auto t_seeding = Clock::now();
     // Seeds (all points, bins, binned data or explicit) and, per caller row, the seed labelling it.
     detail::SeedPlan plan = detail::plan_seeds(prep, n, k, options, weights, seeds, m);
     // Options::data_bin_size: the ascents run on the binned data; the caller's points (prepared
@@ -68,6 +71,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     r.seeding = plan.description;
     m = plan.seeds_are_points ? prep.data.n() : plan.seeds.rows();
     r.seed_count = m;
+    r.timing.seconds_seeding = seconds_since(t_seeding);
 
     // Truncation and neighbour search (rows sorted by cell: PreparedData::original).
     const bool truncate = !exact && std::isfinite(options.cutoff) && backend.supports_cutoff();
@@ -81,6 +85,14 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     } else {
         detail::build_search(prep.data, exact ? NeighbourSearch::BruteForce : options.search, r.search,
                              options.lattice ? &*options.lattice : nullptr);
+        if (truncate && options.search == NeighbourSearch::Auto && !prep.data.grid && !prep.data.tree) {
+            // No search structure prunes here (high k, or a cutoff that spans the data): the truncated
+            // kernel would visit every pair as the exact one does, and only lose accuracy; the exact
+            // kernel also opens the GEMM forms at high k (issue 27: "approximate only where it pays").
+            prep.data.cutoff2 = std::numeric_limits<double>::infinity();
+            r.cutoff = std::numeric_limits<double>::infinity();
+            r.search += "; nothing to prune, so the exact kernel runs";
+        }
     }
     r.timing.seconds_search = seconds_since(t_search);
     MatrixD W0;
@@ -111,6 +123,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     // Per-mode results are kept in that order and mapped back to the caller's order at the end.
     // On a pixel lattice the Morton curve of the seeds' pixels serves as well, in O(m) (a 5-D
     // morton_order of a photo's 273,280 pixels took 35-47 ms of its 0.08 s of preparation).
+    const auto t_order = Clock::now();
     const bool lattice = options.lattice && D->grid;
     // The lattice's own grid (not NeighbourSearch::Grid's) with the pixels as seeds: the order is
     // the image's Morton order, no keys needed.
@@ -129,6 +142,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
             for (Index j = 0; j < m; ++j) Ws.row(j) = W0.row(order[static_cast<std::size_t>(j)]);
         }
         const auto t_set = Clock::now();
+        r.timing.seconds_order = seconds_since(t_order);
         binding->set_modes(Ys.data(), m, own_metric ? Ws.data() : nullptr);
         r.timing.seconds_bind += seconds_since(t_set);
     }
@@ -184,6 +198,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     const bool group = options.grouping != GroupingMethod::None;
     // GroupingMethod::None: modes only; labels, centres and cluster sizes stay empty.
     Grouping g = group ? group_modes(Y, options.merge_eps, options.grouping) : Grouping{{}, MatrixD(0, k), {}};
+    r.timing.seconds_grouping = seconds_since(t_group);
+    const auto t_label = Clock::now();
     if (plan.point_seed.empty()) {
         r.labels = std::move(g.labels);
         r.cluster_sizes = std::move(g.sizes);
@@ -199,8 +215,10 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
         detail::label_points_by_seed(r, prep, gr, a, plan.point_seed);
     }
     for (bool none : r.no_support) if (none) ++r.modes_without_support;
+    r.timing.seconds_label = seconds_since(t_label);
     r.timing.seconds_group = seconds_since(t_group);
     r.timing.seconds_total = seconds_since(t_start);
+    r.timing.peak_memory_bytes = detail::peak_memory_bytes();
     return r;
 }
 

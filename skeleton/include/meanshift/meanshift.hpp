@@ -26,6 +26,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace meanshift {
@@ -145,12 +146,31 @@ struct Timing {
     /// Σ of StepReport::kernel_seconds: the pair kernels (GPU: device time of the step's kernels;
     /// host backends: the pair loop). seconds_iterate − seconds_kernels is the host overhead.
     double seconds_kernels = 0;
-    double seconds_group = 0;     ///< groupModes
+    double seconds_group = 0;     ///< groupModes (Alg. 6) and the labelling of the points (below)
+    /// The stages of seconds_prepare, in the order they run (each ⊂ seconds_prepare):
+    double seconds_validate = 0;  ///< checks of data, options and bandwidths; centring and whitening (prepare)
+    double seconds_seeding = 0;   ///< choice of the seeds: bins (keys, radix sort, means), binned data
+    double seconds_order = 0;     ///< the modes' Morton / cell order and their gathers into it
+    /// The stages of seconds_group:
+    double seconds_grouping = 0;  ///< group_modes() alone
+    /// boundary refinement (its ascents included) and labels of every point by its seed's mode
+    double seconds_label = 0;
+    /// Peak resident memory of the process when cluster() returned (bytes; getrusage's ru_maxrss,
+    /// 0 where the platform does not report it). A whole-process figure: it includes the caller's data.
+    std::size_t peak_memory_bytes = 0;
     int iterations = 0;           ///< iterations run (the longest mode)
     /// Σ over iterations of the candidate (mode, point) pairs evaluated (StepReport::pairs): active
     /// modes × n for brute force, fewer with a neighbour grid; boundary refinement included.
     double pair_interactions = 0;
     double pairs_per_second() const { return seconds_iterate > 0 ? pair_interactions / seconds_iterate : 0; }
+    /// Every stage with its seconds, in run order (validate, seeding, search, bind, order, iterate,
+    /// grouping, label), for reports and the JSON forms of the CLI and Python.
+    std::vector<std::pair<const char*, double>> stages() const
+    {
+        return {{"validate", seconds_validate}, {"seeding", seconds_seeding}, {"search", seconds_search},
+                {"bind", seconds_bind},         {"order", seconds_order},     {"iterate", seconds_iterate},
+                {"grouping", seconds_grouping}, {"label", seconds_label}};
+    }
 };
 
 struct Result {
