@@ -279,6 +279,31 @@ TEST_CASE("a coordinate of 1e19 next to small ones: [[1e19, 1], [0, 1], [5, 5]] 
     check_like_exact(Y, o, "2^64 - 1");
 }
 
+TEST_CASE("openmp GEMM form (k >= 32): a bandwidth of 1e-20 gives every point its own cluster, as serial exact")
+{
+    // float32 squared norms of the expanded |y − x|² overflowed: 55 clusters instead of 300, or NaN.
+    if (!has_backend("openmp")) return;
+    auto rng = mstest::make_rng("hardening-gemm");
+    MSTEST_SEED_INFO();
+    const auto blobs = mstest::make_blobs(rng, 40, {100, 100, 100}, {0.5, 0.5, 0.5}, 6.0, 3.0);
+    for (double h : {1e-20, 1e-36}) {
+        INFO("h = " << h);
+        Options o;
+        o.bandwidth = Bandwidth::isotropic(h);
+        o.backend = "serial";
+        o.exact = true;
+        const Result want = cluster(blobs.data, o);
+        o.backend = "openmp";
+        for (bool exact : {false, true}) {
+            o.exact = exact;
+            const Result got = cluster(blobs.data, o);
+            CHECK(got.modes.allFinite());
+            CHECK(same_partition(got.labels, want.labels));
+            CHECK(got.cluster_sizes.size() == want.cluster_sizes.size());
+        }
+    }
+}
+
 // ---- item 5: memory linear in k ----------------------------------------------------------------
 
 TEST_CASE("boundary_bins: no k x k table above k = 3, and the face rule unchanged")

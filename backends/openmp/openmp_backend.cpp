@@ -46,6 +46,9 @@ constexpr int kMaxSimdK = 4096;
 /// are the unit's (GemmTable::modes_per_block: 128 × 256 keeps a tile's products and weights in L2
 /// and was within noise of 128-256 × 256-1024; the AMX pipeline 256 × 256, 1.15× its 128 × 256).
 constexpr int kGemmRowsPerTile = 256;
+/// Largest bound 2·max|x|·√k (prepared units) on a block-relative norm for which the GEMM form's
+/// float32 squared norms stay finite with room to spare (1e36 against float32's 3.4e38).
+constexpr double kGemmMaxNorm = 1e18;
 /// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
 constexpr int kGemmPivots = 16;
 
@@ -109,7 +112,14 @@ public:
             t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
             : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
                                  : openmp_detail::gemm_table_generic();
-        const bool gemm = k <= kMaxSimdK && (form == PairForm::Gemm ||
+        // The GEMM form expands |y − x|² = |y − c|² + |x − c|² − 2 (y − c)·(x − c) in float32 around a
+        // block's centre c: coordinates near 1e19 bandwidths (a bandwidth of 1e-20 on data of extent
+        // 10) overflow those squares and gave NaN or merged clusters that exact keeps apart (issue
+        // 26). Such data take the direct kernels, whose per-dimension differences only overflow to
+        // weight 0 for far pairs.
+        const double extent = n > 0 ? static_cast<double>(D.points_f.cwiseAbs().maxCoeff()) : 0.0;
+        const bool gemm_fits = 2 * extent * std::sqrt(static_cast<double>(k)) < kGemmMaxNorm;
+        const bool gemm = gemm_fits && k <= kMaxSimdK && (form == PairForm::Gemm ||
                                              (form == PairForm::Auto && (k >= unit->min_k || wide_weights_) &&
                                               t.f_vppu == 1));
         if (gemm) {
