@@ -30,6 +30,7 @@ def library_options(
     bin_data: bool,
     refine_boundaries: bool = True,
     fixed_iterations: Optional[int] = None,
+    max_memory: Optional[int] = None,
 ) -> dict:
     """Checks the estimator-level parameters and returns the dict _core.cluster() reads."""
     if not isinstance(backend, str) or backend not in BACKENDS:
@@ -73,7 +74,42 @@ def library_options(
     o["min_bin_count"] = int(min_bin_freq)
     o["bin_data"] = bool(bin_data)
     o["refine_boundaries"] = bool(refine_boundaries)
+    if max_memory is not None:
+        # The library's Options::max_memory (bytes; 0 = the machine's available memory).
+        if isinstance(max_memory, bool) or not isinstance(max_memory, Integral) or max_memory < 0:
+            raise ValueError(f"max_memory must be None or an int >= 0 (bytes), got {max_memory!r}")
+        o["max_memory"] = min(int(max_memory), 2**64 - 1)
     return o
+
+
+def refuse_non_numeric(X: Any, what: str = "X") -> None:
+    """Raises ValueError for string, bytes or object arrays holding strings, as scikit-learn's
+    estimators do (``dtype='numeric'``): numbers written as text are not silently parsed."""
+    dtypes = []
+    if hasattr(X, "dtypes") and not hasattr(X, "dtype"):  # a DataFrame: one dtype per column
+        dtypes = list(X.dtypes)
+    elif hasattr(X, "dtype"):
+        dtypes = [X.dtype]
+    elif not hasattr(X, "toarray"):  # lists and other sequences (sparse input is refused later)
+        try:
+            import numpy as np
+
+            dtypes = [np.asarray(X).dtype]
+        except (ValueError, TypeError):
+            return  # ragged input: scikit-learn's own check reports it
+    for dt in dtypes:
+        kind = getattr(dt, "kind", "")
+        if kind in ("U", "S", "V"):
+            raise ValueError(
+                f"{what}: dtype='numeric' is not compatible with arrays of bytes/strings (got {dt}); "
+                "convert your data to numeric values explicitly instead")
+        if kind == "O":
+            import numpy as np
+
+            values = np.asarray(X, dtype=object).ravel()
+            if any(isinstance(v, (str, bytes)) for v in values):
+                raise ValueError(f"{what}: holds strings (dtype object); convert your data to numeric values "
+                                 "explicitly instead")
 
 
 def progress_function(

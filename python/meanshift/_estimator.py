@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from . import _core
-from ._common import library_options, progress_function
+from ._common import library_options, progress_function, refuse_non_numeric
 
 try:  # scikit-learn >= 1.6
     from sklearn.utils.validation import validate_data as _validate_data
@@ -123,6 +123,10 @@ class MeanShift(ClusterMixin, BaseEstimator):
         OpenMP threads (None or -1: all cores).
     tune : dict or None
         Typed tuning overrides, e.g. ``{"openmp.isa": "avx2"}`` (the CLI's ``--tune key=value``).
+    max_memory : int or None
+        Memory budget of a fit in bytes: a fit whose estimated working set (the library's
+        ``estimate_memory``) exceeds it raises ``MemoryError`` before allocating it. None or 0: the
+        machine's available physical memory.
     verbose : bool, default=False
         Print the iteration and the modes still moving on stderr.
     progress : callable or None
@@ -172,6 +176,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         device=None,
         n_jobs=None,
         tune=None,
+        max_memory=None,
         verbose=False,
         progress=None,
     ):
@@ -194,6 +199,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         self.device = device
         self.n_jobs = n_jobs
         self.tune = tune
+        self.max_memory = max_memory
         self.verbose = verbose
         self.progress = progress
 
@@ -219,7 +225,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
             cutoff=self.cutoff, exact=self.exact, search=self.search,
             seeding="bins" if self.bin_seeding else "all", bin_size=self.bin_size,
             min_bin_freq=self.min_bin_freq, bin_data=self.bin_data,
-            refine_boundaries=self.refine_boundaries)
+            refine_boundaries=self.refine_boundaries, max_memory=self.max_memory)
 
     def _bandwidth(self, X: np.ndarray, opts=None):
         """The library's bandwidth argument: a float, a (k,) or an (n, k) float64 array."""
@@ -229,6 +235,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
             h = "auto"
         if isinstance(h, str):
             return self._bandwidth_rule(h, X, opts)
+        if isinstance(h, (bool, np.bool_)) or getattr(np.asarray(h), "dtype", None) == np.bool_:
+            # True is an int in Python; as a bandwidth it is a mistake, not 1.0.
+            raise ValueError(f"bandwidth must be a number, an array, None or a rule name, got {h!r}")
         if isinstance(h, Real):
             if not np.isfinite(h) or h <= 0:
                 raise ValueError(f"bandwidth must be finite and > 0, got {h!r}")
@@ -327,6 +336,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         -------
         self
         """
+        refuse_non_numeric(X)
         X = _validate_data(self, X, dtype=[np.float32, np.float64], ensure_min_samples=1, reset=True)
         opts = self._options()
         bw = self._bandwidth(X, opts)
@@ -413,6 +423,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         labels : ndarray of shape (n_queries,), int32, in [-1, n_clusters)
         """
         check_is_fitted(self)
+        refuse_non_numeric(X)
         X = _validate_data(self, X, dtype=[np.float32, np.float64], reset=False)
         labels, _, _ = self._ascend(_as_float32(X, "X"))
         return labels

@@ -112,6 +112,7 @@ void apply(const nb::dict& d, meanshift::Options& o)
     o.min_bin_count = get<Index>(d, "min_bin_count", o.min_bin_count);
     o.bin_data = get<bool>(d, "bin_data", o.bin_data);
     o.refine_boundaries = get<bool>(d, "refine_boundaries", o.refine_boundaries);
+    o.max_memory = get<std::size_t>(d, "max_memory", o.max_memory);
 }
 
 // Runs with the GIL released; between iterations the library's progress callback takes the GIL
@@ -425,6 +426,9 @@ NB_MODULE(_core, m)
             std::rethrow_exception(p);
         } catch (const meanshift::InvalidArgument& e) {
             PyErr_SetString(PyExc_ValueError, e.what());
+        } catch (const meanshift::OutOfMemory& e) {
+            // Options::max_memory or the machine's memory: refused before allocating.
+            PyErr_SetString(PyExc_MemoryError, e.what());
         }
     });
 
