@@ -5,9 +5,13 @@
 #include "memory.hpp"
 #include "output_files.hpp"
 #include "progress.hpp"
+#include "stage_report.hpp"
 
 #include <meanshift/meanshift.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -32,6 +36,7 @@ struct ClusterArgs {
     ConvergenceOptions conv;
     ApproximationOptions approx;
     MemoryOption memory;
+    bool json = false;  // --json: the run's stages as one JSON object on the last line
     std::string mpi_strategy = "auto";  // under mpirun only (docs/mpi.md)
 };
 
@@ -315,13 +320,17 @@ void run_cluster(const ClusterArgs& a, Mode mode)
         a.memory.check(10 * file_size(a.input) + per_point_bytes, a.input + ": reading this CSV file",
                        "about 10 bytes per byte of text", "convert it to NPY, which is read at 8 bytes per value");
     }
+    StageReport report;
+    auto t_stage = std::chrono::steady_clock::now();
     const meanshift::MatrixF data = to_float(read_matrix(a.input), a.input);
+    report.add("read", seconds_since(t_stage));
     const meanshift::Index n = data.rows();
     const int k = static_cast<int>(data.cols());
     check_memory(static_cast<double>(n), k, per_point_bytes);
 
     meanshift::Options opt;
     std::string bandwidth_description;
+    t_stage = std::chrono::steady_clock::now();
     try {
         opt.bandwidth = make_bandwidth(a, data, bandwidth_description);
     } catch (const meanshift::InvalidArgument& e) {
@@ -330,9 +339,11 @@ void run_cluster(const ClusterArgs& a, Mode mode)
             throw meanshift::InvalidArgument(a.per_point + ": " + what);
         throw;
     }
+    report.add("bandwidth", seconds_since(t_stage));
     a.run.apply(opt);
     a.conv.apply(opt);
     a.approx.apply(opt);
+    opt.max_memory = a.memory.library_budget();
     meanshift::Result r;
     try {
         r = cluster_with_progress(data, opt, a.run.quiet);
@@ -341,6 +352,8 @@ void run_cluster(const ClusterArgs& a, Mode mode)
             a.input + (a.per_point.empty() ? "" : " with --per-point-bandwidths " + a.per_point) + ": " + e.what());
     }
 
+    report.add_library(r.timing);
+    t_stage = std::chrono::steady_clock::now();
     files.set(labels_slot, labels_bytes(out_format, r.labels));
     files.set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
     if (!a.modes_output.empty()) files.set(modes_slot, matrix_bytes(modes_format, r.modes));
@@ -348,6 +361,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     // published, so that a summary that cannot be written (`> /dev/full`) leaves no outputs and
     // exit status 1 keeps meaning "no output file was created or changed" (docs/cli.md).
     files.prepare();
+    report.add("write", seconds_since(t_stage));
 
     meanshift::Index not_converged = 0;
     for (bool c : r.converged) not_converged += c ? 0 : 1;
@@ -366,9 +380,21 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total,
                 t.seconds_prepare, t.seconds_iterate, t.seconds_group);
     std::printf("pairs/s     %s\n", sci(t.pairs_per_second()).c_str());
+    std::printf("stages      %s\n", report.line().c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
+    if (a.json)
+        std::printf("%s\n", report.json("cluster", {{"n", std::to_string(n)},
+                                                    {"k", std::to_string(k)},
+                                                    {"backend", nlohmann::json(r.backend).dump()},
+                                                    {"clusters", std::to_string(r.cluster_sizes.size())},
+                                                    {"iterations", std::to_string(t.iterations)},
+                                                    {"seconds_total", std::to_string(t.seconds_total)},
+                                                    {"pair_interactions", nlohmann::json(t.pair_interactions).dump()},
+                                                    {"seeding", nlohmann::json(r.seeding).dump()},
+                                                    {"search", nlohmann::json(r.search).dump()}})
+                                .c_str());
     try {
         flush_stdout();
     } catch (const meanshift::IoError& e) {
@@ -388,6 +414,8 @@ void add_cluster_command(CLI::App& app, Mode mode)
                     "labels file (.csv or .npy); the centres go to the sibling OUT.centres.{csv,npy}")
         ->required();
     sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
+    sub->add_flag("--json", a->json,
+                  "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
 #ifdef MEANSHIFT_CLI_MPI
     sub->add_option("--mpi-strategy", a->mpi_strategy,
                     "under mpirun: auto (domain decomposition for the truncated kernel when no rank holds more "

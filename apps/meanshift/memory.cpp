@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <string>
 #include <sys/stat.h>
@@ -81,6 +82,15 @@ void MemoryOption::check(double need_bytes, const std::string& what, const std::
     if (limit <= 0 || !(need_bytes > limit)) return;
     throw meanshift::InvalidArgument(what + " needs about " + format_bytes(need_bytes) + " (" + how + "), more than " +
                                      name + (hint.empty() ? "" : "; " + hint));
+}
+
+std::size_t MemoryOption::library_budget() const
+{
+    if (text == "auto") return 0;
+    const double mb = std::strtod(text.c_str(), nullptr);
+    if (!(mb > 0)) return std::numeric_limits<std::size_t>::max();
+    const double bytes = mb * 1e6;
+    return bytes >= 1.8e19 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(bytes);
 }
 
 double segment_memory(double pixels, double segmented, double file_bytes)

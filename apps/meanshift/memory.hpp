@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -48,6 +49,9 @@ struct MemoryOption {
     /// Throws meanshift::InvalidArgument "<what> needs about X (<how>), more than <the budget>;
     /// <hint>" when `need_bytes` exceeds the budget.
     void check(double need_bytes, const std::string& what, const std::string& how, const std::string& hint) const;
+    /// The same budget as meanshift::Options::max_memory (bytes): "auto" -> 0 (the library checks
+    /// against the available memory), "0" -> SIZE_MAX (no check), N -> N MB.
+    std::size_t library_budget() const;
 };
 
 /// Estimated peak bytes of segmenting an image of `pixels` pixels (`segmented` after --max-pixels)

@@ -3,7 +3,6 @@
 #include "seeding.hpp"
 
 #include "boundary_bins.hpp"
-#include "radix_sort.hpp"
 #include "spatial_order.hpp"
 
 #include <algorithm>
@@ -33,125 +32,6 @@ std::string grouped(Index v)
 }
 
 }  // namespace
-
-bool bins_fit(const MatrixD& P, double side)
-{
-    if (!(side > 0) || !std::isfinite(side)) return false;
-    const double extent = P.size() ? P.cwiseAbs().maxCoeff() : 0.0;
-    const double cells = extent / side;  // inf when it overflows
-    return cells < kMaxBinCell;
-}
-
-std::string bins_overflow_reason(const MatrixD& P, double side)
-{
-    const double extent = P.size() ? P.cwiseAbs().maxCoeff() : 0.0;
-    std::ostringstream s;
-    s << "coordinates reach " << extent / side << " bins of " << side
-      << " bandwidths from the data's centre, beyond the 2^53 that integer bin keys hold exactly";
-    return s.str();
-}
-
-Bins make_bins(const MatrixD& P, double side, const float* weights)
-{
-    if (!bins_fit(P, side)) throw InvalidArgument("bins: " + bins_overflow_reason(P, side));
-    const Index n = P.rows();
-    const int k = static_cast<int>(P.cols());
-    const std::size_t ks = static_cast<std::size_t>(k);
-    std::vector<std::int64_t> key(static_cast<std::size_t>(n) * ks);
-    std::vector<std::int64_t> lo(ks, INT64_MAX), hi(ks, INT64_MIN);
-    for (Index i = 0; i < n; ++i)
-        for (int d = 0; d < k; ++d) {
-            const auto c = static_cast<std::int64_t>(std::floor(P(i, d) / side));
-            key[std::size_t(i) * ks + std::size_t(d)] = c;
-            lo[std::size_t(d)] = std::min(lo[std::size_t(d)], c);
-            hi[std::size_t(d)] = std::max(hi[std::size_t(d)], c);
-        }
-    // Rows in lexicographic order of their cells. When the cell ranges fit 64 bits, the offsets
-    // c_d − lo_d concatenated (dimension 0 highest) order as the cells do: a radix sort, O(n);
-    // otherwise a comparison sort.
-    std::vector<int> width(ks, 0);
-    int bits = 0;
-    for (std::size_t d = 0; d < ks && n > 0; ++d) {
-        width[d] = bit_width(static_cast<std::uint64_t>(hi[d]) - static_cast<std::uint64_t>(lo[d]));
-        bits += width[d];
-    }
-    std::vector<Index> idx(static_cast<std::size_t>(n));
-    std::vector<std::pair<std::uint64_t, Index>> keyed;  // packed cells, sorted (when they fit)
-    auto less = [&](Index a, Index b) {
-        return std::lexicographical_compare(key.begin() + a * k, key.begin() + (a + 1) * k, key.begin() + b * k,
-                                            key.begin() + (b + 1) * k);
-    };
-    if (bits <= 64) {
-        keyed.resize(static_cast<std::size_t>(n));
-        for (Index i = 0; i < n; ++i) {
-            std::uint64_t packed = 0;
-            for (std::size_t d = 0; d < ks; ++d) {
-                const std::uint64_t off = static_cast<std::uint64_t>(key[std::size_t(i) * ks + d]) -
-                                          static_cast<std::uint64_t>(lo[d]);
-                packed = width[d] >= 64 ? off : (packed << width[d]) | off;
-            }
-            keyed[std::size_t(i)] = {packed, i};
-        }
-        radix_sort(keyed, bits);
-        for (Index r = 0; r < n; ++r) idx[std::size_t(r)] = keyed[std::size_t(r)].second;
-    } else {
-        for (Index i = 0; i < n; ++i) idx[std::size_t(i)] = i;
-        std::sort(idx.begin(), idx.end(), less);
-    }
-    Bins b;
-    b.side = side;
-    b.of.assign(static_cast<std::size_t>(n), 0);
-    Index B = 0;
-    for (Index r = 0; r < n; ++r) {
-        const Index i = idx[std::size_t(r)];
-        const bool next = keyed.empty() ? r > 0 && less(idx[std::size_t(r - 1)], i)
-                                        : r > 0 && keyed[std::size_t(r)].first != keyed[std::size_t(r - 1)].first;
-        if (next) ++B;
-        if (r == 0 || b.key.size() < std::size_t(B + 1) * ks)
-            b.key.insert(b.key.end(), key.begin() + i * k, key.begin() + (i + 1) * k);
-        b.of[std::size_t(i)] = B;
-    }
-    ++B;
-    b.count.assign(static_cast<std::size_t>(B), 0);
-    b.mean = MatrixD::Zero(B, k);
-    b.weight = VectorD::Zero(B);
-    VectorD wsum = VectorD::Zero(B);
-    for (Index i = 0; i < n; ++i) {
-        const Index j = b.of[std::size_t(i)];
-        ++b.count[std::size_t(j)];
-        const double w = weights ? static_cast<double>(weights[i]) : 1.0;
-        b.weight[j] += w;
-        // Bins of weight 0 fall back to the plain mean below.
-        b.mean.row(j) += P.row(i) * (weights ? w : 1.0);
-        wsum[j] += 1.0;
-    }
-    for (Index j = 0; j < B; ++j) {
-        if (weights && b.weight[j] > 0)
-            b.mean.row(j) /= b.weight[j];
-        else if (weights) {
-            b.mean.row(j).setZero();  // zero-weight bin: plain mean
-            wsum[j] = 0;
-        } else
-            b.mean.row(j) /= static_cast<double>(b.count[std::size_t(j)]);
-    }
-    if (weights)
-        for (Index i = 0; i < n; ++i) {
-            const Index j = b.of[std::size_t(i)];
-            if (!(b.weight[j] > 0)) {
-                b.mean.row(j) += P.row(i);
-                wsum[j] += 1.0;
-            }
-        }
-    if (weights)
-        for (Index j = 0; j < B; ++j)
-            if (!(b.weight[j] > 0)) b.mean.row(j) /= wsum[j];
-    return b;
-}
-
-Index Bins::find(const std::int64_t* cell) const
-{
-    return find_cell(key, count.size(), static_cast<std::size_t>(mean.cols()), cell);
-}
 
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
                     const float* seeds, Index m)
