@@ -169,6 +169,8 @@ class Bench:
 
     def ours(self, workload, size, sub, args, d, truth=None, labels=None, pixels=None):
         cmd = [self.a.meanshift, sub] + args + ["--quiet"] + (["--backend", self.a.backend] if self.a.backend else [])
+        if sub == "cluster":
+            cmd.append("--json")  # every stage and the peak memory as one JSON line (parse_stages)
         cmd += shlex.split(self.a.extra_args)
         m = measure(cmd, self.a.timeout, os.path.join(d, "ours"))
         row = {"workload": workload, "size": size, "run": "meanshift " + sub, "cmd": " ".join(map(shlex.quote, cmd)),
