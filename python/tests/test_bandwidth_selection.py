@@ -67,7 +67,11 @@ def test_adaptive_default_on_full_dimensional_clusters_in_128_features():
     X = rng.uniform(-20, 20, (4, 128))[y] + rng.normal(0, 1, (800, 128)) * np.array([1.0, 2.0, 3.0, 4.0])[y, None]
     m = MeanShift(bandwidth="adaptive").fit(X)
     assert adjusted_rand_score(y, m.labels_) > 0.95
-    assert adjusted_rand_score(y, MeanShift(bandwidth="adaptive::0.6").fit(X).labels_) < 0.5
+    # 0.6 of the rule's bandwidths over-splits: the exact answer (which the defaults give since the
+    # bins of these 800 points would be singletons, issue 27) has 40 clusters, ARI 0.86.
+    small = MeanShift(bandwidth="adaptive::0.6").fit(X)
+    assert len(small.cluster_centers_) > 10
+    assert adjusted_rand_score(y, small.labels_) < 0.9
 
 
 @pytest.mark.parametrize("bw", ["nope", "quantile:2", "quantile:x", "adaptive:0", "adaptive:5:1:2",

@@ -56,6 +56,8 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     const detail::HostThreads host_threads(options.backend_options.threads);
     validate_options(options);
     if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
+    // Options::max_memory: the estimate comes before prepare() allocates anything.
+    if (n > 0 && k > 0) detail::check_memory(n, k, options, seeds ? m : 0, weights != nullptr);  // else prepare() says why
 
     Result r;
     const bool exact = options.exact;

@@ -36,10 +36,6 @@ std::string grouped(Index v)
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
                     const float* seeds, Index m)
 {
-    // Options::max_memory: the estimate before the seeds, the search and the backend allocate.
-    // (The driver should call check_memory() before prepare(); here it still precedes everything
-    // that grows with the seeds and the search.)
-    check_memory(n, k, options, seeds ? m : 0, weights != nullptr);
     SeedPlan p;
     const bool exact = options.exact;
     // Bins whose integer keys would overflow (a tiny bandwidth or bin_size, a huge coordinate):
