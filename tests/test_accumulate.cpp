@@ -12,6 +12,7 @@
 #include <meanshift/meanshift.hpp>
 #include <meanshift/registry.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -243,6 +244,35 @@ TEST_CASE("accumulate: the GPU bindings' sums equal the float64 sums within floa
                 CHECK(binding->active_count() == M.rows());
             }
         }
+}
+
+TEST_CASE("accumulate: a query's sums do not depend on the other queries of its call (opencl; the MPI ring's chunks)")
+{
+    // The MPI ring sends a block of modes in chunks and expects the one-chunk ring's sums bit for
+    // bit. The opencl binding split the points into segments chosen from the call's query count:
+    // 300 queries took 2 segments and 64 took 8 (PoCL, AVX2, 2 compute units), so the same query's
+    // float32 partial sums were rounded differently. 4,096 points (32 tiles of 128) leave room for
+    // the segment counts to differ.
+    if (!mstest::backend_usable("opencl")) return;
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("accumulate-chunks");
+    for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
+        INFO("cutoff " << cut);
+        PreparedData D = blobs(rng, 4096, 2, KernelModel::Shared);
+        D.cutoff2 = cut * cut;
+        MatrixD Q(300, 2);
+        for (Index q = 0; q < Q.rows(); ++q) Q.row(q) = D.points.row(q * 13).array() + 0.3;
+        auto b = make_backend("opencl");
+        auto binding = b->bind(mstest::share(D), b->resolve_topology(Topology{}, D));
+        MatrixD whole = MatrixD::Zero(Q.rows(), binding->sum_width());
+        binding->accumulate(Q.data(), Q.rows(), whole.data());
+        MatrixD chunked = MatrixD::Zero(Q.rows(), binding->sum_width());
+        for (Index q0 = 0; q0 < Q.rows(); q0 += 64) {  // the ring's granule
+            const Index c = std::min<Index>(64, Q.rows() - q0);
+            binding->accumulate(Q.data() + q0 * 2, c, chunked.data() + q0 * chunked.cols());
+        }
+        CHECK(mstest::max_abs_diff(chunked, whole) == 0.0);
+    }
 }
 
 TEST_CASE("accumulate: bad arguments (every backend)")

@@ -61,7 +61,8 @@ private:
     int choose_segments(int nblocks, Index count) const;
     /// The partial-sum buffer for a step of `count` active modes (approx_mode path) in at least
     /// `min_segments` segments; returns the segments per block and whether combine_segments runs.
-    int reserve_partial(Index count, bool& combine, int min_segments = 1);
+    /// The segments are chosen as for max(count, plan) modes (accumulate(): the same for every count up to plan).
+    int reserve_partial(Index count, bool& combine, int min_segments = 1, Index plan = 0);
     /// The truncated kernel (range_modes): one launch, the finish in the kernel, and the next
     /// active list built on the host in the driver's (Morton) order from the report.
     void step_ranges(double tol2, bool retire, StepReport& report);
