@@ -29,6 +29,7 @@ void check_bins(const MatrixD& P, double side)
     }
     const detail::Bins b = detail::make_bins(P, side, nullptr);
     REQUIRE(b.count.size() == cells.size());
+    CHECK(detail::count_bins(P, side) == static_cast<Index>(cells.size()));
     Index j = 0;
     for (const auto& [cell, rows] : cells) {
         INFO("bin " << j);
@@ -51,10 +52,12 @@ void check_bins(const MatrixD& P, double side)
 TEST_CASE("radix_sort: sorts by key, stable, any key width; sorted input unchanged")
 {
     std::mt19937_64 rng(3);
+    // 5000 rows: one thread; 200,000: the parallel passes (per-thread digit counts, slices in order).
+    for (std::size_t rows : {std::size_t{5000}, std::size_t{200000}})
     for (int bits : {1, 11, 12, 33, 64}) {
-        INFO("bits = " << bits);
+        INFO("bits = " << bits << ", rows = " << rows);
         const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
-        std::vector<std::pair<std::uint64_t, Index>> keyed(5000);
+        std::vector<std::pair<std::uint64_t, Index>> keyed(rows);
         for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {rng() & mask & (i % 3 ? mask : 7), Index(i)};
         auto want = keyed;
         std::stable_sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.first < b.first; });
@@ -70,7 +73,7 @@ TEST_CASE("make_bins: lexicographic bins, counts, means and find() on both sort 
     std::mt19937 rng(11);
     std::normal_distribution<double> g(0.0, 3.0);
     for (int k : {1, 2, 3, 9}) {
-        MatrixD P(4000, k);
+        MatrixD P(k == 2 ? 70000 : 4000, k);  // 70,000 x 2: every pass of make_bins on the host threads
         for (Index i = 0; i < P.rows(); ++i)
             for (int d = 0; d < k; ++d) P(i, d) = g(rng) + (d == 0 ? -20.0 : 5.0);  // negative cells too
         INFO("k = " << k << ", packed keys");

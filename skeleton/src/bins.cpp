@@ -151,6 +151,27 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
     return b;
 }
 
+Index count_bins(const MatrixD& P, double side)
+{
+    if (!bins_fit(P, side)) throw InvalidArgument("bins: " + bins_overflow_reason(P, side));
+    const Index n = P.rows();
+    const Index k = P.cols();
+    std::vector<std::pair<std::uint64_t, Index>> hashed(static_cast<std::size_t>(n));
+    MS_PARALLEL_FOR(n * k)
+    for (Index i = 0; i < n; ++i) {
+        std::uint64_t h = 0x9e3779b97f4a7c15ull;
+        for (Index d = 0; d < k; ++d) {
+            const auto c = static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(P(i, d) / side)));
+            h = (h ^ (c + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))) * 0xff51afd7ed558ccdull;
+        }
+        hashed[std::size_t(i)] = {h ^ (h >> 29), i};
+    }
+    radix_sort(hashed, 64);
+    Index count = n > 0 ? 1 : 0;
+    for (Index r = 1; r < n; ++r) count += hashed[std::size_t(r)].first != hashed[std::size_t(r - 1)].first;
+    return count;
+}
+
 Index Bins::find(const std::int64_t* cell) const
 {
     return find_cell(key, count.size(), static_cast<std::size_t>(mean.cols()), cell);

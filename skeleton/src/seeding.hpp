@@ -40,6 +40,11 @@ std::string bins_overflow_reason(const MatrixD& P, double side);
 /// (InvalidArgument otherwise: the callers fall back to unbinned paths first).
 Bins make_bins(const MatrixD& P, double side, const float* weights);
 
+/// The number of occupied bins of side `side` over the rows of P, from a 64-bit hash of each row's
+/// cell: O(n · k) on the host threads plus a radix sort of n hashes, without make_bins' keys, sort
+/// by cell and means. A hash collision can only lower the count. Requires bins_fit(P, side).
+Index count_bins(const MatrixD& P, double side);
+
 /// The starting points of the ascents.
 struct SeedPlan {
     MatrixD seeds;                  ///< m × k, prepared units; empty when seeds_are_points
