@@ -259,3 +259,30 @@ TEST_CASE("kdtree: Auto takes the tree where no grid dim spans 3 cells but the b
     CHECK(got.labels == want.labels);
     CHECK(got.timing.pair_interactions < 0.5 * want.timing.pair_interactions);
 }
+
+TEST_CASE("kdtree: Auto on many points consults a sample tree first: skipped where nothing prunes, built where it does")
+{
+    // 70,000 points (> 4 x the 16,384-point sample): a single 48-D Gaussian blob, where no kd-tree
+    // prunes at cutoff 3 (brute force, said so, no full tree), and 8-D blobs far apart, where the
+    // sample tree prunes and the full tree is built as before.
+    auto rng = make_rng("kdtree-sample");
+    MSTEST_SEED_INFO();
+    {
+        PreparedData D = blob_data(rng, 48, {70000}, 1.0);
+        D.cutoff2 = 9.0;
+        std::string why;
+        detail::build_search(D, NeighbourSearch::Auto, why);
+        CHECK_FALSE(D.tree);
+        CHECK_FALSE(D.grid);
+        CHECK(why.find("sample points would visit") != std::string::npos);
+    }
+    {
+        PreparedData D = blob_data(rng, 8, {20000, 20000, 15000, 15000}, 1.0, 0, 40);
+        D.cutoff2 = 9.0;
+        std::string why;
+        detail::build_search(D, NeighbourSearch::Auto, why);
+        INFO(why);
+        CHECK((D.tree || D.grid));
+        CHECK(why.find("sample points") == std::string::npos);
+    }
+}
