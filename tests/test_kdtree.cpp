@@ -262,7 +262,7 @@ TEST_CASE("kdtree: Auto takes the tree where no grid dim spans 3 cells but the b
 
 TEST_CASE("kdtree: Auto on many points consults a sample tree first: skipped where nothing prunes, built where it does")
 {
-    // 70,000 points (> 4 x the 16,384-point sample): a single 48-D Gaussian blob, where no kd-tree
+    // 70,000 points (> 2 x the 16,384-point sample): a single 48-D Gaussian blob, where no kd-tree
     // prunes at cutoff 3 (brute force, said so, no full tree), and 8-D blobs far apart, where the
     // sample tree prunes and the full tree is built as before.
     auto rng = make_rng("kdtree-sample");

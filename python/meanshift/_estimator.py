@@ -152,6 +152,9 @@ class MeanShift(ClusterMixin, BaseEstimator):
         The backend that ran (what 'auto' resolved to).
     result_ : dict
         The library's full report: iterations and convergence per mode, timing, search, seeding.
+        ``result_["timing"]["stages"]`` holds the seconds of every stage in run order (validate,
+        seeding, search, bind, order, iterate, grouping, label) and
+        ``result_["timing"]["peak_memory_bytes"]`` the process's peak resident memory.
     """
 
     def __init__(

@@ -178,6 +178,12 @@ nb::dict result_dict(meanshift::Result&& r)
     t["seconds_group"] = r.timing.seconds_group;
     t["iterations"] = r.timing.iterations;
     t["pair_interactions"] = r.timing.pair_interactions;
+    // Every stage in run order (Timing::stages(): validate, seeding, search, bind, order, iterate,
+    // grouping, label) and the process's peak resident memory (issue 27).
+    nb::dict stages;
+    for (const auto& [name, seconds] : r.timing.stages()) stages[name] = seconds;
+    t["stages"] = stages;
+    t["peak_memory_bytes"] = r.timing.peak_memory_bytes;
     d["timing"] = t;
     d["backend"] = r.backend;
     d["topology"] = r.topology.to_string();

@@ -310,3 +310,14 @@ def test_tree_search_and_gemm_form_agree_with_exact():
     assert adjusted_rand_score(exact.labels_, gemm.labels_) == 1.0
     np.testing.assert_allclose(np.sort(gemm.cluster_centers_, axis=0), np.sort(exact.cluster_centers_, axis=0),
                                atol=1e-4)
+
+
+def test_result_reports_every_stage_and_peak_memory():
+    # Issue 27: the Python estimator reports each stage of the run and the peak memory.
+    X = np.vstack([np.random.RandomState(4).normal(c, 0.3, (60, 2)) for c in (0.0, 5.0)])
+    t = MeanShift(bandwidth=1.0).fit(X).result_["timing"]
+    assert list(t["stages"]) == ["validate", "seeding", "search", "bind", "order", "iterate", "grouping", "label"]
+    assert all(v >= 0 for v in t["stages"].values())
+    assert t["stages"]["iterate"] > 0
+    assert sum(t["stages"].values()) <= t["seconds_total"] * 1.01 + 1e-3
+    assert t["peak_memory_bytes"] > 10 * X.nbytes
