@@ -122,22 +122,43 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
     b.mean = MatrixD::Zero(B, k);
     b.weight = VectorD::Zero(B);
     // Per bin: its key, its rows' bin, count, weight and mean. A bin whose weights are all 0 takes
-    // the plain mean of its rows.
-    MS_PARALLEL_FOR(n * k)
+    // the plain mean of its rows. Either way each bin sums its rows in increasing row order (the
+    // sort is stable), so the sums are the sequential ones bit for bit.
+    MS_PARALLEL_FOR(n)
     for (Index j = 0; j < B; ++j) {
         const Index r0 = first[std::size_t(j)], r1 = first[std::size_t(j + 1)];
         const Index i0 = idx[std::size_t(r0)];
         std::copy(key.begin() + i0 * k, key.begin() + (i0 + 1) * k, b.key.begin() + j * k);
-        double w = 0;
-        for (Index r = r0; r < r1; ++r) {
-            const Index i = idx[std::size_t(r)];
-            b.of[std::size_t(i)] = j;
-            const double wi = weights ? static_cast<double>(weights[i]) : 1.0;
-            w += wi;
-            b.mean.row(j) += P.row(i) * (weights ? wi : 1.0);
-        }
         b.count[std::size_t(j)] = r1 - r0;
-        b.weight[j] = w;
+        for (Index r = r0; r < r1; ++r) b.of[std::size_t(idx[std::size_t(r)])] = j;
+    }
+    if (B * k <= (Index{1} << 22)) {
+        // Few bins (the usual case: 10^7 points in 6e4 bins): one pass over the rows in their
+        // order, the sums' rows stay in cache. Gathering the rows bin by bin instead reads them in
+        // random order: 10^7 cache misses, measured 3x slower on one core.
+        for (Index i = 0; i < n; ++i) {
+            const Index j = b.of[std::size_t(i)];
+            const double wi = weights ? static_cast<double>(weights[i]) : 1.0;
+            b.weight[j] += wi;
+            b.mean.row(j) += P.row(i) * wi;
+        }
+    } else {
+        MS_PARALLEL_FOR(n * k)
+        for (Index j = 0; j < B; ++j) {
+            double w = 0;
+            for (Index r = first[std::size_t(j)]; r < first[std::size_t(j + 1)]; ++r) {
+                const Index i = idx[std::size_t(r)];
+                const double wi = weights ? static_cast<double>(weights[i]) : 1.0;
+                w += wi;
+                b.mean.row(j) += P.row(i) * wi;
+            }
+            b.weight[j] = w;
+        }
+    }
+    MS_PARALLEL_FOR(B * k)
+    for (Index j = 0; j < B; ++j) {
+        const Index r0 = first[std::size_t(j)], r1 = first[std::size_t(j + 1)];
+        const double w = b.weight[j];
         if (weights && w > 0) {
             b.mean.row(j) /= w;
         } else if (weights) {
