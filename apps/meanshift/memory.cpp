@@ -3,6 +3,7 @@
 #include "text.hpp"
 
 #include <meanshift/errors.hpp>
+#include <meanshift/meanshift.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -17,17 +18,7 @@ namespace mscli {
 
 std::uint64_t available_memory()
 {
-    std::ifstream f("/proc/meminfo");
-    std::string key;
-    unsigned long long value = 0;
-    std::string unit;
-    while (f >> key >> value) {
-        std::getline(f, unit);
-        if (key == "MemAvailable:") return static_cast<std::uint64_t>(value) * 1024;  // the file says kB (KiB)
-    }
-    const long pages = ::sysconf(_SC_AVPHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0) return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
-    return 0;
+    return static_cast<std::uint64_t>(meanshift::available_memory());  // the library's one reading of MemAvailable
 }
 
 std::string format_bytes(double bytes)
