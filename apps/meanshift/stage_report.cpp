@@ -5,20 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <sys/resource.h>
 
 namespace mscli {
 
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::size_t peak_memory_bytes()
-{
-    rusage u{};
-    if (getrusage(RUSAGE_SELF, &u) != 0 || u.ru_maxrss < 0) return 0;
-    return static_cast<std::size_t>(u.ru_maxrss) * 1024u;  // Linux: KiB
 }
 
 void StageReport::add_library(const meanshift::Timing& t)
@@ -37,7 +29,7 @@ std::string StageReport::line() const
         out += buf;
     }
     std::snprintf(buf, sizeof buf, " s; wall %.3f s, peak memory ", wall_seconds());
-    return out + buf + format_bytes(static_cast<double>(peak_memory_bytes()));
+    return out + buf + format_bytes(static_cast<double>(meanshift::peak_memory_bytes()));
 }
 
 std::string StageReport::json(const std::string& command,
@@ -50,7 +42,7 @@ std::string StageReport::json(const std::string& command,
     nlohmann::ordered_json s = nlohmann::ordered_json::object();
     for (const auto& [name, seconds] : stages_) s[name] = seconds;
     j["stages"] = s;
-    j["peak_memory_bytes"] = peak_memory_bytes();
+    j["peak_memory_bytes"] = meanshift::peak_memory_bytes();
     return j.dump();
 }
 

@@ -36,7 +36,4 @@ private:
 /// Seconds since `t0`.
 double seconds_since(std::chrono::steady_clock::time_point t0);
 
-/// The process's peak resident memory in bytes (0 where unknown).
-std::size_t peak_memory_bytes();
-
 }  // namespace mscli

@@ -3,7 +3,6 @@
 // costing work), and the final groupModes (Alg. 6) on the host.
 #include "prepare.hpp"
 #include "parallel.hpp"
-#include "peak_memory.hpp"
 #include "seeding.hpp"
 #include "spatial_order.hpp"
 
@@ -220,7 +219,7 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     r.timing.seconds_label = seconds_since(t_label);
     r.timing.seconds_group = seconds_since(t_group);
     r.timing.seconds_total = seconds_since(t_start);
-    r.timing.peak_memory_bytes = detail::peak_memory_bytes();
+    r.timing.peak_memory_bytes = peak_memory_bytes();
     return r;
 }
 

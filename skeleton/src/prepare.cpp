@@ -16,6 +16,10 @@
 #include <unistd.h>
 #endif
 
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#endif
+
 namespace meanshift::detail {
 namespace {
 
@@ -270,6 +274,21 @@ std::size_t available_memory()
     if (pages > 0 && page > 0) return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page);
 #endif
     return 0;
+}
+
+std::size_t peak_memory_bytes() noexcept
+{
+#if defined(__unix__) || defined(__APPLE__)
+    rusage u{};
+    if (getrusage(RUSAGE_SELF, &u) != 0 || u.ru_maxrss < 0) return 0;
+#if defined(__APPLE__)
+    return static_cast<std::size_t>(u.ru_maxrss);  // bytes on macOS
+#else
+    return static_cast<std::size_t>(u.ru_maxrss) * 1024u;  // KiB on Linux
+#endif
+#else
+    return 0;
+#endif
 }
 
 void PreparedData::finalize()

@@ -230,6 +230,10 @@ MEANSHIFT_API std::size_t estimate_memory(Index n, int k, const Options& options
 /// the free physical pages); 0 when unknown. Options::max_memory = 0 uses it.
 MEANSHIFT_API std::size_t available_memory();
 
+/// The process's peak resident memory in bytes (getrusage's ru_maxrss; 0 where the platform does
+/// not report it). Timing::peak_memory_bytes is this value when cluster() returns.
+MEANSHIFT_API std::size_t peak_memory_bytes() noexcept;
+
 /// Reusable clusterer: keeps the backend (and its compiled programs / device contexts) alive
 /// across runs, and the binding of the last fit() (the prepared data on the device), which
 /// binding() exposes for further ascents against the fitted data.
