@@ -285,6 +285,10 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     s.range_bandwidths = std::move(adaptive_hr);
     s.seconds_bandwidths = seconds_bandwidths;
     s.seconds_filter = since(t0);
+    s.timing.seconds_prepare = s.ascent.timing.seconds_prepare;
+    s.timing.seconds_iterate = s.ascent.timing.seconds_iterate;
+    s.timing.seconds_group = s.ascent.timing.seconds_group;
+    s.timing.seconds_bandwidths = seconds_bandwidths;
     const auto t1 = Clock::now();
     const MatrixF& modes = s.ascent.modes;
 
@@ -327,6 +331,9 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
         s.regions_connected = roots;
     }
 
+    s.timing.seconds_connect = since(t1);
+    const auto t_fusion = Clock::now();
+
     // (b) Region level: fuse adjacent regions whose mean mode colours lie within fusion_distance · hr,
     // every qualifying pair of a pass at once (transitive closure), means recomputed, until no pair
     // qualifies.
@@ -349,6 +356,9 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
         for (std::size_t i = 0; i < un; ++i) roots += R.sets.find(std::uint32_t(i)) == i ? 1 : 0;
         s.regions_fused = roots;
     }
+
+    s.timing.seconds_fusion = since(t_fusion);
+    const auto t_pruning = Clock::now();
 
     // (c) Pruning: a region smaller than min_region joins the adjacent region with the closest mean
     // mode colour; passes repeat until no small region with a neighbour is left.
@@ -400,6 +410,9 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
         }
     }
 
+    s.timing.seconds_pruning = since(t_pruning);
+    const auto t_output = Clock::now();
+
     // Labels: segments by decreasing size, ties by first pixel in scan order.
     std::vector<std::uint32_t> root(un);
     std::vector<int> id_of_root(un, -1);
@@ -439,7 +452,9 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
             s.colours(static_cast<Index>(l), ch) = static_cast<float>(colour_sum(static_cast<Index>(l), ch) / c);
             s.mode_colours(static_cast<Index>(l), ch) = static_cast<float>(mode_sum(static_cast<Index>(l), ch) / c);
         }
+    s.timing.seconds_output = since(t_output);
     s.seconds_regions = since(t1);
+    s.timing.peak_memory_bytes = peak_memory_bytes();
     return s;
 }
 

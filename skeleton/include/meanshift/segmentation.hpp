@@ -27,6 +27,8 @@
 
 #include <meanshift/meanshift.hpp>
 
+#include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace meanshift {
@@ -101,6 +103,43 @@ struct SegmentOptions {
     }
 };
 
+/// Wall-clock seconds (steady clock) of each stage of segment_image(), in the order they run, and
+/// the process's peak memory. The filtering stages (a) sum over the image's bands of rows where the
+/// ascent runs band by band (docs/segmentation.md, "Memory"); each is also in Segmentation::ascent.timing.
+struct SegmentTiming {
+    /// (a) checks, the joint-domain features in prepared units, the pixel lattice search, binding
+    /// (host backends: the kernels' float32 layout; GPU backends: uploads, context creation) and the
+    /// first modes. Result::timing.seconds_prepare of the ascent.
+    double seconds_prepare = 0;
+    /// (a) the mean-shift iterations and the read-back of the modes (Result::timing.seconds_iterate).
+    double seconds_iterate = 0;
+    /// (a) the modes back to data units and the per-pixel iteration counts and flags
+    /// (Result::timing.seconds_group; no grouping of modes runs: GroupingMethod::None).
+    double seconds_group = 0;
+    /// (a) adaptive range bandwidths (SegmentOptions::AdaptiveRange; 0 when off).
+    double seconds_bandwidths = 0;
+    /// (b) pixel level: union-find of 4-neighbouring pixels whose modes are close.
+    double seconds_connect = 0;
+    /// (b) region level: fusion of adjacent regions of close mean mode colour, to its fixed point.
+    double seconds_fusion = 0;
+    /// (c) pruning of regions under SegmentOptions::min_region pixels.
+    double seconds_pruning = 0;
+    /// Labels numbered by size, sizes, colours, mode colours and the filtered image.
+    double seconds_output = 0;
+    /// Peak resident memory of the process when segment_image() returned (bytes; getrusage's
+    /// ru_maxrss via meanshift::peak_memory_bytes(); 0 where the platform does not report it). A
+    /// whole-process figure: it includes the caller's image and whatever ran before.
+    std::size_t peak_memory_bytes = 0;
+    /// Every stage with its seconds in run order, for reports and JSON:
+    /// prepare, iterate, group, bandwidths, connect, fusion, pruning, output.
+    std::vector<std::pair<const char*, double>> stages() const
+    {
+        return {{"prepare", seconds_prepare}, {"iterate", seconds_iterate}, {"group", seconds_group},
+                {"bandwidths", seconds_bandwidths}, {"connect", seconds_connect}, {"fusion", seconds_fusion},
+                {"pruning", seconds_pruning}, {"output", seconds_output}};
+    }
+};
+
 struct Segmentation {
     int height = 0, width = 0, channels = 0;
     /// H·W segment labels, row-major (pixel (x, y) at y·W + x), in [0, S). Segments are numbered
@@ -125,6 +164,8 @@ struct Segmentation {
     double seconds_filter = 0;    ///< (a), including the ascent's preparation and grouping
     double seconds_bandwidths = 0;  ///< the adaptive range bandwidths (part of seconds_filter; 0 when off)
     double seconds_regions = 0;   ///< (b) + (c) + the outputs
+    /// Per-stage seconds of (a), (b), (c) and the outputs, and the peak memory (SegmentTiming).
+    SegmentTiming timing;
     int segments() const noexcept { return static_cast<int>(sizes.size()); }
 };
 
