@@ -322,7 +322,10 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     }
     StageReport report;
     auto t_stage = std::chrono::steady_clock::now();
-    const meanshift::MatrixF data = to_float(read_matrix(a.input), a.input);
+    std::optional<meanshift::MatrixF> direct;
+    if (format_of(a.input) == MatrixFormat::Npy) direct = read_npy_float32(a.input);
+    const meanshift::MatrixF data = direct ? std::move(*direct) : to_float(read_matrix(a.input), a.input);
+    direct.reset();
     report.add("read", seconds_since(t_stage));
     const meanshift::Index n = data.rows();
     const int k = static_cast<int>(data.cols());

