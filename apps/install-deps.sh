@@ -8,8 +8,6 @@ packages=(
   cmake make g++ pkg-config
   libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libstb-dev libcsv-dev libnanoflann-dev
-  # The openmp backend's GEMM form at high k calls sgemm (optional: Eigen's products without it).
-  libopenblas-openmp-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   # The Python package (pip install . in a venv; .ci/test.sh): venv + ensurepip, Python.h.
   python3-venv python3-dev
