@@ -123,4 +123,9 @@ std::unique_ptr<Backend> make_backend(const std::string& requested, const Backen
     return it->create(options);
 }
 
+std::string prepare_backend(const std::string& name, const BackendOptions& options)
+{
+    return make_backend(name, options)->name();
+}
+
 }  // namespace meanshift

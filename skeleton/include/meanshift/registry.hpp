@@ -36,4 +36,12 @@ MEANSHIFT_API std::unique_ptr<Backend> make_backend(const std::string& name, con
 /// The name "auto" resolves to on this machine.
 MEANSHIFT_API std::string resolve_auto_backend();
 
+/// Creates the backend `name` ("auto" allowed) once and discards it, so that its process-wide state
+/// exists before the first cluster() of the process: the CUDA backend's primary contexts (created
+/// on first use, ~0.1 s per device; they live until the process ends), the OpenCL platform and
+/// driver. Made to run on another thread while the caller reads its input (`meanshift segment`
+/// does while the image decodes). For the CPU backends it is only the probe (microseconds).
+/// Returns the backend's name ("auto" resolved). Throws what make_backend() throws.
+MEANSHIFT_API std::string prepare_backend(const std::string& name, const BackendOptions& options = {});
+
 }  // namespace meanshift
