@@ -2,11 +2,13 @@
 // pruning of a speck into its most similar neighbour, region fusion of near-equal colours only,
 // the filtered image of a flat image, label invariants, bad input.
 #include "test_support.hpp"
+#include "skeleton/src/segmentation_filter.hpp"
 
 #include <meanshift/segmentation.hpp>
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <limits>
 #include <set>
 #include <vector>
@@ -343,4 +345,128 @@ TEST_CASE("segment_image --adaptive: per-pixel range bandwidths from the k-th co
         so.adaptive = o;
         CHECK_THROWS_WITH_AS(segment_image(flat.data(), h, w, C, so), doctest::Contains("flat image"), InvalidArgument);
     }
+}
+
+namespace {
+
+// A W x H three-channel image with smooth gradients, flat blocks, thin stripes and noise: many
+// regions, boundaries across every band of rows.
+std::vector<float> busy_image(int w, int h)
+{
+    Noise noise;
+    std::vector<float> img(std::size_t(w) * h * 3);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            float* p = &img[(std::size_t(y) * w + x) * 3];
+            const int block = (x / 23 + 2 * (y / 17)) % 5;
+            p[0] = 20.0f + 12.0f * float(block) + 0.05f * float(x) + noise(2.0f);
+            p[1] = (y % 9 < 2 ? 25.0f : -5.0f) + 0.04f * float(y) + noise(2.0f);
+            p[2] = 10.0f * std::sin(0.05f * float(x + y)) + noise(2.0f);
+        }
+    return img;
+}
+
+bool usable(const char* name)
+{
+    for (const BackendStatus& b : list_backends())
+        if (b.name == name && b.usable) return true;
+    return false;
+}
+
+// Labels equal up to renumbering (a bijection between the two label sets).
+bool same_partition(const std::vector<int>& a, const std::vector<int>& b)
+{
+    if (a.size() != b.size()) return false;
+    std::map<int, int> ab, ba;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        if (ab.emplace(a[i], b[i]).first->second != b[i]) return false;
+        if (ba.emplace(b[i], a[i]).first->second != a[i]) return false;
+    }
+    return true;
+}
+
+struct BandPixels {  // runs the banded ascent in bands of `pixels` pixels while in scope
+    explicit BandPixels(Index pixels) { detail::filter_band_pixels() = pixels; }
+    ~BandPixels() { detail::filter_band_pixels() = 0; }
+};
+
+}  // namespace
+
+TEST_CASE("segment_image: the ascent run band by band gives the modes of the whole image")
+{
+    const int w = 96, h = 72;
+    const std::vector<float> img = busy_image(w, h);
+    for (const char* backend : {"serial", "openmp"}) {
+        if (!usable(backend)) continue;
+        CAPTURE(backend);
+        SegmentOptions o;  // the filtering defaults: at most 5 steps, cutoff 4
+        o.meanshift.backend = backend;
+        const Segmentation whole = segment_image(img.data(), h, w, 3, o);
+        Segmentation banded;
+        {
+            const BandPixels bands(8 * w);  // 9 bands of 8 rows, each read with 62 rows either side
+            banded = segment_image(img.data(), h, w, 3, o);
+        }
+        CHECK(whole.ascent.search.find("pixel lattice 96 x 72") == 0);
+        CHECK(whole.ascent.search.find("bands") == std::string::npos);
+        CHECK(banded.ascent.search.find("pixel lattice 96 x 72") == 0);
+        CHECK(banded.ascent.search.find("in 9 bands of 8 rows") != std::string::npos);
+        REQUIRE(banded.ascent.modes.rows() == Index(w) * h);
+        CHECK(banded.ascent.iterations == whole.ascent.iterations);
+        CHECK(banded.ascent.converged == whole.ascent.converged);
+        if (std::string(backend) == "serial") {
+            // The serial sums visit each mode's own window in float64: bit for bit.
+            CHECK(banded.ascent.modes == whole.ascent.modes);
+        } else {
+            // The SIMD kernels flush float32 partial sums every 512 rows of a block's box, and a
+            // band's blocks differ from the whole image's: the last bits may differ.
+            CHECK((banded.ascent.modes - whole.ascent.modes).cwiseAbs().maxCoeff() <= 1e-3f);
+        }
+        CHECK(same_partition(banded.labels, whole.labels));
+        CHECK(banded.segments() == whole.segments());
+    }
+}
+
+TEST_CASE("segment_image: regions in parallel segment as the sequential pass does")
+{
+    // 3 bands of rows at 3+ threads (bands of >= 2^15 pixels): seams between them cross regions.
+    const int w = 512, h = 192;
+    const std::vector<float> img = busy_image(w, h);
+    const char* backend = usable("openmp") ? "openmp" : "serial";
+    SegmentOptions o;
+    o.meanshift.backend = backend;
+    o.min_region = 20;
+    o.meanshift.backend_options.threads = 1;
+    const Segmentation one = segment_image(img.data(), h, w, 3, o);
+    check_invariants(one, img);
+    for (int threads : {2, 3, 4}) {
+        CAPTURE(threads);
+        o.meanshift.backend_options.threads = threads;
+        const Segmentation many = segment_image(img.data(), h, w, 3, o);
+        REQUIRE(many.ascent.modes == one.ascent.modes);
+        CHECK(many.regions_connected == one.regions_connected);
+        CHECK(many.regions_fused == one.regions_fused);
+        CHECK(many.fusion_passes == one.fusion_passes);
+        CHECK(many.labels == one.labels);  // the same numbering too
+        CHECK(many.sizes == one.sizes);
+    }
+    CHECK(one.regions_connected > 100);
+    CHECK(one.segments() > 10);
+}
+
+TEST_CASE("segment_image: per-stage seconds and the peak memory are reported")
+{
+    const std::vector<float> img = busy_image(40, 30);
+    SegmentOptions o;
+    o.meanshift.backend = "serial";
+    const Segmentation s = segment_image(img.data(), 30, 40, 3, o);
+    CHECK(s.timing.seconds_prepare > 0);
+    CHECK(s.timing.seconds_iterate > 0);
+    CHECK(s.timing.seconds_connect >= 0);
+    CHECK(s.timing.seconds_output >= 0);
+    CHECK(s.timing.stages().size() == 8);
+    CHECK(s.timing.seconds_prepare + s.timing.seconds_iterate <= s.seconds_filter + 1e-9);
+#if defined(__linux__)
+    CHECK(s.timing.peak_memory_bytes > 0);
+#endif
 }

@@ -2,10 +2,14 @@
 // filtering by the library's ascent, then union-find over pixels and regions, then pruning.
 #include <meanshift/segmentation.hpp>
 
+#include "segmentation_filter.hpp"
+#include "segmentation_regions.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -21,38 +25,6 @@ double since(Clock::time_point t0)
     return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Union-find with path halving and union by size.
-class DisjointSets {
-public:
-    explicit DisjointSets(std::size_t n) : parent_(n), size_(n, 1)
-    {
-        std::iota(parent_.begin(), parent_.end(), std::uint32_t{0});
-    }
-    std::uint32_t find(std::uint32_t a)
-    {
-        while (parent_[a] != a) {
-            parent_[a] = parent_[parent_[a]];
-            a = parent_[a];
-        }
-        return a;
-    }
-    // Returns the new root, or the common root if a and b were already joined.
-    std::uint32_t unite(std::uint32_t a, std::uint32_t b)
-    {
-        a = find(a);
-        b = find(b);
-        if (a == b) return a;
-        if (size_[a] < size_[b]) std::swap(a, b);
-        parent_[b] = a;
-        size_[a] += size_[b];
-        return a;
-    }
-
-private:
-    std::vector<std::uint32_t> parent_;
-    std::vector<std::uint32_t> size_;
-};
-
 void check_positive(double v, const char* what)
 {
     if (!(v > 0) || !std::isfinite(v))
@@ -66,58 +38,6 @@ void check_non_negative(double v, const char* what)
         throw InvalidArgument(std::string("segment_image: ") + what + " must be >= 0 and finite, got " +
                               std::to_string(v));
 }
-
-// Regions over the pixels: a root per pixel (union-find) and, per root, the pixel count and the
-// sum of the pixels' mode colours. Adjacency comes from the unique pairs of 4-neighbouring
-// pixels that lie in different regions.
-struct Regions {
-    int channels = 0;
-    DisjointSets sets;
-    std::vector<double> count;  // by root
-    std::vector<double> sum;    // by root, channels each
-    std::vector<std::uint64_t> edges;  // (a << 32 | b) of neighbouring pixels' roots, a < b
-
-    Regions(std::size_t n, int c) : channels(c), sets(n), count(n, 1.0), sum(n * static_cast<std::size_t>(c), 0.0) {}
-
-    std::uint32_t unite(std::uint32_t a, std::uint32_t b)
-    {
-        a = sets.find(a);
-        b = sets.find(b);
-        if (a == b) return a;
-        const std::uint32_t r = sets.unite(a, b);
-        const std::uint32_t o = r == a ? b : a;
-        count[r] += count[o];
-        for (int ch = 0; ch < channels; ++ch) sum[std::size_t(r) * channels + ch] += sum[std::size_t(o) * channels + ch];
-        return r;
-    }
-
-    // Squared distance of the mean mode colours of roots a and b.
-    double distance2(std::uint32_t a, std::uint32_t b) const
-    {
-        double d2 = 0;
-        for (int ch = 0; ch < channels; ++ch) {
-            const double d = sum[std::size_t(a) * channels + ch] / count[a] - sum[std::size_t(b) * channels + ch] / count[b];
-            d2 += d * d;
-        }
-        return d2;
-    }
-
-    // Maps the edges to the current roots, drops those inside one region and duplicates.
-    void refresh_edges()
-    {
-        std::size_t out = 0;
-        for (std::uint64_t e : edges) {
-            std::uint32_t a = sets.find(static_cast<std::uint32_t>(e >> 32));
-            std::uint32_t b = sets.find(static_cast<std::uint32_t>(e & 0xffffffffu));
-            if (a == b) continue;
-            if (a > b) std::swap(a, b);
-            edges[out++] = (std::uint64_t(a) << 32) | b;
-        }
-        edges.resize(out);
-        std::sort(edges.begin(), edges.end());
-        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
-    }
-};
 
 }  // namespace
 
@@ -226,26 +146,17 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     check_non_negative(options.mode_spatial_distance, "mode_spatial_distance");
     check_non_negative(options.fusion_distance, "fusion_distance");
     const Index n = static_cast<Index>(height) * width;
-    if (n >= (Index{1} << 32) - 1)
-        throw InvalidArgument("segment_image: " + std::to_string(n) + " pixels, more than 2^32 - 2");
+    if (n > std::numeric_limits<std::int32_t>::max())
+        throw InvalidArgument("segment_image: " + std::to_string(n) + " pixels, more than 2^31 - 1 (int32 labels)");
     const int C = channels, k = 2 + channels;
-    const std::size_t un = static_cast<std::size_t>(n);
+    for (Index i = 0; i < n; ++i)
+        for (int ch = 0; ch < C; ++ch)
+            if (!std::isfinite(pixels[static_cast<std::size_t>(i) * C + ch]))
+                throw InvalidArgument("segment_image: pixel (" + std::to_string(i % width) + ", " +
+                                      std::to_string(i / width) + "), channel " + std::to_string(ch) +
+                                      " is not finite");
 
     // (a) Filtering: the ascent of every pixel in the joint domain (x, y, c_1 .. c_C).
-    MatrixF features(n, k);
-    for (int y = 0; y < height; ++y)
-        for (int x = 0; x < width; ++x) {
-            const Index i = static_cast<Index>(y) * width + x;
-            features(i, 0) = static_cast<float>(x);
-            features(i, 1) = static_cast<float>(y);
-            for (int ch = 0; ch < C; ++ch) {
-                const float v = pixels[static_cast<std::size_t>(i) * C + ch];
-                if (!std::isfinite(v))
-                    throw InvalidArgument("segment_image: pixel (" + std::to_string(x) + ", " + std::to_string(y) +
-                                          "), channel " + std::to_string(ch) + " is not finite");
-                features(i, 2 + ch) = v;
-            }
-        }
     Options opt = options.meanshift;
     std::vector<float> adaptive_hr;
     double seconds_bandwidths = 0;
@@ -272,16 +183,27 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     // The pixels are a row-major lattice: a mode's neighbours are the pixels of its window, found
     // without a sort (NeighbourSearch::Lattice; Auto picks it, Grid/BruteForce stay available).
     opt.lattice = PixelLattice{height, width, 0, 1};
+    // Every pixel is its own seed, whatever the library's default seeding: the filtered image
+    // needs each pixel's own mode.
+    opt.seeding = Seeding::AllPoints;
 
     Segmentation s;
     s.height = height;
     s.width = width;
     s.channels = C;
-    // Every pixel is its own seed, whatever the library's default seeding: the filtered image
-    // needs each pixel's own mode (all points, not explicit seeds: those would be validated and
-    // copied again).
-    opt.seeding = Seeding::AllPoints;
-    s.ascent = cluster(features, opt);
+    // The banded ascent where it applies (fixed bandwidths, truncated kernel, lattice search): a few
+    // bytes per pixel besides the modes; else cluster() over the joint-domain features.
+    if (!detail::filter_image(pixels, height, width, channels, opt, s.ascent, detail::filter_band_pixels())) {
+        MatrixF features(n, k);
+        for (int y = 0; y < height; ++y)
+            for (int x = 0; x < width; ++x) {
+                const Index i = static_cast<Index>(y) * width + x;
+                features(i, 0) = static_cast<float>(x);
+                features(i, 1) = static_cast<float>(y);
+                for (int ch = 0; ch < C; ++ch) features(i, 2 + ch) = pixels[static_cast<std::size_t>(i) * C + ch];
+            }
+        s.ascent = cluster(features, opt);
+    }
     s.range_bandwidths = std::move(adaptive_hr);
     s.seconds_bandwidths = seconds_bandwidths;
     s.seconds_filter = since(t0);
@@ -289,170 +211,10 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     s.timing.seconds_iterate = s.ascent.timing.seconds_iterate;
     s.timing.seconds_group = s.ascent.timing.seconds_group;
     s.timing.seconds_bandwidths = seconds_bandwidths;
+
+    // (b), (c) and the outputs.
     const auto t1 = Clock::now();
-    const MatrixF& modes = s.ascent.modes;
-
-    // (b) Pixel level: join 4-neighbours whose modes are within the bandwidths.
-    Regions R(un, C);
-    for (std::size_t i = 0; i < un; ++i)
-        for (int ch = 0; ch < C; ++ch) R.sum[i * C + ch] = modes(static_cast<Index>(i), 2 + ch);
-    const double ds2 = options.mode_spatial_distance * hs * options.mode_spatial_distance * hs;
-    const double dr2 = options.mode_distance * hr * options.mode_distance * hr;
-    auto close_modes = [&](Index a, Index b) {
-        const float* p = &modes(a, 0);
-        const float* q = &modes(b, 0);
-        const double dx = double(p[0]) - q[0], dy = double(p[1]) - q[1];
-        if (dx * dx + dy * dy > ds2) return false;
-        double d2 = 0;
-        for (int ch = 0; ch < C; ++ch) {
-            const double d = double(p[2 + ch]) - q[2 + ch];
-            d2 += d * d;
-        }
-        return d2 <= dr2;
-    };
-    std::vector<std::uint64_t> pixel_edges;  // neighbouring pixels left apart
-    for (int y = 0; y < height; ++y)
-        for (int x = 0; x < width; ++x) {
-            const Index i = static_cast<Index>(y) * width + x;
-            if (x + 1 < width) {
-                if (close_modes(i, i + 1)) R.unite(std::uint32_t(i), std::uint32_t(i + 1));
-                else pixel_edges.push_back((std::uint64_t(i) << 32) | std::uint64_t(i + 1));
-            }
-            if (y + 1 < height) {
-                if (close_modes(i, i + width)) R.unite(std::uint32_t(i), std::uint32_t(i + width));
-                else pixel_edges.push_back((std::uint64_t(i) << 32) | std::uint64_t(i + width));
-            }
-        }
-    R.edges = std::move(pixel_edges);
-    R.refresh_edges();
-    {
-        Index roots = 0;
-        for (std::size_t i = 0; i < un; ++i) roots += R.sets.find(std::uint32_t(i)) == i ? 1 : 0;
-        s.regions_connected = roots;
-    }
-
-    s.timing.seconds_connect = since(t1);
-    const auto t_fusion = Clock::now();
-
-    // (b) Region level: fuse adjacent regions whose mean mode colours lie within fusion_distance · hr,
-    // every qualifying pair of a pass at once (transitive closure), means recomputed, until no pair
-    // qualifies.
-    if (options.fusion_distance > 0) {
-        const double df2 = options.fusion_distance * hr * options.fusion_distance * hr;
-        for (;;) {
-            std::vector<std::pair<std::uint32_t, std::uint32_t>> joins;
-            for (std::uint64_t e : R.edges) {
-                const std::uint32_t a = std::uint32_t(e >> 32), b = std::uint32_t(e & 0xffffffffu);
-                if (R.distance2(a, b) <= df2) joins.emplace_back(a, b);
-            }
-            if (joins.empty()) break;
-            ++s.fusion_passes;
-            for (const auto& j : joins) R.unite(j.first, j.second);
-            R.refresh_edges();
-        }
-    }
-    {
-        Index roots = 0;
-        for (std::size_t i = 0; i < un; ++i) roots += R.sets.find(std::uint32_t(i)) == i ? 1 : 0;
-        s.regions_fused = roots;
-    }
-
-    s.timing.seconds_fusion = since(t_fusion);
-    const auto t_pruning = Clock::now();
-
-    // (c) Pruning: a region smaller than min_region joins the adjacent region with the closest mean
-    // mode colour; passes repeat until no small region with a neighbour is left.
-    if (options.min_region > 1) {
-        const double minr = static_cast<double>(options.min_region);
-        for (;;) {
-            // Adjacency lists (CSR) of the current regions.
-            std::vector<std::uint32_t> first(un + 1, 0), adj(R.edges.size() * 2);
-            for (std::uint64_t e : R.edges) {
-                ++first[(e >> 32) + 1];
-                ++first[(e & 0xffffffffu) + 1];
-            }
-            for (std::size_t i = 0; i < un; ++i) first[i + 1] += first[i];
-            {
-                std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
-                for (std::uint64_t e : R.edges) {
-                    const std::uint32_t a = std::uint32_t(e >> 32), b = std::uint32_t(e & 0xffffffffu);
-                    adj[fill[a]++] = b;
-                    adj[fill[b]++] = a;
-                }
-            }
-            std::vector<std::uint32_t> small;
-            for (std::size_t i = 0; i < un; ++i)
-                if (R.sets.find(std::uint32_t(i)) == i && R.count[i] < minr && first[i + 1] > first[i])
-                    small.push_back(std::uint32_t(i));
-            if (small.empty()) break;
-            std::stable_sort(small.begin(), small.end(),
-                             [&](std::uint32_t a, std::uint32_t b) { return R.count[a] < R.count[b]; });
-            bool merged = false;
-            for (std::uint32_t r : small) {
-                if (R.sets.find(r) != r || R.count[r] >= minr) continue;  // changed in this pass
-                std::uint32_t best = r;
-                double best_d2 = 0;
-                for (std::uint32_t j = first[r]; j < first[r + 1]; ++j) {
-                    const std::uint32_t q = R.sets.find(adj[j]);
-                    if (q == r) continue;
-                    const double d2 = R.distance2(r, q);
-                    if (best == r || d2 < best_d2 || (d2 == best_d2 && q < best)) {
-                        best = q;
-                        best_d2 = d2;
-                    }
-                }
-                if (best == r) continue;
-                R.unite(r, best);
-                merged = true;
-            }
-            R.refresh_edges();
-            if (!merged) break;
-        }
-    }
-
-    s.timing.seconds_pruning = since(t_pruning);
-    const auto t_output = Clock::now();
-
-    // Labels: segments by decreasing size, ties by first pixel in scan order.
-    std::vector<std::uint32_t> root(un);
-    std::vector<int> id_of_root(un, -1);
-    std::vector<std::uint32_t> order;  // roots in scan order of their first pixel
-    for (std::size_t i = 0; i < un; ++i) {
-        root[i] = R.sets.find(std::uint32_t(i));
-        if (id_of_root[root[i]] < 0) {
-            id_of_root[root[i]] = 0;
-            order.push_back(root[i]);
-        }
-    }
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::uint32_t a, std::uint32_t b) { return R.count[a] > R.count[b]; });
-    const std::size_t S = order.size();
-    for (std::size_t l = 0; l < S; ++l) id_of_root[order[l]] = static_cast<int>(l);
-    s.labels.resize(un);
-    s.sizes.assign(S, 0);
-    MatrixD colour_sum = MatrixD::Zero(static_cast<Index>(S), C);
-    MatrixD mode_sum = MatrixD::Zero(static_cast<Index>(S), C);
-    s.filtered.resize(n, C);
-    for (std::size_t i = 0; i < un; ++i) {
-        const int l = id_of_root[root[i]];
-        s.labels[i] = l;
-        ++s.sizes[static_cast<std::size_t>(l)];
-        for (int ch = 0; ch < C; ++ch) {
-            const float m = modes(static_cast<Index>(i), 2 + ch);
-            s.filtered(static_cast<Index>(i), ch) = m;
-            mode_sum(l, ch) += m;
-            colour_sum(l, ch) += pixels[i * C + ch];
-        }
-    }
-    s.colours.resize(static_cast<Index>(S), C);
-    s.mode_colours.resize(static_cast<Index>(S), C);
-    for (std::size_t l = 0; l < S; ++l)
-        for (int ch = 0; ch < C; ++ch) {
-            const double c = static_cast<double>(s.sizes[l]);
-            s.colours(static_cast<Index>(l), ch) = static_cast<float>(colour_sum(static_cast<Index>(l), ch) / c);
-            s.mode_colours(static_cast<Index>(l), ch) = static_cast<float>(mode_sum(static_cast<Index>(l), ch) / c);
-        }
-    s.timing.seconds_output = since(t_output);
+    detail::segment_regions(s.ascent.modes, pixels, options, options.meanshift.backend_options.threads, s);
     s.seconds_regions = since(t1);
     s.timing.peak_memory_bytes = peak_memory_bytes();
     return s;

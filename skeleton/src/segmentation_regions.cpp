@@ -1,0 +1,400 @@
+// Steps (b) and (c) of the segmentation (Comaniciu & Meer 2002, Sec. 5; EDISON's Connect,
+// TransitiveClosure and pruning). The pixel level runs in parallel over bands of rows: each band
+// joins its own pixels (union-find over int32, every root the smallest pixel index of its tree), the
+// seams between bands are joined afterwards, and the components, hence the regions, are those of
+// the graph whatever the thread count. Everything after the pixel level works on regions (numbered
+// in scan order of their first pixel), never on pixels.
+#include "segmentation_regions.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace meanshift::detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Union-find over pixels stored in the labels: parent[i] ≤ i, so a root is its tree's smallest
+// pixel and finds walk towards the start of the image.
+std::int32_t find_root(std::int32_t* parent, std::int32_t a)
+{
+    while (parent[a] != a) {
+        parent[a] = parent[parent[a]];
+        a = parent[a];
+    }
+    return a;
+}
+
+// Joins the trees of a and b; returns the root that lost its rootship (-1 if already joined).
+std::int32_t join(std::int32_t* parent, std::int32_t a, std::int32_t b)
+{
+    a = find_root(parent, a);
+    b = find_root(parent, b);
+    if (a == b) return -1;
+    if (a > b) std::swap(a, b);
+    parent[b] = a;
+    return b;
+}
+
+// Union-find over regions with union by pixel count (ties: the smaller region number stays root),
+// and per root the pixel count and the sum of the mode colours.
+struct Regions {
+    int channels = 0;
+    std::vector<std::int32_t> parent;
+    std::vector<double> count;  // pixels, by root
+    std::vector<double> sum;    // Σ mode colour, by root, channels each
+    std::vector<std::uint64_t> edges;  // (a << 32 | b) of adjacent regions' roots, a < b, sorted, unique
+
+    std::int32_t find(std::int32_t a)
+    {
+        while (parent[std::size_t(a)] != a) {
+            parent[std::size_t(a)] = parent[std::size_t(parent[std::size_t(a)])];
+            a = parent[std::size_t(a)];
+        }
+        return a;
+    }
+    std::int32_t unite(std::int32_t a, std::int32_t b)
+    {
+        a = find(a);
+        b = find(b);
+        if (a == b) return a;
+        const auto ua = std::size_t(a), ub = std::size_t(b);
+        if (count[ua] < count[ub] || (count[ua] == count[ub] && b < a)) return unite_into(b, a);
+        return unite_into(a, b);
+    }
+    std::int32_t unite_into(std::int32_t r, std::int32_t o)
+    {
+        const auto ur = std::size_t(r), uo = std::size_t(o), C = std::size_t(channels);
+        parent[uo] = r;
+        count[ur] += count[uo];
+        for (std::size_t ch = 0; ch < C; ++ch) sum[ur * C + ch] += sum[uo * C + ch];
+        return r;
+    }
+    double distance2(std::int32_t a, std::int32_t b) const
+    {
+        const auto ua = std::size_t(a), ub = std::size_t(b), C = std::size_t(channels);
+        double d2 = 0;
+        for (std::size_t ch = 0; ch < C; ++ch) {
+            const double d = sum[ua * C + ch] / count[ua] - sum[ub * C + ch] / count[ub];
+            d2 += d * d;
+        }
+        return d2;
+    }
+    // Maps the edges to the current roots, drops those inside one region and duplicates.
+    void refresh_edges()
+    {
+        std::size_t out = 0;
+        for (std::uint64_t e : edges) {
+            std::int32_t a = find(static_cast<std::int32_t>(e >> 32));
+            std::int32_t b = find(static_cast<std::int32_t>(e & 0xffffffffu));
+            if (a == b) continue;
+            if (a > b) std::swap(a, b);
+            edges[out++] = (std::uint64_t(a) << 32) | std::uint64_t(b);
+        }
+        edges.resize(out);
+        std::sort(edges.begin(), edges.end());
+        edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    }
+    Index roots() const
+    {
+        Index r = 0;
+        for (std::size_t i = 0; i < parent.size(); ++i) r += parent[i] == std::int32_t(i) ? 1 : 0;
+        return r;
+    }
+};
+
+}  // namespace
+
+void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOptions& options, int threads,
+                     Segmentation& s)
+{
+    const auto t_connect = Clock::now();
+    const Index H = s.height, W = s.width, n = H * W;
+    const int C = s.channels, k = 2 + C;
+    const double hs = options.spatial_bandwidth, hr = options.range_bandwidth;
+    const double ds2 = options.mode_spatial_distance * hs * options.mode_spatial_distance * hs;
+    const double dr2 = options.mode_distance * hr * options.mode_distance * hr;
+    auto close_modes = [&](Index a, Index b) {
+        const float* p = modes.data() + a * k;
+        const float* q = modes.data() + b * k;
+        const double dx = double(p[0]) - q[0], dy = double(p[1]) - q[1];
+        if (dx * dx + dy * dy > ds2) return false;
+        double d2 = 0;
+        for (int ch = 0; ch < C; ++ch) {
+            const double d = double(p[2 + ch]) - q[2 + ch];
+            d2 += d * d;
+        }
+        return d2 <= dr2;
+    };
+#if defined(_OPENMP)
+    int T = threads > 0 ? threads : omp_get_max_threads();
+#else
+    int T = 1;
+    (void)threads;
+#endif
+    // Bands of at least 16 rows and 2^15 pixels: fewer seams, and small images stay serial.
+    T = static_cast<int>(std::clamp<Index>(std::min(H / 16, n >> 15), 1, std::max(1, T)));
+    std::vector<Index> band(static_cast<std::size_t>(T) + 1);
+    for (int b = 0; b <= T; ++b) band[std::size_t(b)] = H * b / T;
+
+    // (b) Pixel level: join 4-neighbours whose modes are within the bandwidths, band by band.
+    s.labels.resize(static_cast<std::size_t>(n));
+    std::int32_t* parent = s.labels.data();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+    for (int b = 0; b < T; ++b) {
+        const Index y0 = band[std::size_t(b)], y1 = band[std::size_t(b) + 1];
+        for (Index i = y0 * W; i < y1 * W; ++i) parent[i] = static_cast<std::int32_t>(i);
+        for (Index y = y0; y < y1; ++y)
+            for (Index x = 0; x < W; ++x) {
+                const Index i = y * W + x;
+                if (x + 1 < W && close_modes(i, i + 1)) join(parent, std::int32_t(i), std::int32_t(i + 1));
+                if (y + 1 < y1 && close_modes(i, i + W)) join(parent, std::int32_t(i), std::int32_t(i + W));
+            }
+    }
+    // The seams, then the roots they re-linked (in increasing order: each points at a smaller
+    // pixel whose root is final), then every pixel to its root in parallel (parent[i] < i).
+    std::vector<std::int32_t> relinked;
+    for (int b = 1; b < T; ++b) {
+        const Index y = band[std::size_t(b)] - 1;
+        for (Index x = 0; x < W; ++x) {
+            const Index i = y * W + x;
+            if (close_modes(i, i + W)) {
+                const std::int32_t r = join(parent, std::int32_t(i), std::int32_t(i + W));
+                if (r >= 0) relinked.push_back(r);
+            }
+        }
+    }
+    std::sort(relinked.begin(), relinked.end());
+    for (std::int32_t r : relinked) parent[r] = find_root(parent, r);
+    // Regions numbered in scan order of their first pixel (= their root).
+    std::vector<std::int32_t> band_roots(static_cast<std::size_t>(T) + 1, 0);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+    for (int b = 0; b < T; ++b) {
+        std::int32_t roots = 0;
+        for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i) {
+            if (parent[i] == i) ++roots;
+            else parent[i] = parent[parent[i]];  // parent[i] < i is final already (scan order)
+        }
+        band_roots[std::size_t(b) + 1] = roots;
+    }
+    for (int b = 0; b < T; ++b) band_roots[std::size_t(b) + 1] += band_roots[std::size_t(b)];
+    const std::int32_t R = band_roots[std::size_t(T)];
+    // Roots take -(number + 1), then every other pixel its root's number, then the roots theirs.
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+    for (int b = 0; b < T; ++b) {
+        std::int32_t id = band_roots[std::size_t(b)];
+        for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i)
+            if (parent[i] == i) parent[i] = -(id++) - 1;
+    }
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+    for (int b = 0; b < T; ++b)
+        for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i)
+            if (parent[i] >= 0) parent[i] = -parent[parent[i]] - 1;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+    for (int b = 0; b < T; ++b)
+        for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i)
+            if (parent[i] < 0) parent[i] = -parent[i] - 1;
+    std::int32_t* region = parent;  // now the region number of every pixel
+    s.regions_connected = R;
+
+    // Per region: pixel count and Σ mode colour, in scan order (serial: the sums, and so every
+    // later decision, are the same for any thread count).
+    Regions G;
+    G.channels = C;
+    G.parent.resize(std::size_t(R));
+    std::iota(G.parent.begin(), G.parent.end(), std::int32_t{0});
+    G.count.assign(std::size_t(R), 0.0);
+    G.sum.assign(std::size_t(R) * std::size_t(C), 0.0);
+    for (Index i = 0; i < n; ++i) {
+        const std::size_t r = std::size_t(region[i]);
+        G.count[r] += 1;
+        for (int ch = 0; ch < C; ++ch) G.sum[r * std::size_t(C) + std::size_t(ch)] += modes(i, 2 + ch);
+    }
+    // Adjacent regions: per band, the distinct pairs of 4-neighbours in different regions.
+    {
+        std::vector<std::vector<std::uint64_t>> local(static_cast<std::size_t>(T));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+        for (int b = 0; b < T; ++b) {
+            std::vector<std::uint64_t>& out = local[std::size_t(b)];
+            auto add = [&](std::int32_t a, std::int32_t c) {
+                if (a == c) return;
+                if (a > c) std::swap(a, c);
+                const std::uint64_t e = (std::uint64_t(a) << 32) | std::uint64_t(c);
+                if (out.empty() || out.back() != e) out.push_back(e);
+            };
+            for (Index y = band[std::size_t(b)]; y < band[std::size_t(b) + 1]; ++y)
+                for (Index x = 0; x < W; ++x) {
+                    const Index i = y * W + x;
+                    if (x + 1 < W) add(region[i], region[i + 1]);
+                    if (y + 1 < H) add(region[i], region[i + W]);
+                }
+            std::sort(out.begin(), out.end());
+            out.erase(std::unique(out.begin(), out.end()), out.end());
+        }
+        std::size_t total = 0;
+        for (const auto& v : local) total += v.size();
+        G.edges.reserve(total);
+        for (auto& v : local) {
+            G.edges.insert(G.edges.end(), v.begin(), v.end());
+            std::vector<std::uint64_t>().swap(v);
+        }
+        std::sort(G.edges.begin(), G.edges.end());
+        G.edges.erase(std::unique(G.edges.begin(), G.edges.end()), G.edges.end());
+    }
+    s.timing.seconds_connect = since(t_connect);
+
+    // (b) Region level: fuse adjacent regions whose mean mode colours lie within fusion_distance · hr,
+    // every qualifying pair of a pass at once (transitive closure), means recomputed, until no pair
+    // qualifies.
+    const auto t_fusion = Clock::now();
+    if (options.fusion_distance > 0) {
+        const double df2 = options.fusion_distance * hr * options.fusion_distance * hr;
+        std::vector<std::pair<std::int32_t, std::int32_t>> joins;
+        for (;;) {
+            joins.clear();
+            for (std::uint64_t e : G.edges) {
+                const auto a = std::int32_t(e >> 32), b = std::int32_t(e & 0xffffffffu);
+                if (G.distance2(a, b) <= df2) joins.emplace_back(a, b);
+            }
+            if (joins.empty()) break;
+            ++s.fusion_passes;
+            for (const auto& j : joins) G.unite(j.first, j.second);
+            G.refresh_edges();
+        }
+    }
+    s.regions_fused = G.roots();
+    s.timing.seconds_fusion = since(t_fusion);
+
+    // (c) Pruning: a region smaller than min_region joins the adjacent region with the closest mean
+    // mode colour; passes repeat until no small region with a neighbour is left.
+    const auto t_pruning = Clock::now();
+    if (options.min_region > 1) {
+        const double minr = static_cast<double>(options.min_region);
+        const std::size_t uR = std::size_t(R);
+        std::vector<std::uint32_t> first, adj, fill;
+        std::vector<std::int32_t> small;
+        for (;;) {
+            // Adjacency lists (CSR) of the current regions.
+            first.assign(uR + 1, 0);
+            adj.resize(G.edges.size() * 2);
+            for (std::uint64_t e : G.edges) {
+                ++first[(e >> 32) + 1];
+                ++first[(e & 0xffffffffu) + 1];
+            }
+            for (std::size_t i = 0; i < uR; ++i) first[i + 1] += first[i];
+            fill.assign(first.begin(), first.end() - 1);
+            for (std::uint64_t e : G.edges) {
+                const auto a = std::uint32_t(e >> 32), b = std::uint32_t(e & 0xffffffffu);
+                adj[fill[a]++] = b;
+                adj[fill[b]++] = a;
+            }
+            small.clear();
+            for (std::size_t i = 0; i < uR; ++i)
+                if (G.parent[i] == std::int32_t(i) && G.count[i] < minr && first[i + 1] > first[i])
+                    small.push_back(std::int32_t(i));
+            if (small.empty()) break;
+            std::stable_sort(small.begin(), small.end(), [&](std::int32_t a, std::int32_t b) {
+                return G.count[std::size_t(a)] < G.count[std::size_t(b)];
+            });
+            bool merged = false;
+            for (std::int32_t r : small) {
+                if (G.find(r) != r || G.count[std::size_t(r)] >= minr) continue;  // changed in this pass
+                std::int32_t best = r;
+                double best_d2 = 0;
+                for (std::uint32_t j = first[std::size_t(r)]; j < first[std::size_t(r) + 1]; ++j) {
+                    const std::int32_t q = G.find(std::int32_t(adj[j]));
+                    if (q == r) continue;
+                    const double d2 = G.distance2(r, q);
+                    if (best == r || d2 < best_d2 || (d2 == best_d2 && q < best)) {
+                        best = q;
+                        best_d2 = d2;
+                    }
+                }
+                if (best == r) continue;
+                G.unite(r, best);
+                merged = true;
+            }
+            G.refresh_edges();
+            if (!merged) break;
+        }
+    }
+    s.timing.seconds_pruning = since(t_pruning);
+
+    // Segments by decreasing size, ties by first pixel in scan order: a segment's first pixel is
+    // that of its lowest-numbered region.
+    const auto t_output = Clock::now();
+    std::vector<std::int32_t> segment(std::size_t(R), -1), order;
+    for (std::int32_t r = 0; r < R; ++r) {
+        const std::int32_t root = G.find(r);
+        if (segment[std::size_t(root)] < 0) {
+            segment[std::size_t(root)] = 0;
+            order.push_back(root);
+        }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+        return G.count[std::size_t(a)] > G.count[std::size_t(b)];
+    });
+    const std::size_t S = order.size();
+    for (std::size_t l = 0; l < S; ++l) segment[std::size_t(order[l])] = static_cast<std::int32_t>(l);
+    for (std::int32_t r = 0; r < R; ++r) segment[std::size_t(r)] = segment[std::size_t(G.find(r))];
+    std::vector<Index> sizes(S, 0);
+    for (std::size_t l = 0; l < S; ++l) sizes[l] = static_cast<Index>(G.count[std::size_t(order[l])]);
+    G = Regions{};
+    s.filtered.resize(n, C);
+    const std::int32_t* seg = segment.data();
+    float* filtered = s.filtered.data();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(T)
+#endif
+    for (Index i = 0; i < n; ++i) {
+        region[i] = seg[region[i]];
+        for (int ch = 0; ch < C; ++ch) filtered[i * C + ch] = modes(i, 2 + ch);
+    }
+    // Mean colours, summed in scan order (as above: the same for any thread count).
+    std::vector<double> colour_sum(S * std::size_t(C), 0.0), mode_sum(S * std::size_t(C), 0.0);
+    for (Index i = 0; i < n; ++i) {
+        const std::size_t l = std::size_t(region[i]) * std::size_t(C);
+        for (int ch = 0; ch < C; ++ch) {
+            mode_sum[l + std::size_t(ch)] += filtered[i * C + ch];
+            colour_sum[l + std::size_t(ch)] += pixels[std::size_t(i) * std::size_t(C) + std::size_t(ch)];
+        }
+    }
+    s.sizes = std::move(sizes);
+    s.colours.resize(static_cast<Index>(S), C);
+    s.mode_colours.resize(static_cast<Index>(S), C);
+    for (std::size_t l = 0; l < S; ++l)
+        for (int ch = 0; ch < C; ++ch) {
+            const double c = static_cast<double>(s.sizes[l]);
+            s.colours(static_cast<Index>(l), ch) = static_cast<float>(colour_sum[l * std::size_t(C) + std::size_t(ch)] / c);
+            s.mode_colours(static_cast<Index>(l), ch) = static_cast<float>(mode_sum[l * std::size_t(C) + std::size_t(ch)] / c);
+        }
+    s.timing.seconds_output = since(t_output);
+}
+
+}  // namespace meanshift::detail
