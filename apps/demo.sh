@@ -7,7 +7,8 @@
 #      mean-shift filtering with the truncated kernel and grid search, region fusion, pruning
 #      (Comaniciu & Meer 2002; docs/segmentation.md),
 #   5. prints where the results are: out/china-segmented.png, out/china-segmented-labels.png and
-#      out/china-segmented-filtered.png.
+#      out/china-segmented-filtered.png (asked for with --labels-image and --filtered-output: by
+#      default `segment` writes only -o).
 # Extra arguments go to `meanshift segment`, e.g. ./apps/demo.sh --hs 4 --min-region 100
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,8 +25,10 @@ cmake --build build -j "$jobs" --target meanshift_cli
 "$root/apps/fetch-china.sh" "$root/data/china.jpg"
 
 mkdir -p out
-echo "demo: build/bin/meanshift segment data/china.jpg --backend auto -o out/china-segmented.png $*"
-build/bin/meanshift segment data/china.jpg --backend auto -o out/china-segmented.png "$@"
+outputs=(-o out/china-segmented.png --labels-image out/china-segmented-labels.png
+         --filtered-output out/china-segmented-filtered.png)
+echo "demo: build/bin/meanshift segment data/china.jpg --backend auto ${outputs[*]} $*"
+build/bin/meanshift segment data/china.jpg --backend auto "${outputs[@]}" "$@"
 echo
 echo "demo: results in $root/out/:"
 echo "  china-segmented.png         each segment painted with its mean colour"

@@ -8,6 +8,8 @@ packages=(
   cmake make g++ pkg-config
   libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libstb-dev libcsv-dev libnanoflann-dev
+  # The CLI's fast image codecs (PNG read/write, JPEG read); without them stb_image is used.
+  libspng-dev libjpeg62-turbo-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   # The Python package (pip install . in a venv; .ci/test.sh): venv + ensurepip, Python.h.
   python3-venv python3-dev

@@ -1,5 +1,6 @@
 // meanshift backends [--json]: what is compiled in, what is usable here, and why not.
 #include "commands.hpp"
+#include "image_codecs.hpp"
 
 #include <meanshift/meanshift.hpp>
 
@@ -31,7 +32,10 @@ void run_backends(bool json)
             out.push_back({{"name", s.name}, {"compiled_in", s.compiled_in}, {"usable", s.usable},
                            {"reason", s.reason}, {"devices", devs}});
         }
-        std::printf("%s\n", nlohmann::ordered_json{{"backends", out}, {"auto", auto_name}}.dump().c_str());
+        std::printf("%s\n", nlohmann::ordered_json{{"backends", out}, {"auto", auto_name},
+                                                   {"image_codecs", image_codecs_summary()}}
+                                 .dump()
+                                 .c_str());
         return;
     }
     for (const auto& s : all) {
@@ -48,6 +52,7 @@ void run_backends(bool json)
         }
     }
     std::printf("auto -> %s\n", auto_name.c_str());
+    std::printf("image codecs (segment): %s\n", image_codecs_summary().c_str());
 }
 
 }  // namespace

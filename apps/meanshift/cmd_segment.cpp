@@ -1,4 +1,5 @@
 // meanshift segment IMAGE --spatial-bandwidth HS --range-bandwidth HR -o OUT.png
+//     [--labels-image L.png] [--filtered-output F.png] [--labels IDS.npy] [--all-outputs] [--json]
 // Mean-shift segmentation (Comaniciu & Meer 2002, the EDISON pipeline; meanshift/segmentation.hpp):
 // every pixel is a point (x, y, L*, a*, b*) with the diagonal bandwidth (hs, hs, hr, hr, hr); its
 // mode gives the filtered image; neighbouring pixels with close modes and adjacent regions with
@@ -6,20 +7,27 @@
 #include "cli_options.hpp"
 #include "colour.hpp"
 #include "commands.hpp"
+#include "image_codecs.hpp"
 #include "io_image.hpp"
 #include "io_matrix.hpp"
 #include "memory.hpp"
 #include "output_files.hpp"
 #include "progress.hpp"
+#include "stage_report.hpp"
 
 #include <meanshift/meanshift.hpp>
+#include <meanshift/registry.hpp>
 #include <meanshift/segmentation.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +40,9 @@ struct SegmentArgs {
     std::string output;
     std::string labels_output;
     std::string filtered_output;
+    std::string labels_image;
+    bool all_outputs = false;  // --all-outputs: the label and filtered images named after -o as well
+    bool json = false;         // --json: the run's stages as one JSON object on the last line
     double spatial = 3.0;
     double range = 6.0;
     long long min_region = 40;
@@ -85,31 +96,102 @@ void false_colour(int label, std::uint8_t rgb[3])
     rgb[2] = static_cast<std::uint8_t>(std::lround(b * 255));
 }
 
+// The false-colour label image: neighbouring label numbers get distinct hues.
+RgbImage label_image(const meanshift::Segmentation& seg, int w, int h)
+{
+    RgbImage out;
+    out.width = w;
+    out.height = h;
+    out.pixels.resize(out.count() * 3);
+    std::vector<std::uint8_t> colours(seg.sizes.size() * 3);
+    for (std::size_t l = 0; l < seg.sizes.size(); ++l) false_colour(static_cast<int>(l), &colours[l * 3]);
+    for (std::size_t i = 0; i < out.count(); ++i)
+        std::memcpy(&out.pixels[i * 3], &colours[static_cast<std::size_t>(seg.labels[i]) * 3], 3);
+    return out;
+}
+
+// Each segment painted with the mean colour of its pixels (averaged in linear light).
+RgbImage mean_colour_image(const meanshift::Segmentation& seg, const RgbImage& img)
+{
+    const std::size_t c = seg.sizes.size(), n = img.count();
+    std::vector<double> sum(c * 3, 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t l = static_cast<std::size_t>(seg.labels[i]);
+        for (int ch = 0; ch < 3; ++ch) sum[l * 3 + ch] += srgb_to_linear(img.pixels[i * 3 + ch]);
+    }
+    std::vector<std::uint8_t> mean(c * 3);
+    for (std::size_t l = 0; l < c; ++l)
+        for (int ch = 0; ch < 3; ++ch)
+            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(seg.sizes[l]));
+    RgbImage out;
+    out.width = img.width;
+    out.height = img.height;
+    out.pixels.resize(n * 3);
+    for (std::size_t i = 0; i < n; ++i)
+        std::memcpy(&out.pixels[i * 3], &mean[static_cast<std::size_t>(seg.labels[i]) * 3], 3);
+    return out;
+}
+
 void run_segment(const SegmentArgs& a, Mode mode)
 {
     if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
     if (!a.filtered_output.empty() && !ends_with_png(a.filtered_output))
         throw meanshift::InvalidArgument(a.filtered_output + ": --filtered-output must be a .png file");
+    if (!a.labels_image.empty() && !ends_with_png(a.labels_image))
+        throw meanshift::InvalidArgument(a.labels_image + ": --labels-image must be a .png file");
     if (!a.labels_output.empty()) format_of(a.labels_output);
     if (mode == Mode::CheckOnly) return;
-    const auto t0 = std::chrono::steady_clock::now();
+    StageReport report;
 
-    // Every file of the run, checked against each other before any work.
+    // The outputs asked for, checked against each other and the input before any work: -o always;
+    // the label image and the filtered image only when named (or with --all-outputs, named after -o).
     const std::string base = a.output.substr(0, a.output.size() - 4);
-    const std::string labels_png = base + "-labels.png";
-    const std::string filtered_png = a.filtered_output.empty() ? base + "-filtered.png" : a.filtered_output;
+    const std::string labels_png = !a.labels_image.empty() ? a.labels_image : a.all_outputs ? base + "-labels.png" : "";
+    const std::string filtered_png =
+        !a.filtered_output.empty() ? a.filtered_output : a.all_outputs ? base + "-filtered.png" : "";
     OutputFiles files;
     files.add_input(a.input, "the input image");
     const std::size_t segmented_slot = files.add_output(a.output, "-o");
-    const std::size_t labels_png_slot = files.add_output(labels_png, "the label image named after -o " + a.output);
+    const std::size_t labels_png_slot =
+        labels_png.empty() ? 0
+                           : files.add_output(labels_png, !a.labels_image.empty()
+                                                              ? std::string("--labels-image")
+                                                              : "the label image named after -o " + a.output);
     const std::size_t ids_slot = a.labels_output.empty() ? 0 : files.add_output(a.labels_output, "--labels");
-    const std::size_t filtered_slot = files.add_output(
-        filtered_png, a.filtered_output.empty() ? "the filtered image named after -o " + a.output : "--filtered-output");
+    const std::size_t filtered_slot =
+        filtered_png.empty() ? 0
+                             : files.add_output(filtered_png, !a.filtered_output.empty()
+                                                                  ? std::string("--filtered-output")
+                                                                  : "the filtered image named after -o " + a.output);
+
+    meanshift::SegmentOptions so;
+    so.spatial_bandwidth = a.spatial;
+    so.range_bandwidth = a.range;
+    so.min_region = a.min_region;
+    so.fusion_distance = a.fusion;
+    so.adaptive.enabled = a.adaptive;
+    so.adaptive.k = static_cast<int>(a.adaptive_k);
+    so.adaptive.window = static_cast<int>(a.adaptive_window);
+    a.run.apply(so.meanshift);
+    a.conv.apply(so.meanshift);
+    if (a.exact) so.meanshift.exact = true;
+    if (a.own_cutoff) so.meanshift.cutoff = a.cutoff;
+
+    // A GPU backend's context (CUDA: ~0.1 s per device) is created while the image is read and
+    // decoded (meanshift::prepare_backend). The CPU backends have nothing to prepare.
+    std::future<std::string> backend_ready;
+    if (so.meanshift.backend != "openmp" && so.meanshift.backend != "serial")
+        backend_ready = std::async(std::launch::async, meanshift::prepare_backend, so.meanshift.backend,
+                                   so.meanshift.backend_options);
 
     // Before decoding: the header's size against --max-image-pixels and against the memory budget.
     const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
-    const double file_bytes = static_cast<double>(file_size(a.input));
-    const RgbImage original = load_rgb(a.input, pixel_limit, [&](int width, int height) {
+    auto t_stage = std::chrono::steady_clock::now();
+    std::string file = read_file(a.input);
+    report.add("read", seconds_since(t_stage));
+    const double file_bytes = static_cast<double>(file.size());
+    t_stage = std::chrono::steady_clock::now();
+    RgbImage original = decode_rgb(file, a.input, pixel_limit, [&](int width, int height) {
         int sw = 0, sh = 0;
         fitted_size(width, height, a.max_pixels, sw, sh);
         const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
@@ -128,75 +210,95 @@ void run_segment(const SegmentArgs& a, Mode mode)
                                  " pixels; segmenting it",
                        how, hint);
     });
+    report.add("decode", seconds_since(t_stage));
+    std::string().swap(file);  // the compressed bytes are not needed any more
+    const int full_width = original.width, full_height = original.height;
     int w = 0, h = 0;
-    fitted_size(original.width, original.height, a.max_pixels, w, h);
-    const RgbImage img = downscale_area(original, w, h);
+    fitted_size(full_width, full_height, a.max_pixels, w, h);
+    RgbImage img;
+    if (w != full_width || h != full_height) {
+        t_stage = std::chrono::steady_clock::now();
+        img = downscale_area(original, w, h);
+        original = RgbImage{};
+        report.add("downscale", seconds_since(t_stage));
+    } else {
+        img = std::move(original);
+    }
     const meanshift::Index n = static_cast<meanshift::Index>(img.count());
 
     // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
+    t_stage = std::chrono::steady_clock::now();
     std::vector<float> lab(static_cast<std::size_t>(n) * 3);
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const std::uint8_t* p = &img.pixels[static_cast<std::size_t>(i) * 3];
-        srgb_to_lab(p[0], p[1], p[2], &lab[static_cast<std::size_t>(i) * 3]);
+    srgb_to_lab_pixels(img.pixels.data(), img.count(), lab.data(), a.run.threads);
+    report.add("colour", seconds_since(t_stage));
+
+    if (backend_ready.valid()) {
+        t_stage = std::chrono::steady_clock::now();
+        try {
+            so.meanshift.backend = backend_ready.get();  // "auto" resolved once, not probed again
+        } catch (const std::exception&) {
+            // segment_image() meets the same error and reports it with the file's name.
+        }
+        report.add("backend", seconds_since(t_stage));  // waiting for it, if the decoding was faster
     }
 
-    meanshift::SegmentOptions so;
-    so.spatial_bandwidth = a.spatial;
-    so.range_bandwidth = a.range;
-    so.min_region = a.min_region;
-    so.fusion_distance = a.fusion;
-    so.adaptive.enabled = a.adaptive;
-    so.adaptive.k = static_cast<int>(a.adaptive_k);
-    so.adaptive.window = static_cast<int>(a.adaptive_window);
-    a.run.apply(so.meanshift);
-    a.conv.apply(so.meanshift);
-    if (a.exact) so.meanshift.exact = true;
-    if (a.own_cutoff) so.meanshift.cutoff = a.cutoff;
     TerminalProgress progress(!a.run.quiet);
     so.meanshift.progress = progress.callback();
     meanshift::Segmentation seg;
+    t_stage = std::chrono::steady_clock::now();
     try {
         seg = meanshift::segment_image(lab.data(), h, w, 3, so);
     } catch (const meanshift::InvalidArgument& e) {  // the library's word on the pixels: name the file
         throw meanshift::InvalidArgument(a.input + ": " + e.what());
     }
+    const double seconds_segment = seconds_since(t_stage);
     progress.finish();
+    std::vector<float>().swap(lab);
     const meanshift::Result& r = seg.ascent;
     if (r.modes_without_support > 0)
         std::fprintf(stderr, "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
                              "they kept their own colour)\n",
                      static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
+    // The library's stages, then the pipeline's own; "segment other" is the rest of segment_image()
+    // (building the (x, y, L*, a*, b*) points, the ascent's other preparation, copying the results).
+    double named = seg.seconds_bandwidths + seg.seconds_regions;
+    for (const auto& [name, seconds] : r.timing.stages()) named += seconds;
+    if (seg.seconds_bandwidths > 0) report.add("bandwidths", seg.seconds_bandwidths);
+    report.add_library(r.timing);
+    report.add("regions", seg.seconds_regions);
+    report.add("segment other", std::max(0.0, seconds_segment - named));
 
-    // Paint each segment with the mean colour of its pixels (averaged in linear light).
-    const std::size_t c = seg.sizes.size();
-    std::vector<double> sum(c * 3, 0.0);
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const std::size_t l = static_cast<std::size_t>(seg.labels[static_cast<std::size_t>(i)]);
-        for (int ch = 0; ch < 3; ++ch) sum[l * 3 + ch] += srgb_to_linear(img.pixels[static_cast<std::size_t>(i) * 3 + ch]);
+    t_stage = std::chrono::steady_clock::now();
+    const RgbImage segmented = mean_colour_image(seg, img);
+    const RgbImage labels = labels_png.empty() ? RgbImage{} : label_image(seg, w, h);
+    RgbImage filtered;
+    if (!filtered_png.empty()) {
+        filtered.width = w;
+        filtered.height = h;
+        filtered.pixels.resize(img.pixels.size());
+        lab_to_srgb_pixels(seg.filtered.data(), img.count(), filtered.pixels.data(), a.run.threads);
     }
-    std::vector<std::uint8_t> mean(c * 3);
-    for (std::size_t l = 0; l < c; ++l)
-        for (int ch = 0; ch < 3; ++ch)
-            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(seg.sizes[l]));
+    report.add("paint", seconds_since(t_stage));
 
-    RgbImage segmented = img, labels = img, filtered = img;
-    for (meanshift::Index i = 0; i < n; ++i) {
-        const int l = seg.labels[static_cast<std::size_t>(i)];
-        std::uint8_t* s = &segmented.pixels[static_cast<std::size_t>(i) * 3];
-        for (int ch = 0; ch < 3; ++ch) s[ch] = mean[static_cast<std::size_t>(l) * 3 + ch];
-        false_colour(l, &labels.pixels[static_cast<std::size_t>(i) * 3]);
-        lab_to_srgb(&seg.filtered(i, 0), &filtered.pixels[static_cast<std::size_t>(i) * 3]);
-    }
-    files.set(segmented_slot, png_bytes(segmented));
-    files.set(labels_png_slot, png_bytes(labels));
+    // Encoding: the optional images on other threads beside the segmented one.
+    t_stage = std::chrono::steady_clock::now();
+    std::future<std::string> labels_bytes, filtered_bytes;
+    if (!labels_png.empty()) labels_bytes = std::async(std::launch::async, [&] { return png_bytes(labels, PngContent::Flat); });
+    if (!filtered_png.empty()) filtered_bytes = std::async(std::launch::async, [&] { return png_bytes(filtered); });
+    files.set(segmented_slot, png_bytes(segmented, PngContent::Flat));
+    if (labels_bytes.valid()) files.set(labels_png_slot, labels_bytes.get());
+    if (filtered_bytes.valid()) files.set(filtered_slot, filtered_bytes.get());
     if (!a.labels_output.empty())
         files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
-    files.set(filtered_slot, png_bytes(filtered));
+    report.add("encode", seconds_since(t_stage));
+    t_stage = std::chrono::steady_clock::now();
     files.prepare();  // published after the summary is out (see cmd_cluster.cpp)
+    report.add("write", seconds_since(t_stage));
 
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), original.width, original.height);
-    if (w != original.width || h != original.height)
+    const std::size_t c = seg.sizes.size();
+    const double wall = report.wall_seconds();
+    std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), full_width, full_height);
+    if (w != full_width || h != full_height)
         std::printf(", downscaled to %d x %d (--max-pixels %lld)", w, h, a.max_pixels);
     if (seg.range_bandwidths.empty()) {
         std::printf("\nbandwidths  spatial %g px, range %g (CIELAB)\n", a.spatial, a.range);
@@ -229,10 +331,25 @@ void run_segment(const SegmentArgs& a, Mode mode)
                 r.timing.seconds_total, r.timing.seconds_prepare, r.timing.seconds_iterate, r.timing.seconds_group,
                 seg.seconds_regions, wall);
     std::printf("pairs/s     %s pair interactions per second\n", sci(r.timing.pairs_per_second()).c_str());
-    std::printf("segmented   %s\nlabels      %s", escape_for_terminal(a.output).c_str(),
-                escape_for_terminal(labels_png).c_str());
-    if (!a.labels_output.empty()) std::printf(" (label ids: %s)", escape_for_terminal(a.labels_output).c_str());
-    std::printf("\nfiltered    %s\n", escape_for_terminal(filtered_png).c_str());
+    std::printf("stages      %s\n", report.line().c_str());
+    std::printf("codecs      %s\n", image_codecs_summary().c_str());
+    std::printf("segmented   %s\n", escape_for_terminal(a.output).c_str());
+    if (!labels_png.empty()) std::printf("labels      %s\n", escape_for_terminal(labels_png).c_str());
+    if (!a.labels_output.empty()) std::printf("label ids   %s\n", escape_for_terminal(a.labels_output).c_str());
+    if (!filtered_png.empty()) std::printf("filtered    %s\n", escape_for_terminal(filtered_png).c_str());
+    if (a.json)
+        std::printf("%s\n", report.json("segment", {{"width", std::to_string(w)},
+                                                    {"height", std::to_string(h)},
+                                                    {"pixels", std::to_string(n)},
+                                                    {"backend", nlohmann::json(r.backend).dump()},
+                                                    {"segments", std::to_string(c)},
+                                                    {"iterations", std::to_string(r.timing.iterations)},
+                                                    {"seconds_mean_shift", std::to_string(r.timing.seconds_total)},
+                                                    {"pair_interactions",
+                                                     nlohmann::json(r.timing.pair_interactions).dump()},
+                                                    {"search", nlohmann::json(r.search).dump()},
+                                                    {"codecs", nlohmann::json(image_codecs_summary()).dump()}})
+                                .c_str());
     try {
         flush_stdout();
     } catch (const meanshift::IoError& e) {
@@ -258,8 +375,8 @@ void add_segment_command(CLI::App& app, Mode mode)
         "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
     sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
     sub->add_option("-o,--output", a->output,
-                    "segmented image OUT.png (each pixel painted with its segment's mean colour); "
-                    "a false-colour label image goes to OUT-labels.png")
+                    "segmented image OUT.png (each pixel painted with its segment's mean colour); the only "
+                    "output unless --labels-image, --filtered-output, --labels or --all-outputs ask for more")
         ->required();
     sub->add_option("--spatial-bandwidth,--hs", a->spatial,
                     "spatial bandwidth in pixels of the clustered (downscaled) image")
@@ -291,9 +408,15 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->capture_default_str();
     a->memory.add_to(*sub);
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
+    sub->add_option("--labels-image", a->labels_image,
+                    "also write a false-colour label image (one colour per segment) to this .png");
     sub->add_option("--filtered-output", a->filtered_output,
-                    "where the filtered image goes (each pixel painted with its mode's colour); "
-                    "default OUT-filtered.png");
+                    "also write the filtered image (each pixel painted with its mode's colour) to this .png");
+    sub->add_flag("--all-outputs", a->all_outputs,
+                  "also write OUT-labels.png and OUT-filtered.png (unless --labels-image or --filtered-output name "
+                  "them): the three images that earlier versions always wrote");
+    sub->add_flag("--json", a->json,
+                  "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
     sub->add_option("--min-region", a->min_region,
                     "regions with fewer pixels are merged into the adjacent region of the closest colour; 0 = none")
         ->check(non_negative())

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
+#include <thread>
+#include <vector>
 
 namespace mscli {
 namespace {
@@ -32,6 +35,23 @@ double lab_f_inverse(double f)
 {
     constexpr double delta = 6.0 / 29.0;
     return f > delta ? f * f * f : 3 * delta * delta * (f - 4.0 / 29.0);
+}
+
+// body(begin, end) over [0, count) in contiguous slices, one per thread; slices of at least 2^16
+// pixels, so that small images stay on the calling thread.
+void for_slices(std::size_t count, int threads, const std::function<void(std::size_t, std::size_t)>& body)
+{
+    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
+                                          : std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t parts = std::max<std::size_t>(1, std::min(cores, count >> 16));
+    if (parts == 1) {
+        body(0, count);
+        return;
+    }
+    std::vector<std::thread> pool;
+    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(body, count * p / parts, count * (p + 1) / parts);
+    body(0, count / parts);
+    for (std::thread& t : pool) t.join();
 }
 
 }  // namespace
@@ -65,6 +85,21 @@ void lab_to_srgb(const float lab[3], std::uint8_t rgb[3])
     rgb[0] = linear_to_srgb(3.2404542 * x - 1.5371385 * y - 0.4985314 * z);
     rgb[1] = linear_to_srgb(-0.9692660 * x + 1.8760108 * y + 0.0415560 * z);
     rgb[2] = linear_to_srgb(0.0556434 * x - 0.2040259 * y + 1.0572252 * z);
+}
+
+void srgb_to_lab_pixels(const std::uint8_t* rgb, std::size_t count, float* lab, int threads)
+{
+    linear_table();  // built once, before the threads read it
+    for_slices(count, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) srgb_to_lab(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2], &lab[3 * i]);
+    });
+}
+
+void lab_to_srgb_pixels(const float* lab, std::size_t count, std::uint8_t* rgb, int threads)
+{
+    for_slices(count, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) lab_to_srgb(&lab[3 * i], &rgb[3 * i]);
+    });
 }
 
 }  // namespace mscli

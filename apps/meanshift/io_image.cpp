@@ -1,5 +1,6 @@
 #include "io_image.hpp"
 
+#include "image_codecs.hpp"
 #include "io_matrix.hpp"
 #include "output_files.hpp"
 
@@ -426,6 +427,12 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
             data = reinterpret_cast<const stbi_uc*>(cleaned.data());
             len = static_cast<int>(cleaned.size());
         }
+        // libspng where the build has it (image_codecs.hpp): faster, and no second buffer.
+        RgbImage img;
+        if (decode_png_fast(cleaned.size() != bytes.size() ? cleaned : bytes, path, check_dimensions, img)) return img;
+    } else if (is_jpeg(bytes)) {
+        RgbImage img;  // libjpeg-turbo where the build has it, except CMYK/YCCK files
+        if (decode_jpeg_fast(bytes, path, check_dimensions, img)) return img;
     }
 
     // 2. stb_image's header reading: format, size, without decoding.
@@ -482,10 +489,11 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     return img;
 }
 
-std::string png_bytes(const RgbImage& image)
+std::string png_bytes(const RgbImage& image, PngContent content)
 {
     if (image.width <= 0 || image.height <= 0) throw meanshift::IoError("cannot encode an empty image as PNG");
     std::string out;
+    if (encode_png_fast(image, content == PngContent::Flat, out)) return out;  // libspng at a low zlib level, where the build has it
     auto append = [](void* context, void* data, int size) {
         static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
     };

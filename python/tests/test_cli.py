@@ -57,7 +57,7 @@ def test_cluster_equals_cli(cli, points, tmp_path, backend, case):
 
 
 def read_png_rgb(path):
-    """Decodes an 8-bit RGB PNG as stb_image_write writes it (no interlace), with all 5 row filters."""
+    """Decodes an 8-bit RGB PNG as the CLI writes it (libspng or stb_image_write; no interlace), all 5 row filters."""
     data = open(path, "rb").read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat = 8, b""
@@ -119,7 +119,7 @@ def test_segment_equals_cli(cli, tmp_path, backend):
     img = patches_image()
     write_ppm(tmp_path / "img.ppm", img)
     run(cli, "segment", tmp_path / "img.ppm", "-o", tmp_path / "seg.png", "--labels", tmp_path / "ids.npy",
-        "--backend", backend, "--min-region", 20, "--quiet")
+        "--filtered-output", tmp_path / "seg-filtered.png", "--backend", backend, "--min-region", 20, "--quiet")
     s = meanshift.segment(img, backend=backend, min_region=20)
     np.testing.assert_array_equal(s.labels, np.load(tmp_path / "ids.npy"))
     np.testing.assert_array_equal(s.segmented, read_png_rgb(tmp_path / "seg.png"))

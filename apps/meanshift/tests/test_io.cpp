@@ -4,13 +4,16 @@
 
 #include "colour.hpp"
 #include "io_image.hpp"
+#include "image_codecs.hpp"
 #include "io_matrix.hpp"
 #include "output_files.hpp"
 #include "text.hpp"
 
 #include <meanshift/errors.hpp>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -621,4 +624,95 @@ TEST_CASE("OutputFiles: a symbolic link to a file that does not exist yet is fol
     CHECK(mscli::read_file(target) == "x\n");
     std::remove(link.c_str());
     std::remove(target.c_str());
+}
+
+namespace {
+
+std::string test_file(const char* name) { return mscli::read_file(std::string(MSCLI_TEST_DATA) + "/" + name); }
+
+// Largest channel difference from the 32 x 16 gradient the test JPEGs were made from
+// (R = 8x, G = 16y, B = 255 - 8x; written by OpenCV at quality 95).
+int gradient_error(const mscli::RgbImage& img)
+{
+    int worst = 0;
+    for (int y = 0; y < img.height; ++y)
+        for (int x = 0; x < img.width; ++x) {
+            const int want[3] = {8 * x, 16 * y, 255 - 8 * x};
+            for (int c = 0; c < 3; ++c)
+                worst = std::max(worst, std::abs(img.pixels[(static_cast<std::size_t>(y) * img.width + x) * 3 + c] - want[c]));
+        }
+    return worst;
+}
+
+}  // namespace
+
+TEST_CASE("images: JPEG (baseline and progressive) and 16-bit grey PNG decode to the picture they hold")
+{
+    for (const char* name : {"gradient-32x16.jpg", "gradient-32x16-progressive.jpg"}) {
+        CAPTURE(name);
+        int seen_w = 0, seen_h = 0;
+        const mscli::RgbImage img = mscli::decode_rgb(test_file(name), name, 0, [&](int w, int h) {
+            seen_w = w;
+            seen_h = h;
+        });
+        CHECK(seen_w == 32);  // the size check ran, with the header's size
+        CHECK(seen_h == 16);
+        REQUIRE(img.width == 32);
+        REQUIRE(img.height == 16);
+        CHECK(gradient_error(img) <= 10);  // JPEG at quality 95 (OpenCV's decoder: 8)
+    }
+    // 16-bit grey, value 257 * 8x: every decoder gives the high byte, 8x, in all three channels.
+    const mscli::RgbImage grey = mscli::decode_rgb(test_file("grey16-32x16.png"), "g.png");
+    REQUIRE(grey.width == 32);
+    for (int x = 0; x < 32; ++x)
+        for (int c = 0; c < 3; ++c) CHECK(grey.pixels[(5 * 32 + x) * 3 + c] == 8 * x);
+}
+
+TEST_CASE("images: PNG round trip is exact; a cut JPEG or a PNG with a bad CRC is an error, not a picture")
+{
+    mscli::RgbImage img;
+    img.width = 97;
+    img.height = 31;
+    img.pixels.resize(img.count() * 3);
+    unsigned state = 12345;
+    for (auto& p : img.pixels) p = static_cast<std::uint8_t>((state = state * 1103515245u + 12345u) >> 24);
+    const std::string png = mscli::png_bytes(img);
+    CHECK(mscli::decode_rgb(png, "r.png").pixels == img.pixels);
+
+    const std::string summary = mscli::image_codecs_summary();
+    CHECK(summary.find("PNG: ") == 0);
+    if (summary.find("libjpeg") != std::string::npos) {
+        // libjpeg fills a file that ends early with grey; the tool refuses it.
+        const std::string jpg = test_file("gradient-32x16.jpg");
+        const std::size_t scan = jpg.find("\xff\xda");  // SOS: cut half-way through the scan's data
+        REQUIRE(scan != std::string::npos);
+        CHECK_THROWS_WITH_AS(mscli::decode_rgb(jpg.substr(0, (scan + jpg.size()) / 2), "cut.jpg"),
+                             doctest::Contains("cut.jpg: cannot read image (Premature end of JPEG file: the image data "
+                                               "after the header are truncated or corrupt)"),
+                             IoError);
+    }
+    if (summary.find("libspng") != std::string::npos) {
+        std::string bad = png;
+        const std::size_t idat = bad.find("IDAT");
+        bad[idat + 6] = static_cast<char>(bad[idat + 6] ^ 0x40);  // a byte of the compressed data
+        CHECK_THROWS_WITH_AS(mscli::decode_rgb(bad, "crc.png"),
+                             doctest::Contains("crc.png: cannot read image ("), IoError);
+    }
+}
+
+TEST_CASE("colour: the image conversions on threads give the per-pixel functions' values")
+{
+    const std::size_t n = 200000;  // several slices of 2^16 pixels
+    std::vector<std::uint8_t> rgb(n * 3);
+    for (std::size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 13);
+    std::vector<float> lab(n * 3);
+    mscli::srgb_to_lab_pixels(rgb.data(), n, lab.data(), 3);
+    std::vector<std::uint8_t> back(n * 3);
+    mscli::lab_to_srgb_pixels(lab.data(), n, back.data(), 0);
+    for (std::size_t i = 0; i < n; i += 997) {
+        float one[3];
+        mscli::srgb_to_lab(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2], one);
+        CHECK(std::memcmp(one, &lab[3 * i], sizeof one) == 0);
+    }
+    CHECK(back == rgb);  // lab_to_srgb inverts srgb_to_lab exactly on 8-bit colours
 }
