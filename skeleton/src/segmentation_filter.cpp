@@ -142,6 +142,13 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     const double cutoff2 = o.cutoff * o.cutoff;
     std::string search;
     int bands = 0;
+    // Kept from band to band (same sizes but for the last band: no new pages to fault in): the
+    // prepared rows, the modes in and out, the per-mode counters. The binding is released first,
+    // so D has no other owner when it is refilled.
+    auto D = std::make_shared<PreparedData>();
+    MatrixD Ys;
+    std::vector<int> iterations;
+    std::vector<ModeStatus> last;
     for (Index y0 = 0; y0 < H; y0 += band_rows) {
         const Index y1 = std::min(H, y0 + band_rows);
         const Index d0 = std::max<Index>(0, y0 - halo), d1 = std::min(H, y1 + halo);
@@ -150,7 +157,6 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
 
         // The band's rows in prepared units, float64 and float32 (prepare()'s one pass).
         auto t = Clock::now();
-        auto D = std::make_shared<PreparedData>();
         D->model = KernelModel::Shared;
         D->points.resize(nd, k);
         D->points_f.resize(nd, k);
@@ -194,7 +200,7 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         // a compact tile, which the GPU kernels' blocks rely on; the host binding re-sorts by cell).
         const std::vector<Index> order = lattice_order(y1 - y0, W);
         {
-            MatrixD Ys(m, k);
+            Ys.resize(m, k);
             const double* P = D->points.data();
             MS_PARALLEL_FOR(m * k)
             for (Index j = 0; j < m; ++j)
@@ -206,8 +212,8 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         }
 
         t = Clock::now();
-        std::vector<int> iterations(static_cast<std::size_t>(m), 0);
-        std::vector<ModeStatus> last(static_cast<std::size_t>(m), ModeStatus::Active);
+        iterations.assign(static_cast<std::size_t>(m), 0);
+        last.assign(static_cast<std::size_t>(m), ModeStatus::Active);
         StepReport report;
         int it = 0;
         while (binding->active_count() > 0 && it < max_it) {
@@ -226,10 +232,8 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
                 throw Error("cancelled by the progress callback");
         }
         r.timing.iterations = std::max(r.timing.iterations, it);
-        MatrixD Ys(m, k);
         binding->read_modes(Ys.data());
         binding.reset();
-        D.reset();
         r.timing.seconds_iterate += since(t);
 
         // Back to data units and the pixels' order (from_prepared()'s arithmetic).
