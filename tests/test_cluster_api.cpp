@@ -3,7 +3,12 @@
 // units, the raw-pointer overload and strided input.
 #include "checks.hpp"
 
+#include "skeleton/src/parallel.hpp"
+#include "skeleton/src/seeding.hpp"
+
 #include <meanshift/meanshift.hpp>
+
+#include <random>
 
 using namespace meanshift;
 using namespace mstest;
@@ -218,4 +223,62 @@ TEST_CASE("cluster: strided Eigen input, raw pointers and a reused Clusterer agr
     CHECK(a2.modes == dense.modes);
     CHECK(o1.cluster_sizes == std::vector<Index>{15, 10});
     CHECK(c.backend().name() == "serial");
+}
+
+TEST_CASE("label_points_by_seed: the host threads give the one-thread labels, modes, sizes and flags")
+{
+    // 300,000 rows (past kParallelMinValues), 5,000 seeds in 37 groups, flags at every 64-bit word border.
+    const Index n = 300000, S = 5000;
+    const int k = 3, c = 37;
+    std::mt19937_64 rng(20261127);
+    detail::Prepared prep;
+    prep.centre = VectorD::Constant(k, 1.5);
+    prep.scale = VectorD::Constant(k, 0.5);
+    Grouping g;
+    g.centres = MatrixD::Random(c, k);
+    g.sizes.assign(std::size_t(c), 0);
+    detail::SeedAscents a;
+    a.modes = MatrixD::Random(S, k);
+    for (Index s = 0; s < S; ++s) {
+        const int l = static_cast<int>(rng() % c);
+        g.labels.push_back(l);
+        ++g.sizes[std::size_t(l)];
+        a.iterations.push_back(static_cast<int>(rng() % 100));
+        a.converged.push_back(rng() % 3 != 0);
+        a.no_support.push_back(rng() % 7 == 0);
+    }
+    std::vector<Index> point_seed(static_cast<std::size_t>(n));
+    for (auto& s : point_seed) s = static_cast<Index>(rng() % S);
+
+    Result one, many;
+    {
+        const detail::HostThreads t(1);
+        detail::label_points_by_seed(one, prep, g, a, point_seed);
+    }
+    {
+        const detail::HostThreads t(0);
+        detail::label_points_by_seed(many, prep, g, a, point_seed);
+    }
+    CHECK(many.labels == one.labels);
+    CHECK(many.cluster_sizes == one.cluster_sizes);
+    CHECK(many.iterations == one.iterations);
+    CHECK(many.converged == one.converged);
+    CHECK(many.no_support == one.no_support);
+    CHECK(many.modes == one.modes);
+    CHECK(many.centres == one.centres);
+    // Against the definition: row i carries seed point_seed[i]'s flags, and the labels are ranks by size.
+    Index mismatches = 0;
+    for (Index i = 0; i < n; ++i) {
+        const std::size_t s = std::size_t(point_seed[std::size_t(i)]);
+        mismatches += one.converged[std::size_t(i)] != a.converged[s] || one.no_support[std::size_t(i)] != a.no_support[s] ||
+                      one.iterations[std::size_t(i)] != a.iterations[s];
+    }
+    CHECK(mismatches == 0);
+    Index total = 0;
+    for (std::size_t j = 0; j < one.cluster_sizes.size(); ++j) {
+        total += one.cluster_sizes[j];
+        if (j > 0) CHECK(one.cluster_sizes[j - 1] >= one.cluster_sizes[j]);
+        CHECK(Index(std::count(one.labels.begin(), one.labels.end(), int(j))) == one.cluster_sizes[j]);
+    }
+    CHECK(total == n);
 }

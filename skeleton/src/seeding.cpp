@@ -3,6 +3,7 @@
 #include "seeding.hpp"
 
 #include "boundary_bins.hpp"
+#include "parallel.hpp"
 #include "spatial_order.hpp"
 
 #include <algorithm>
@@ -298,8 +299,25 @@ void label_points_by_seed(Result& r, const Prepared& prep, const Grouping& g, co
     // Every data point takes its seed's label and mode; clusters renumbered by point count.
     const Index c = grouped ? static_cast<Index>(g.sizes.size()) : 0;
     std::vector<Index> size(static_cast<std::size_t>(c), 0);
-    if (grouped)
-        for (Index i = 0; i < n; ++i) ++size[std::size_t(g.labels[std::size_t(point_seed[std::size_t(i)])])];
+    if (grouped) {
+        // Per-thread counts (c × threads values), summed after: integer sums, so the same as one
+        // thread's. Where c is as large as n (every point its own cluster) one thread counts.
+        const int threads = c <= n / 16 ? host_threads() : 1;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads) if (threads > 1 && n * k >= kParallelMinValues)
+#endif
+        {
+            std::vector<Index> local(static_cast<std::size_t>(c), 0);
+#if defined(_OPENMP)
+#pragma omp for schedule(static) nowait
+#endif
+            for (Index i = 0; i < n; ++i) ++local[std::size_t(g.labels[std::size_t(point_seed[std::size_t(i)])])];
+#if defined(_OPENMP)
+#pragma omp critical(meanshift_label_sizes)
+#endif
+            for (Index j = 0; j < c; ++j) size[std::size_t(j)] += local[std::size_t(j)];
+        }
+    }
     std::vector<int> rank(static_cast<std::size_t>(c)), by(static_cast<std::size_t>(c));
     for (int j = 0; j < static_cast<int>(c); ++j) by[std::size_t(j)] = j;
     std::stable_sort(by.begin(), by.end(), [&](int x, int y) { return size[std::size_t(x)] > size[std::size_t(y)]; });
@@ -318,13 +336,21 @@ void label_points_by_seed(Result& r, const Prepared& prep, const Grouping& g, co
     r.iterations.resize(static_cast<std::size_t>(n));
     r.converged.assign(static_cast<std::size_t>(n), false);
     r.no_support.assign(static_cast<std::size_t>(n), false);
-    for (Index i = 0; i < n; ++i) {
-        const std::size_t s = static_cast<std::size_t>(point_seed[std::size_t(i)]);
-        if (grouped) r.labels[std::size_t(i)] = rank[std::size_t(g.labels[s])];
-        r.modes.row(i) = seed_modes.row(static_cast<Index>(s));
-        r.iterations[std::size_t(i)] = a.iterations[s];
-        r.converged[std::size_t(i)] = a.converged[s];
-        r.no_support[std::size_t(i)] = a.no_support[s];
+    // Blocks of 64 rows: std::vector<bool> packs bits into words of (at most) 64 bits, so two
+    // threads never write bits of one word when each writes whole blocks.
+    constexpr Index kBlock = 64;
+    const Index blocks = (n + kBlock - 1) / kBlock;
+    MS_PARALLEL_FOR(n * (k + 4))
+    for (Index b = 0; b < blocks; ++b) {
+        const Index end = std::min(n, (b + 1) * kBlock);
+        for (Index i = b * kBlock; i < end; ++i) {
+            const std::size_t s = static_cast<std::size_t>(point_seed[std::size_t(i)]);
+            if (grouped) r.labels[std::size_t(i)] = rank[std::size_t(g.labels[s])];
+            r.modes.row(i) = seed_modes.row(static_cast<Index>(s));
+            r.iterations[std::size_t(i)] = a.iterations[s];
+            r.converged[std::size_t(i)] = a.converged[s];
+            r.no_support[std::size_t(i)] = a.no_support[s];
+        }
     }
     // Drop clusters of no point (a seed group that only small-bin points could have reached).
     while (!r.cluster_sizes.empty() && r.cluster_sizes.back() == 0) {
