@@ -19,6 +19,7 @@ void setup_app(CLI::App& app, Mode mode)
     add_segment_command(app, mode);
     add_backends_command(app, mode);
     add_bench_command(app, mode);
+    add_calibrate_command(app, mode);
 }
 
 std::string unknown_command(CLI::App& app, int argc, const char* const* argv)

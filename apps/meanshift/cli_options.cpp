@@ -46,6 +46,14 @@ void RunOptions::add_to(CLI::App& app)
         ->check(non_negative());
     app.add_option("--f-load", f_load, "PUs of a vPPU sharing the loop over points (1..f_vppu); 0 = f_vppu")
         ->check(non_negative());
+    app.add_option("--calibration", calibration,
+                   "crossovers measured on this machine (openmp: direct vs GEMM form): auto (cached, measured once), "
+                   "off (fixed default rule), rerun (measure again); docs/tuning.md")
+        ->check(CLI::IsMember({"auto", "off", "rerun"}))
+        ->capture_default_str();
+    app.add_option("--calibration-file", calibration_file,
+                   "calibration cache (default: $XDG_CACHE_HOME/meanshift/calibration.json, else "
+                   "~/.cache/meanshift/calibration.json)");
     app.add_flag("--quiet,-q", quiet, "no progress display");
 }
 
@@ -75,6 +83,8 @@ void RunOptions::apply(meanshift::Options& o) const
     o.topology.pus_per_ppu = tau;
     o.topology.f_vppu = f_vppu;
     o.topology.f_load = f_load;
+    o.backend_options.set("calibration", calibration);
+    o.backend_options.calibration_file = calibration_file;
     for (const std::string& t : tune) o.backend_options.set(t);  // last: overrides; InvalidArgument names the key
 }
 

@@ -15,7 +15,8 @@
 namespace mscli {
 
 /// Backend choice, device, tuning and topology (--backend, --device, --devices, --preload,
-/// --no-preload, --preload-size, --tune key=value, --threads, --ppus, --tau, --f-vppu, --f-load)
+/// --no-preload, --preload-size, --tune key=value, --threads, --ppus, --tau, --f-vppu, --f-load,
+/// --calibration, --calibration-file)
 /// and --quiet. With no tuning flags every backend runs its measured fastest defaults.
 struct RunOptions {
     std::string backend = "auto";
@@ -27,6 +28,8 @@ struct RunOptions {
     std::vector<std::string> tune;  ///< --tune key=value (BackendOptions::set)
     int threads = 0;
     int ppus = 0, tau = 0, f_vppu = 0, f_load = 0;
+    std::string calibration = "auto";  ///< --calibration auto|off|rerun (BackendOptions::calibration)
+    std::string calibration_file;      ///< --calibration-file PATH ("" = the default location)
     bool quiet = false;
 
     void add_to(CLI::App& app);

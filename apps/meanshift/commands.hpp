@@ -18,8 +18,9 @@ void add_cluster_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift
 void add_segment_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift segment IMAGE -o OUT.png
 void add_backends_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift backends
 void add_bench_command(CLI::App& app, Mode mode = Mode::Run);     ///< meanshift bench --n N --dims K ...
+void add_calibrate_command(CLI::App& app, Mode mode = Mode::Run); ///< meanshift calibrate [--k 16,64,384]
 
-/// The whole `meanshift` app: name, version flag, the four subcommands.
+/// The whole `meanshift` app: name, version flag, the subcommands.
 void setup_app(CLI::App& app, Mode mode = Mode::Run);
 
 /// "unknown command 'X' (commands: cluster, ...)" when the command line's command is not one of

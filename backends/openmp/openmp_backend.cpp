@@ -7,6 +7,7 @@
 #include "backends/host_binding.hpp"
 #include "backends/partial_sums.hpp"
 #include "backends/factory.hpp"
+#include "backends/openmp/calibration_openmp.hpp"
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
 #include "skeleton/src/host_nearest.hpp"
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -51,6 +53,10 @@ constexpr int kGemmRowsPerTile = 256;
 constexpr double kGemmMaxNorm = 1e18;
 /// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
 constexpr int kGemmPivots = 16;
+/// Smallest run (points) that measures an uncalibrated configuration (~0.1-0.3 s once per machine,
+/// build, threads and k bucket); smaller runs take the fixed rule until a larger one or
+/// `meanshift calibrate` has measured it.
+constexpr Index kCalibrateMinPoints = 4096;
 
 /// amx: the GEMM form's products run on AMX tiles (gemm_step_amx.cpp), "AVX-512+AMX".
 std::string isa_label(const KernelTable& t, bool amx)
@@ -80,7 +86,10 @@ DeviceInfo host_device(int threads, const KernelTable& widest, bool amx)
 class OpenMPBinding final : public detail::HostBinding {
 public:
     /// amx: the backend's isa allows AMX and amx_usable(); taken with the 16-lane (AVX-512) kernels.
-    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t, PairForm form, bool amx)
+    /// auto_gemm: whether PairForm::Auto takes the GEMM form at this k, as calibrated
+    /// (calibration_openmp.hpp); nullopt: the unit's fixed crossover GemmTable::min_k.
+    OpenMPBinding(std::shared_ptr<const PreparedData> data, const Topology& t, PairForm form, bool amx,
+                  std::optional<bool> auto_gemm = std::nullopt)
         : HostBinding(std::move(data), t)
     {
         const PreparedData& D = *data_;
@@ -120,7 +129,7 @@ public:
         const double extent = n > 0 ? static_cast<double>(D.points_f.cwiseAbs().maxCoeff()) : 0.0;
         const bool gemm_fits = 2 * extent * std::sqrt(static_cast<double>(k)) < kGemmMaxNorm;
         const bool gemm = gemm_fits && k <= kMaxSimdK && (form == PairForm::Gemm ||
-                                             (form == PairForm::Auto && (k >= unit->min_k || wide_weights_) &&
+                                             (form == PairForm::Auto && (auto_gemm.value_or(k >= unit->min_k) || wide_weights_) &&
                                               t.f_vppu == 1));
         if (gemm) {
             gemm_always_ = form == PairForm::Gemm || wide_weights_;
@@ -565,10 +574,36 @@ public:
         if (!data) throw InvalidArgument("openmp backend: bind() without data");
         // Resolving is idempotent for a resolved topology and fills defaults for a partial one.
         const Topology t = resolve_topology(topology, *data);
+        // PairForm::Auto with the default lanes: the form (and AMX or Eigen products) measured on this
+        // machine (calibration_openmp.hpp), first measured by a run of >= kCalibrateMinPoints points.
+        if (options_.pair_form == PairForm::Auto && t.f_vppu == 1 && t.pus_per_ppu == widest_->width &&
+            data->k() <= kMaxSimdK) {
+            const openmp_detail::AutoForm f = auto_form(t.ppus, data->model == KernelModel::PerPoint, data->k(),
+                                                        data->n() >= kCalibrateMinPoints);
+            return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, f.amx, f.gemm);
+        }
         return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, amx_);
     }
 
+    /// openmp_detail::calibrate(): the calibration at k with this backend's threads and isa.
+    std::optional<CalibrationEntry> calibration(int k, bool per_point) const
+    {
+        if (k < 1 || k > kMaxSimdK) return std::nullopt;  // the direct SIMD kernels stop there
+        return auto_form(default_threads(), per_point, k, true).entry;
+    }
+
 private:
+    /// What PairForm::Auto takes with `threads` threads at k (the calibration, or the unit's min_k).
+    openmp_detail::AutoForm auto_form(int threads, bool per_point, int k, bool may_measure) const
+    {
+        const openmp_detail::GemmTable* unit =
+            widest_->width == 16 ? (amx_ ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
+            : widest_->width == 8 ? openmp_detail::gemm_table_avx2()
+                                  : openmp_detail::gemm_table_generic();
+        return openmp_detail::calibrated_auto_form(options_, isa_label(*widest_, amx_), threads, per_point, k,
+                                                   k >= unit->min_k, amx_, may_measure);
+    }
+
     /// threads, else OpenMP's default (OMP_NUM_THREADS), never above max_threads().
     int default_threads() const
     {
@@ -597,6 +632,11 @@ private:
 };
 
 }  // namespace
+
+std::optional<CalibrationEntry> openmp_detail::calibrate(const BackendOptions& options, int k, bool per_point)
+{
+    return OpenMPBackend(options).calibration(k, per_point);
+}
 
 namespace detail {
 BackendFactory openmp_factory()

@@ -75,7 +75,7 @@ void check_thread_count(const std::string& who, const std::string& option, long 
 std::vector<std::string> BackendOptions::keys()
 {
     return {"preload",           "preload_size",         "threads",         "devices",           "device",
-            "pair_form",         "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points", "cuda.wgmma",
+            "pair_form",         "calibration",       "calibration_file",  "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points", "cuda.wgmma",
             "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options",
             "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k"};
 }
@@ -90,6 +90,11 @@ void BackendOptions::set(const std::string& key, const std::string& v)
     else if (key == "pair_form")
         pair_form = parse_choice<PairForm>(key, v, {{"auto", PairForm::Auto}, {"direct", PairForm::Direct},
                                                     {"gemm", PairForm::Gemm}});
+    else if (key == "calibration")
+        calibration = parse_choice<Calibration>(key, v, {{"auto", Calibration::Auto}, {"off", Calibration::Off},
+                                                         {"rerun", Calibration::Rerun}});
+    else if (key == "calibration_file")
+        calibration_file = v;
     else if (key == "threads")
         threads = static_cast<int>(parse_int(key, v, 0, 1 << 16));
     else if (key == "devices") {

@@ -119,7 +119,7 @@ ms(fail "2 dimensions" cluster blobs.csv --bandwidths 1,1,1 -o x.csv)
 ms(fail "27 x 2" cluster blobs.csv --per-point-bandwidths h_short.csv -o x.csv)
 ms(fail "nosuch" cluster blobs.csv --bandwidth 1 --backend nosuch -o x.csv)
 ms(fail "no/such/dir/x.csv \\(-o\\): folder no/such/dir does not exist" cluster blobs.csv --bandwidth 1 -o no/such/dir/x.csv)
-ms(fail "unknown command 'frobnicate' \\(commands: cluster, segment, backends, bench\\)" frobnicate)
+ms(fail "unknown command 'frobnicate' \\(commands: cluster, segment, backends, bench, calibrate\\)" frobnicate)
 ms(fail "" cluster)
 
 # Options that contradict each other, or that the chosen backend would silently ignore (audit 26, item 12).
@@ -210,6 +210,22 @@ ms(ok "Silverman pilot.*\\(abramson\\)" cluster blobs.csv --bandwidth abramson -
 ms(ok "h_i = 1.5 \\* 0.4 \\(given pilot\\)" cluster blobs.csv --bandwidth abramson:1.5:0.4 -o bw.csv)
 ms(fail "C must be > 0" cluster blobs.csv --bandwidth abramson:0 -o bw.csv)
 ms(fail "flat image" segment two.ppm --hs 3 --hr 5 --adaptive -o seg-adaptive.png)  # nothing to adapt to
+
+# The calibration cache (docs/tuning.md): measured and printed, a corrupt file ignored and rewritten.
+ms(ok "2 +shared .* (direct|gemm) +direct [0-9.e+-]+, gemm [0-9.e+-]+" calibrate --k 2 --threads 1 --calibration-file cal/c.json)
+file(READ ${WORK}/cal/c.json cal_text)
+if(NOT cal_text MATCHES "\"format\": 1")
+  message(SEND_ERROR "calibrate did not write cal/c.json: ${cal_text}")
+  math(EXPR failures "${failures} + 1")
+endif()
+file(WRITE ${WORK}/cal/c.json "{ not json")
+ms(ok "2 +shared" calibrate --k 2 --threads 1 --cached --calibration-file cal/c.json)
+file(READ ${WORK}/cal/c.json cal_text)
+if(NOT cal_text MATCHES "\"format\": 1")
+  message(SEND_ERROR "calibrate did not rewrite the corrupt cal/c.json: ${cal_text}")
+  math(EXPR failures "${failures} + 1")
+endif()
+ms(fail "calibration.*never" cluster blobs.csv --bandwidth 1 --calibration never -o c.csv)
 
 if(failures GREATER 0)
   message(FATAL_ERROR "${failures} check(s) failed")

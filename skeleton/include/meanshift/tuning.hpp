@@ -64,6 +64,13 @@ struct OpenCLTuning {
     int gemm_min_k = 0;      ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
 };
 
+/// Use of the calibration cache (calibration.hpp, docs/tuning.md "Calibration") for the crossovers
+/// measured on the machine (openmp: direct vs GEMM form, AMX vs Eigen products).
+/// Auto: the cached measurement, made the first time a configuration is met; Off: the fixed default
+/// rule (no file is read or written); Rerun: measure again (once per process and configuration)
+/// and replace the cached entry.
+enum class Calibration { Auto, Off, Rerun };
+
 /// Factor of max_threads() over the hardware threads (oversubscription beyond it only costs).
 inline constexpr int kMaxThreadsPerHardwareThread = 64;
 
@@ -90,13 +97,18 @@ struct MEANSHIFT_API BackendOptions {
     /// value and the limit), and the library's own host passes never start more.
     int threads = 0;
     PairForm pair_form = PairForm::Auto;  ///< direct loop or matrix products for the exponents
+    /// Whether PairForm::Auto (and the openmp unit) follow the calibration cache (calibration.hpp).
+    Calibration calibration = Calibration::Auto;
+    /// The cache file; "" = default_calibration_file() ($XDG_CACHE_HOME/meanshift/calibration.json,
+    /// else ~/.cache/meanshift/calibration.json).
+    std::string calibration_file;
     OpenMPTuning openmp;
     CudaTuning cuda;
     OpenCLTuning opencl;
 
     /// Sets one option from text, the single parser of tuning overrides:
     ///   preload=auto|on|off, preload_size=N, threads=N, devices=0,1, device=P:D,
-    ///   pair_form=auto|direct|gemm,
+    ///   pair_form=auto|direct|gemm, calibration=auto|off|rerun, calibration_file=PATH,
     ///   openmp.isa=auto|amx|avx512|avx2|generic,
     ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N, cuda.wgmma=0|1,
     ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
