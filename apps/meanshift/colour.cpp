@@ -91,7 +91,27 @@ void srgb_to_lab_pixels(const std::uint8_t* rgb, std::size_t count, float* lab, 
 {
     linear_table();  // built once, before the threads read it
     for_slices(count, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) srgb_to_lab(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2], &lab[3 * i]);
+        // Photos repeat colours (china.jpg: 96,615 distinct in 273,280 pixels): a direct-mapped cache
+        // of converted colours (1 MB a thread) skips most of the three cube roots per pixel. Entries
+        // hold srgb_to_lab()'s own results, so the values are the same.
+        struct Entry {
+            std::uint32_t key;
+            float lab[3];
+        };
+        constexpr int kBits = 16;
+        std::vector<Entry> cache(std::size_t{1} << kBits, Entry{~0u, {0, 0, 0}});
+        for (std::size_t i = begin; i < end; ++i) {
+            const std::uint8_t* p = &rgb[3 * i];
+            const std::uint32_t key = std::uint32_t{p[0]} << 16 | std::uint32_t{p[1]} << 8 | p[2];
+            Entry& e = cache[(key * 2654435761u) >> (32 - kBits)];
+            if (e.key != key) {
+                srgb_to_lab(p[0], p[1], p[2], e.lab);
+                e.key = key;
+            }
+            lab[3 * i] = e.lab[0];
+            lab[3 * i + 1] = e.lab[1];
+            lab[3 * i + 2] = e.lab[2];
+        }
     });
 }
 
