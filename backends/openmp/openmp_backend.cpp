@@ -48,9 +48,16 @@ constexpr int kMaxSimdK = 4096;
 /// are the unit's (GemmTable::modes_per_block: 128 × 256 keeps a tile's products and weights in L2
 /// and was within noise of 128-256 × 256-1024; the AMX pipeline 256 × 256, 1.15× its 128 × 256).
 constexpr int kGemmRowsPerTile = 256;
-/// Largest bound 2·max|x|·√k (prepared units) on a block-relative norm for which the GEMM form's
-/// float32 squared norms stay finite with room to spare (1e36 against float32's 3.4e38).
-constexpr double kGemmMaxNorm = 1e18;
+/// Largest |x| (prepared units, bandwidths from the data's centre) of the float32 layouts: float32
+/// resolves 2^20 to 1/8 and 1e8 to 8 bandwidths, so an outlier that far moves the centre far from the
+/// other points and rounds their coordinates together (different clusters than serial's float64).
+/// Wider data take the float64 sums of the serial oracle on the threads (advance_float64).
+constexpr double kFloat32MaxExtent = 0x1p20;
+/// GEMM form: the largest rounding bound of −½D² (in squared bandwidths, so a weight factor of up
+/// to e^(1/32)) that a mode of a block may have before it takes the float64 direct form
+/// (OpenMPBinding::spread_modes): a mode up to 36 bandwidths from its block's centre at k = 64, 15 at
+/// k = 384 (ordinary blocks of grouped modes are far tighter).
+constexpr double kGemmMaxRounding = 1.0 / 32;
 /// GEMM form, brute force: pivots of the partition that groups nearby modes into blocks.
 constexpr int kGemmPivots = 16;
 /// Smallest run (points) that measures an uncalibrated configuration (~0.1-0.3 s once per machine,
@@ -121,14 +128,13 @@ public:
             t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
             : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
                                  : openmp_detail::gemm_table_generic();
-        // The GEMM form expands |y − x|² = |y − c|² + |x − c|² − 2 (y − c)·(x − c) in float32 around a
-        // block's centre c: coordinates near 1e19 bandwidths (a bandwidth of 1e-20 on data of extent
-        // 10) overflow those squares and gave NaN or merged clusters that exact keeps apart (issue
-        // 26). Such data take the direct kernels, whose per-dimension differences only overflow to
-        // weight 0 for far pairs.
-        const double extent = n > 0 ? static_cast<double>(D.points_f.cwiseAbs().maxCoeff()) : 0.0;
-        const bool gemm_fits = 2 * extent * std::sqrt(static_cast<double>(k)) < kGemmMaxNorm;
-        const bool gemm = gemm_fits && k <= kMaxSimdK && (form == PairForm::Gemm ||
+        // Coordinates beyond kFloat32MaxExtent (an outlier 1e8 bandwidths away, a bandwidth of 1e-20
+        // on data of extent 10) lose the digits that tell nearby points apart in float32, and near
+        // 1e19 the GEMM form's squares overflow (NaN): the float64 sums instead, for every step.
+        // (Per point: in units of the narrowest bandwidth, √max w.)
+        const double extent = n > 0 ? D.points.cwiseAbs().maxCoeff() * (per_point ? std::sqrt(D.precision.maxCoeff()) : 1.0) : 0.0;
+        float64_ = !(extent <= kFloat32MaxExtent);
+        const bool gemm = !float64_ && k <= kMaxSimdK && (form == PairForm::Gemm ||
                                              (form == PairForm::Auto && (auto_gemm.value_or(k >= unit->min_k) || wide_weights_) &&
                                               t.f_vppu == 1));
         if (gemm) {
@@ -143,8 +149,15 @@ public:
             gd_.cutoff2 = D.cutoff2;
             gd_.modes_per_block = gemm_->modes_per_block;
             gd_.rows_per_tile = kGemmRowsPerTile;
+            // The units' rounding bounds of u = −½D² per unit of ½|x'|²_w + max w·½|q'|²
+            // (gemm_step_impl.hpp: 2k + 8 float32 roundings, doubled; gemm_amx_step.hpp: six bf16
+            // limb terms over the padded columns), and the largest w of any point.
+            const int acols = per_point ? 2 * k : k;
+            gemm_err_ = (amx && unit == openmp_detail::gemm_table_amx() ? 6.0 * ((acols + 31) / 32 * 32) + 16 : 2.0 * k + 8) *
+                        0x1p-23;
+            gemm_wmax_ = per_point && n > 0 ? static_cast<double>(D.precision_f.maxCoeff()) : 1.0;
         }
-        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_) build_layout(D);
+        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) build_layout(D);
         if (D.grid) {
             fine_cells_ = true;
             for (int j = 0; j < D.grid->g(); ++j)
@@ -155,6 +168,10 @@ public:
 private:
     void advance(const double* in, double* out, unsigned char* supported, Index count) override
     {
+        if (float64_) {
+            advance_float64(in, out, supported, count);
+            return;
+        }
         // Auto: the GEMM form only when every thread gets a full block of modes (measured, 2 threads,
         // n = 2048, k = 64: GEMM/direct = 0.28, 0.43, 0.98, 1.17 at 16, 64, 256, 1024 active modes).
         if (gemm_ && (gemm_always_ || count >= static_cast<Index>(gd_.modes_per_block) * topology_.ppus)) {
@@ -174,7 +191,8 @@ private:
     /// pair_form = gemm) by the float64 loop.
     double accumulate(const double* positions, Index count, double* sums) override
     {
-        if (gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point) return HostBinding::accumulate(positions, count, sums);
+        if (float64_ || gemm_always_ || kd_.k > kMaxSimdK || kd_.per_point)
+            return HostBinding::accumulate(positions, count, sums);
         detail::check_accumulate(*data_, positions, count, sums);
         if (count == 0) return 0;
         std::vector<double> out(static_cast<std::size_t>(count) * static_cast<std::size_t>(kd_.k));
@@ -281,6 +299,10 @@ private:
             const std::size_t thread = static_cast<std::size_t>(omp_get_thread_num());
             unsigned char* scratch = scratch_.data() + scratch_bytes * thread;
             std::vector<std::int64_t> ranges;
+            std::vector<Index> direct_ranges;  // the float64 direct form of spread_modes()
+            std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+            std::vector<float> centre(static_cast<std::size_t>(k));
+            std::vector<unsigned char> far;
 #pragma omp for schedule(dynamic, 1)
             for (Index b = 0; b < blocks; ++b) {
                 const Index first = block_first_[std::size_t(b)];
@@ -304,7 +326,14 @@ private:
                     pairs += static_cast<double>(m) * static_cast<double>(block_ranges(yin, m, ranges));
                     nranges = static_cast<int>(ranges.size() / 2);
                 }
-                run(gd_, yin, m, ranges.data(), nranges, yout, sup, scratch);
+                const int spread = spread_modes(yin, m, centre, far);
+                if (spread < m) run(gd_, yin, m, ranges.data(), nranges, yout, sup, scratch);
+                for (int j = 0; j < m && spread > 0; ++j) {
+                    if (!far[std::size_t(j)]) continue;
+                    const double* y = yin + static_cast<Index>(j) * k;
+                    mode_sums(y, direct_ranges, s0.data(), s1.data());
+                    sup[j] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, yout + static_cast<Index>(j) * k, k) ? 1 : 0;
+                }
                 if (grouped) {
                     for (int j = 0; j < m; ++j) {
                         const Index q = order_[std::size_t(first + j)];
@@ -315,6 +344,35 @@ private:
             }
         }
         if (sparse) pairs_ = pairs;
+    }
+
+    /// The GEMM form's rounding bound for each of a block's m modes (y: m × k): a unit expands
+    /// −½D² = q'·x' − ½|q'|² − ½|x'|² around the block's centre c (gemm_step_common.hpp), off by up
+    /// to gemm_err_·(½|x'|²_w + wmax·½|q'|² + 1). The points that weigh on a mode lie within a few
+    /// bandwidths D of it, so ½|x'|² ≤ 2·½|q'|² + D²: a mode far from c (an outlier 1e6 bandwidths
+    /// from the others moves c far from all of them) loses the digits that tell its neighbours apart,
+    /// and merged clusters that serial exact keeps apart. Sets far[j] where
+    /// gemm_err_·(3·wmax·½|q'_j|² + 1) > kGemmMaxRounding (those modes take the float64 direct form,
+    /// the serial oracle's sums); returns their count. centre: k floats of scratch (c as the units
+    /// round it).
+    int spread_modes(const double* y, int m, std::vector<float>& centre, std::vector<unsigned char>& far) const
+    {
+        const int k = gd_.k;
+        for (int d = 0; d < k; ++d) {
+            double s = 0;
+            for (int j = 0; j < m; ++j) s += y[static_cast<Index>(j) * k + d];
+            centre[std::size_t(d)] = static_cast<float>(s / m);
+        }
+        const double limit = (kGemmMaxRounding / gemm_err_ - 1) / (3 * gemm_wmax_);  // on ½|q'|²
+        far.assign(static_cast<std::size_t>(m), 0);
+        int count = 0;
+        for (int j = 0; j < m; ++j) {
+            const double* q = y + static_cast<Index>(j) * k;
+            double h = 0;
+            for (int d = 0; d < k; ++d) h += (q[d] - centre[std::size_t(d)]) * (q[d] - centre[std::size_t(d)]);
+            if (!(0.5 * h <= limit)) far[std::size_t(j)] = 1, ++count;
+        }
+        return count;
     }
 
     /// order_ = the count modes grouped by their nearest of up to kGemmPivots pivots (farthest-point
@@ -364,6 +422,26 @@ private:
         group_start_ = start;
         order_.resize(static_cast<std::size_t>(count));
         for (Index q = 0; q < count; ++q) order_[std::size_t(start[std::size_t(near_p_[std::size_t(q)])]++)] = q;
+    }
+
+    /// Data beyond float32's resolution (kFloat32MaxExtent): the serial oracle's float64 sums
+    /// (HostBinding::mode_sums), one mode per thread at a time.
+    void advance_float64(const double* in, double* out, unsigned char* supported, Index count)
+    {
+        const int k = data_->k();
+        double pairs = 0;
+#pragma omp parallel num_threads(topology_.ppus) reduction(+ : pairs)
+        {
+            std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
+            std::vector<Index> ranges;
+#pragma omp for schedule(dynamic, 16)
+            for (Index q = 0; q < count; ++q) {
+                const double* y = in + q * k;
+                pairs += static_cast<double>(mode_sums(y, ranges, s0.data(), s1.data()));
+                supported[q] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, out + q * k, k) ? 1 : 0;
+            }
+        }
+        pairs_ = pairs;
     }
 
     /// k > kMaxSimdK, or per-point weights beyond float32's range with the direct form: one mode per
@@ -491,6 +569,8 @@ private:
     const openmp_detail::GemmTable* gemm_ = nullptr;  // set: the GEMM form may run the steps
     bool gemm_always_ = false;                        // PairForm::Gemm: every step, whatever the count
     openmp_detail::GemmData gd_;
+    double gemm_err_ = 0, gemm_wmax_ = 1;        // spread_modes(): the unit's rounding factor, the largest w
+    bool float64_ = false;  // data beyond kFloat32MaxExtent: every step by advance_float64
     std::vector<Index> order_;                   // GEMM form: modes grouped into blocks (group_modes)
     std::vector<Index> group_start_, block_first_;  // group boundaries in order_; first mode of each block
     std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; each thread's block of modes in and out
