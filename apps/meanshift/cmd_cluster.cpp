@@ -236,7 +236,9 @@ void run_cluster_mpi(const ClusterArgs& a)
             files->set(labels_slot, labels_bytes(out_format, labels));
             files->set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
             if (!a.modes_output.empty()) files->set(modes_slot, matrix_bytes(modes_format, modes));
-            files->commit();
+            // Published after the summary, as in run_cluster: a summary rank 0 cannot write leaves
+            // no outputs and exit status 1 (docs/cli.md).
+            files->prepare();
         } catch (...) {
             err = std::current_exception();
         }
@@ -277,6 +279,12 @@ void run_cluster_mpi(const ClusterArgs& a)
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
+    try {
+        flush_stdout();
+    } catch (const meanshift::IoError& e) {
+        throw meanshift::IoError(std::string(e.what()) + "; no output file was created or changed");
+    }
+    files->publish();
 }
 #endif
 

@@ -83,6 +83,19 @@ for s in replicated domain; do
   cmp one-bn.csv dist-bn-$s.csv || { echo "bin seeding without refinement ($s): labels differ from one process's"; exit 1; }
 done
 
+# 3. rank 0 cannot write its summary (its stdout is /dev/full; mpirun's own forwarding would hide
+#    that): a non-zero exit and no output, as one process (the summary goes out before publishing).
+if [ -w /dev/full ]; then
+  timeout 60 "$mpiexec" --oversubscribe -np "$np" sh -c 'exec "$@" > /dev/full' sh "$tool" cluster blobs.csv \
+    -o full.csv --modes full-modes.csv --bandwidth 1 --threads 1 2> full.log
+  rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$rc" -ne 137 ] || { cat full.log; echo "stdout on /dev/full: exit $rc"; exit 1; }
+  grep -q "no output file was created or changed" full.log || { cat full.log; echo "stdout on /dev/full: no message"; exit 1; }
+  for f in full.csv full.centres.csv full-modes.csv; do
+    [ ! -e "$f" ] || { echo "stdout on /dev/full: $f was written"; exit 1; }
+  done
+fi
+
 (head -3 blobs.csv; echo "nan,1"; tail -3 blobs.csv) > bad.csv
 timeout 60 "$mpiexec" --oversubscribe -np "$np" "$tool" cluster bad.csv -o bad-out.csv --bandwidth 1 > bad.log 2>&1
 rc=$?
