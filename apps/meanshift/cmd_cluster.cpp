@@ -8,11 +8,13 @@
 #include "stage_report.hpp"
 
 #include <meanshift/meanshift.hpp>
+#include <meanshift/registry.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -329,6 +331,13 @@ void run_cluster(const ClusterArgs& a, Mode mode)
                        "about 10 bytes per byte of text", "convert it to NPY, which is read at 8 bytes per value");
     }
     StageReport report;
+    // A GPU backend's context is created while the input is read (as `segment` does while decoding).
+    meanshift::Options early;
+    a.run.apply(early);
+    std::future<std::string> backend_ready;
+    if (early.backend != "openmp" && early.backend != "serial")
+        backend_ready = std::async(std::launch::async, meanshift::prepare_backend, early.backend,
+                                   early.backend_options);
     auto t_stage = std::chrono::steady_clock::now();
     std::optional<meanshift::MatrixF> direct;
     if (format_of(a.input) == MatrixFormat::Npy) direct = read_npy_float32(a.input);
@@ -355,6 +364,15 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     a.conv.apply(opt);
     a.approx.apply(opt);
     opt.max_memory = a.memory.library_budget();
+    if (backend_ready.valid()) {
+        t_stage = std::chrono::steady_clock::now();
+        try {
+            opt.backend = backend_ready.get();  // "auto" resolved once, not probed again
+        } catch (const std::exception&) {
+            // cluster() meets the same error and reports it.
+        }
+        report.add("backend", seconds_since(t_stage));  // waiting for it, if reading was faster
+    }
     meanshift::Result r;
     try {
         r = cluster_with_progress(data, opt, a.run.quiet);
