@@ -470,3 +470,14 @@ TEST_CASE("segment_image: per-stage seconds and the peak memory are reported")
     CHECK(s.timing.peak_memory_bytes > 0);
 #endif
 }
+
+TEST_CASE("segment_image: a memory budget below the estimate is OutOfMemory before any work")
+{
+    const std::vector<float> img = busy_image(64, 48);
+    SegmentOptions o;
+    o.meanshift.backend = "serial";
+    o.meanshift.max_memory = 100000;  // 100 kB: the 3,072 pixels' modes alone need 61 kB, the band more
+    CHECK_THROWS_AS(segment_image(img.data(), 48, 64, 3, o), OutOfMemory);
+    o.meanshift.max_memory = 0;  // the machine's available memory
+    CHECK(segment_image(img.data(), 48, 64, 3, o).segments() >= 1);
+}

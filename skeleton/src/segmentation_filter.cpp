@@ -10,6 +10,7 @@
 #include "parallel.hpp"
 #include "prepare.hpp"
 
+#include <meanshift/errors.hpp>
 #include <meanshift/registry.hpp>
 
 #include <algorithm>
@@ -39,7 +40,7 @@ bool applies(const Options& o)
            (o.search == NeighbourSearch::Auto || o.search == NeighbourSearch::Lattice) && o.max_iterations >= 1 &&
            std::isfinite(o.tolerance) && o.tolerance >= 0 && (!o.fixed_iterations || *o.fixed_iterations >= 1) &&
            std::isfinite(o.merge_eps) && o.merge_eps >= 0 && o.bin_size > 0 && std::isfinite(o.bin_size) &&
-           !std::isnan(o.data_bin_size) && o.min_bin_count >= 1 && o.max_memory == 0;
+           !std::isnan(o.data_bin_size) && o.min_bin_count >= 1;
 }
 
 }  // namespace
@@ -123,6 +124,25 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         band_rows = band_pixels > 0 ? (band_pixels + W - 1) / W
                                     : std::max((kFilterBandPixels + W - 1) / W, halo);
         band_rows = std::clamp<Index>(band_rows, 1, H);
+    }
+
+    // Options::max_memory, before anything per pixel is allocated: the result (modes, iterations,
+    // flags), what segment_image() adds (labels, filtered image) and the largest band (prepared rows:
+    // float64 + float32 + grid offset + kernel layout; modes: float64 in the binding three times, the
+    // buffer they are set from and read into, counters, orderings).
+    if (o.max_memory != std::numeric_limits<std::size_t>::max()) {
+        const std::size_t limit = o.max_memory > 0 ? o.max_memory : available_memory();
+        const double rows = static_cast<double>(std::min(H, band_rows + 2 * halo)) * static_cast<double>(W);
+        const double band = static_cast<double>(std::min(H, band_rows)) * static_cast<double>(W);
+        const double need = static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C) + rows * (12.0 * k + 8) +
+                            band * (40.0 * k + 40);
+        if (limit > 0 && need > static_cast<double>(limit))
+            throw OutOfMemory("out of memory: segmenting " + std::to_string(W) + " x " + std::to_string(H) +
+                                  " pixels needs about " + std::to_string(static_cast<long long>(need / 1e6)) +
+                                  " MB (estimate), over the " +
+                                  (o.max_memory > 0 ? "max_memory budget of " : "available physical memory of ") +
+                                  std::to_string(static_cast<long long>(static_cast<double>(limit) / 1e6)) + " MB",
+                              static_cast<std::size_t>(need), limit);
     }
 
     r = Result{};

@@ -27,7 +27,8 @@ inline constexpr Index kFilterBandPixels = Index{1} << 17;
 /// timing, backend, topology, search, cutoff, seeding. Returns false, touching nothing, where it
 /// does not apply (exact kernel, infinite cutoff, a search other than Auto or Lattice, a per-point
 /// bandwidth, options cluster() would refuse, a backend without the truncated kernel, float32
-/// overflow): the caller then runs cluster(). `band_pixels` (0 = the defaults above; > 0 = bands of that many pixels at any image size)
+/// overflow): the caller then runs cluster(). Options::max_memory is checked against this
+/// path's own estimate (result, labels, filtered image, the largest band): OutOfMemory when over. `band_pixels` (0 = the defaults above; > 0 = bands of that many pixels at any image size)
 /// is for tests.
 /// The band size segment_image() passes to filter_image(): 0 (the default) unless a test sets it
 /// (filter_band_pixels() = 4096) to run small images in many bands.
