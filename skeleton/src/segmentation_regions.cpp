@@ -94,19 +94,34 @@ struct Regions {
         }
         return d2;
     }
-    // Maps the edges to the current roots, drops those inside one region and duplicates.
-    void refresh_edges()
+    // Maps the edges to the current roots, drops those inside one region and duplicates: the forest
+    // flattened first (serial, per region), then the edges mapped and sorted in parallel chunks,
+    // merged. The result is the sorted set, whatever the thread count.
+    void refresh_edges(int threads)
     {
-        std::size_t out = 0;
-        for (std::uint64_t e : edges) {
-            std::int32_t a = find(static_cast<std::int32_t>(e >> 32));
-            std::int32_t b = find(static_cast<std::int32_t>(e & 0xffffffffu));
-            if (a == b) continue;
-            if (a > b) std::swap(a, b);
-            edges[out++] = (std::uint64_t(a) << 32) | std::uint64_t(b);
+        for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = find(std::int32_t(i));
+        const std::int32_t* P = parent.data();
+        const std::size_t E = edges.size();
+        const int T = static_cast<int>(std::clamp<std::size_t>(E >> 16, 1, std::size_t(std::max(1, threads))));
+        std::vector<std::size_t> chunk(std::size_t(T) + 1);
+        for (int t = 0; t <= T; ++t) chunk[std::size_t(t)] = E * std::size_t(t) / std::size_t(T);
+        std::uint64_t* ed = edges.data();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+        for (int t = 0; t < T; ++t) {
+            for (std::size_t j = chunk[std::size_t(t)]; j < chunk[std::size_t(t) + 1]; ++j) {
+                std::int32_t a = P[ed[j] >> 32], b = P[ed[j] & 0xffffffffu];
+                if (a > b) std::swap(a, b);
+                ed[j] = a == b ? ~std::uint64_t{0} : (std::uint64_t(a) << 32) | std::uint64_t(b);
+            }
+            std::sort(ed + chunk[std::size_t(t)], ed + chunk[std::size_t(t) + 1]);
         }
-        edges.resize(out);
-        std::sort(edges.begin(), edges.end());
+        for (int width = 1; width < T; width *= 2)
+            for (int t = 0; t + width < T; t += 2 * width)
+                std::inplace_merge(ed + chunk[std::size_t(t)], ed + chunk[std::size_t(t + width)],
+                                   ed + chunk[std::size_t(std::min(T, t + 2 * width))]);
+        edges.erase(std::lower_bound(edges.begin(), edges.end(), ~std::uint64_t{0}), edges.end());
         edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     }
     Index roots() const
@@ -275,17 +290,28 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
     const auto t_fusion = Clock::now();
     if (options.fusion_distance > 0) {
         const double df2 = options.fusion_distance * hr * options.fusion_distance * hr;
-        std::vector<std::pair<std::int32_t, std::int32_t>> joins;
+        std::vector<unsigned char> close;
         for (;;) {
-            joins.clear();
-            for (std::uint64_t e : G.edges) {
-                const auto a = std::int32_t(e >> 32), b = std::int32_t(e & 0xffffffffu);
-                if (G.distance2(a, b) <= df2) joins.emplace_back(a, b);
+            // Which adjacent pairs qualify: read-only, in parallel; then joined in edge order.
+            const std::size_t E = G.edges.size();
+            close.assign(E, 0);
+            const Regions& cG = G;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(T) if (E >= (std::size_t(1) << 15))
+#endif
+            for (std::size_t j = 0; j < E; ++j) {
+                const std::uint64_t e = cG.edges[j];
+                close[j] = cG.distance2(std::int32_t(e >> 32), std::int32_t(e & 0xffffffffu)) <= df2;
             }
-            if (joins.empty()) break;
+            bool any = false;
+            for (std::size_t j = 0; j < E; ++j)
+                if (close[j]) {
+                    any = true;
+                    G.unite(std::int32_t(G.edges[j] >> 32), std::int32_t(G.edges[j] & 0xffffffffu));
+                }
+            if (!any) break;
             ++s.fusion_passes;
-            for (const auto& j : joins) G.unite(j.first, j.second);
-            G.refresh_edges();
+            G.refresh_edges(T);
         }
     }
     s.regions_fused = G.roots();
@@ -340,7 +366,7 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
                 G.unite(r, best);
                 merged = true;
             }
-            G.refresh_edges();
+            G.refresh_edges(T);
             if (!merged) break;
         }
     }
