@@ -4,6 +4,7 @@
 // kernel; kernel time by CUDA events, best of `reps` after one warm-up, and a checksum of the shifts.
 // Built here (nvcc, linked with the two kernels' objects; apps/bench/device_run_wide.sh says how) so
 // that both are compared in one call without rebuilding the library.
+// Then the kernel's other block shapes (modes × points per block) where they exist for k.
 //   cuda_wide_probe N K [REPS]
 #include "backends/cuda/kernel_params.hpp"
 
@@ -16,6 +17,10 @@
 #include <vector>
 
 using namespace meanshift::cuda;
+
+namespace meanshift::cuda {
+GemmKernel gemm_wide_kernel_shape(int k, int modes, int points, int threads);  // gemm_wide_kernel.cu
+}
 
 namespace {
 void time_kernel(const char* name, const GemmKernel& gk, float* dx, float* dacc, long long n, int k, int reps)
@@ -53,8 +58,10 @@ void time_kernel(const char* name, const GemmKernel& gk, float* dx, float* dacc,
     cudaMemcpy(acc.data(), dacc, acc.size() * 4, cudaMemcpyDeviceToHost);
     double chk = 0;
     for (long long i = 0; i < n; ++i) chk += acc[i * (k + 1) + 1] / acc[i * (k + 1)];
-    std::printf("%s k=%d n=%lld: %.3f ms, %.3e pairs/s (%s) smem %lu checksum %.6e\n", name, k, n, best,
-                double(n) * n / (best * 1e-3), cudaGetErrorString(cudaGetLastError()), gk.smem, chk);
+    int blocks = 0;
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, gk.fn, gk.threads, gk.smem);
+    std::printf("%s k=%d n=%lld: %.3f ms, %.3e pairs/s (%s) smem %lu, %d blocks/SM, checksum %.6e\n", name, k, n, best,
+                double(n) * n / (best * 1e-3), cudaGetErrorString(cudaGetLastError()), gk.smem, blocks, chk);
 }
 }  // namespace
 
@@ -77,4 +84,12 @@ int main(int argc, char** argv)
     cudaMemcpy(dx, x.data(), x.size() * 4, cudaMemcpyHostToDevice);
     time_kernel("f16 ", gemm_f16_kernel(k, false), dx, dacc, n, k, reps);
     time_kernel("wide", gemm_wide_kernel(k, false, ~0ul), dx, dacc, n, k, reps);
+    const int shapes[4][3] = {{32, 16, 512}, {64, 16, 512}, {32, 32, 512}, {64, 32, 512}};
+    for (const auto& sh : shapes) {
+        const GemmKernel g = gemm_wide_kernel_shape(k, sh[0], sh[1], sh[2]);
+        if (!g.fn || g.modes != sh[0] || g.points != sh[1] || g.threads != sh[2]) continue;
+        char name[32];
+        std::snprintf(name, sizeof name, "wide%dx%dt%d", sh[0], sh[1], sh[2]);
+        time_kernel(name, g, dx, dacc, n, k, reps);
+    }
 }

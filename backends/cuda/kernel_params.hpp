@@ -127,8 +127,8 @@ struct GemmTarget {
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& target);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
-/// The fp16 kernel tiled over the dimensions (gemm_wide_kernel.cu): k ≤ 1,024, 32 modes × 16 points
-/// per block; empty above, or where it needs more than `smem_limit` bytes of shared memory.
+/// The fp16 kernel tiled over the dimensions (gemm_wide_kernel.cu): k ≤ 1,024, 64 or 32 modes × 16
+/// or 32 points per block; empty above, or where it needs more than `smem_limit` bytes of shared memory.
 GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit);
 /// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 33..64 with k % 4 == 0,
 /// empty elsewhere; its code is sm_90a only, so launch it only where wgmma_device() holds.

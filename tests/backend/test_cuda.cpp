@@ -320,6 +320,10 @@ TEST_CASE("cuda: GEMM kernels and preload tiles sized from the device's shared m
     CHECK(fit.fn != nullptr);
     CHECK(fit.smem <= small);
     CHECK(gemm_kernel(1024, false, false, GemmTarget{false, small}).fn == nullptr);  // Auto: direct kernels
+    // k = 257-512: 64 modes per block on sm_90; 32 where the device's shared memory is smaller.
+    CHECK(gemm_kernel(384, false, false, GemmTarget{false, h100}).modes == 64);
+    CHECK(gemm_kernel(512, false, true, GemmTarget{false, h100}).modes == 64);
+    CHECK(gemm_kernel(384, false, false, GemmTarget{false, small}).modes == 32);
     // The topology kernels: 256 points of k = 384 need 393,248 bytes (the issue's error); the
     // default tile halves to 128, and is 0 (no staging) where one point does not fit.
     CHECK(topology_smem_bytes(384, false, true, 256, 256) == 393248);
