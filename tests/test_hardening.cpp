@@ -152,35 +152,36 @@ TEST_CASE("threads and ppus above max_threads() are refused with the option, the
     CHECK(limit >= 1);
     CHECK(limit <= kMaxThreadsPerHardwareThread * std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
     MatrixF X = MatrixF::Random(50, 2);
-    for (const char* backend : {"serial", "openmp"}) {
-        if (!has_backend(backend)) continue;
-        INFO(backend);
+    struct Case {
+        const char* backend;
+        const char* option;  // the name the message must give
+        int value;
+        void (*set)(Options&, int);
+    };
+    const Case cases[] = {
+        {"serial", "threads", 100000, [](Options& o, int v) { o.backend_options.threads = v; }},
+        {"openmp", "threads", 100000, [](Options& o, int v) { o.backend_options.threads = v; }},
+        {"openmp", "ppus", 1000000, [](Options& o, int v) { o.topology.ppus = v; }},
+    };
+    for (const Case& c : cases) {
+        if (!has_backend(c.backend)) continue;
+        INFO(c.backend << ", " << c.option << " = " << c.value);
         Options o;
-        o.backend = backend;
-        o.backend_options.threads = 100000;
+        o.backend = c.backend;
+        c.set(o, c.value);
         try {
             (void)cluster(X, o);
-            FAIL("threads = 100000 was accepted");
+            FAIL("accepted");
         } catch (const InvalidArgument& e) {
             const std::string m = e.what();
-            CHECK(m.find("threads") != std::string::npos);
-            CHECK(m.find("100000") != std::string::npos);
+            CHECK(m.find(c.option) != std::string::npos);
+            CHECK(m.find(std::to_string(c.value)) != std::string::npos);
             CHECK(m.find(std::to_string(limit)) != std::string::npos);
         }
     }
     if (has_backend("openmp")) {
         Options o;
         o.backend = "openmp";
-        o.topology.ppus = 1000000;
-        try {
-            (void)cluster(X, o);
-            FAIL("ppus = 1000000 was accepted");
-        } catch (const InvalidArgument& e) {
-            const std::string m = e.what();
-            CHECK(m.find("ppus") != std::string::npos);
-            CHECK(m.find("1000000") != std::string::npos);
-            CHECK(m.find(std::to_string(limit)) != std::string::npos);
-        }
         // At the limit it runs.
         o.topology.ppus = std::min(limit, 4);
         CHECK(cluster(X, o).labels.size() == 50);
@@ -225,26 +226,27 @@ TEST_CASE("tiny bandwidths and huge coordinates: the default options give exact'
         o.bin_data = true;
         check_like_exact(X, o, "bin_data, bandwidth " + std::to_string(h));
     }
-    {
+    struct Case {
+        const char* what;
+        Bandwidth bandwidth;
+        double bin_size, data_bin_size;
+    };
+    const Case cases[] = {
+        {"diagonal bandwidths 1e-30, 1", Bandwidth::diagonal({1e-30, 1.0}), 0, 0},
+        {"per-point bandwidths 1e-30", Bandwidth::per_point(MatrixD::Constant(X.rows(), 2, 1e-30)), 0, 0},
+        {"bin_size 1e-300", Bandwidth::isotropic(1.0), 1e-300, 0},
+        {"data_bin_size 1e-300", Bandwidth::isotropic(1.0), 0.5, 1e-300},
+    };
+    for (const Case& c : cases) {
         Options o;
-        o.bandwidth = Bandwidth::diagonal({1e-30, 1.0});
-        check_like_exact(X, o, "diagonal bandwidths 1e-30, 1");
-    }
-    {
-        Options o;
-        o.bandwidth = Bandwidth::per_point(MatrixD::Constant(X.rows(), 2, 1e-30));
-        check_like_exact(X, o, "per-point bandwidths 1e-30");
-    }
-    {
-        Options o;
-        o.bandwidth = Bandwidth::isotropic(1.0);
-        o.bin_size = 1e-300;
-        check_like_exact(X, o, "bin_size 1e-300");
-        o.bin_size = 0.5;
-        o.data_bin_size = 1e-300;
-        check_like_exact(X, o, "data_bin_size 1e-300");
-        o.backend = "serial";
-        CHECK(cluster(X, o).seeding.find("not binned") != std::string::npos);
+        o.bandwidth = c.bandwidth;
+        if (c.bin_size > 0) o.bin_size = c.bin_size;
+        if (c.data_bin_size > 0) o.data_bin_size = c.data_bin_size;
+        check_like_exact(X, o, c.what);
+        if (c.data_bin_size > 0) {
+            o.backend = "serial";
+            CHECK(cluster(X, o).seeding.find("not binned") != std::string::npos);
+        }
     }
     {
         std::vector<float> w(static_cast<std::size_t>(X.rows()), 2.0f);
@@ -302,6 +304,56 @@ TEST_CASE("openmp GEMM form (k >= 32): a bandwidth of 1e-20 gives every point it
             CHECK(got.modes.allFinite());
             CHECK(same_partition(got.labels, want.labels));
             CHECK(got.cluster_sizes.size() == want.cluster_sizes.size());
+        }
+    }
+}
+
+TEST_CASE("openmp GEMM form: one outlier 1e5..1e16 bandwidths away leaves the other clusters as serial float64 exact")
+{
+    // The expansion −½|q − p|² = q'·p' − ½|q'|² − ½|p'|² around a block's centre cancelled when an
+    // outlier's mode shared the block (the small points merged, fuzz_cluster), and from 1e8 on the
+    // float32 layouts round the other points together along the outlier's axis (the direct form too).
+    // 1e5: the float32 forms (the outlier's mode in the block of n = 31); from 1e6: float64 sums.
+    if (!has_backend("openmp")) return;
+    auto rng = mstest::make_rng("hardening-gemm-outlier");
+    MSTEST_SEED_INFO();
+    for (int k : {6, 64})
+    for (int size : {10, 100}) {
+        // n = 31: one block of modes with 1 thread (no grouping: the outlier's mode shares it);
+        // n = 301 > 128 modes per block x 2 threads, so that Auto takes the GEMM form at k = 64. Blobs
+        // of σ = 0.5 and h = 1 (k = 6) or 4 (k = 64), 8 bandwidths apart.
+        const double h = k == 6 ? 1.0 : 4.0;
+        const auto blobs = mstest::make_blobs(rng, k, {size, size, size}, {0.5, 0.5, 0.5}, 8.0 * h);
+        MatrixF X(blobs.data.rows() + 1, k);
+        X.topRows(blobs.data.rows()) = blobs.data;
+        for (double far : {1e5, 1e6, 1e8, 1e12, 1e16}) {
+            X.row(X.rows() - 1).setZero();
+            X(X.rows() - 1, k / 2) = static_cast<float>(far * h);
+            Options o;
+            o.bandwidth = Bandwidth::isotropic(h);
+            o.backend = "serial";
+            o.exact = true;
+            const Result want = cluster(X, o);
+            // (serial's float64 keeps 2^-53 of the outlier's distance: at 1e16 it, too, rounds the blobs)
+            if (far < 1e15) CHECK(want.cluster_sizes.size() == 4);
+            o.backend = "openmp";
+            for (PairForm form : {PairForm::Gemm, PairForm::Auto})
+                for (int threads : {1, 2}) {
+                    INFO("k = " << k << ", n = " << X.rows() << ", outlier " << far << ", pair form " << (form == PairForm::Gemm ? "gemm" : "auto")
+                                << ", threads " << threads);
+                    o.backend_options.pair_form = form;
+                    o.backend_options.threads = threads;
+                    const Result got = cluster(X, o);
+                    CHECK(got.modes.allFinite());
+                    CHECK(same_partition(got.labels, want.labels));
+                    REQUIRE(got.cluster_sizes.size() == want.cluster_sizes.size());
+                    // float32 resolves the other points' coordinates along the outlier's axis to
+                    // 1e5 · 2^-25 = 0.003 bandwidths (beyond 2^16: float64 sums, as serial)
+                    double worst = 0;
+                    for (Index i = 0; i + 1 < X.rows(); ++i)
+                        for (int d = 0; d < k; ++d) worst = std::max(worst, double(std::abs(got.modes(i, d) - want.modes(i, d))));
+                    CHECK(worst < (far < 1e6 ? 0.1 : 1e-6) * h);
+                }
         }
     }
 }

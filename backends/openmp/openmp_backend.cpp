@@ -49,10 +49,11 @@ constexpr int kMaxSimdK = 4096;
 /// and was within noise of 128-256 × 256-1024; the AMX pipeline 256 × 256, 1.15× its 128 × 256).
 constexpr int kGemmRowsPerTile = 256;
 /// Largest |x| (prepared units, bandwidths from the data's centre) of the float32 layouts: float32
-/// resolves 2^20 to 1/8 and 1e8 to 8 bandwidths, so an outlier that far moves the centre far from the
-/// other points and rounds their coordinates together (different clusters than serial's float64).
+/// resolves 2^16 to 1/128 and 1e8 to 8 bandwidths, so an outlier that far moves the centre far from
+/// the other points and rounds their coordinates together (different clusters than serial's float64
+/// from 1e8; at 1e6 the direct kernels' modes were 0.3 bandwidths off along the outlier's axis).
 /// Wider data take the float64 sums of the serial oracle on the threads (advance_float64).
-constexpr double kFloat32MaxExtent = 0x1p20;
+constexpr double kFloat32MaxExtent = 0x1p16;
 /// GEMM form: the largest rounding bound of −½D² (in squared bandwidths, so a weight factor of up
 /// to e^(1/32)) that a mode of a block may have before it takes the float64 direct form
 /// (OpenMPBinding::spread_modes): a mode up to 36 bandwidths from its block's centre at k = 64, 15 at
