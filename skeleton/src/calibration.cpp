@@ -176,11 +176,15 @@ std::string calibration_key(const std::string& backend, const std::string& devic
            " | k<=" + std::to_string(k_bucket);
 }
 
-std::string choose_fastest(const std::vector<CalibrationTiming>& timings)
+std::string choose_fastest(const std::vector<CalibrationTiming>& timings, double first_margin)
 {
+    auto valid = [](const CalibrationTiming& t) { return std::isfinite(t.seconds) && t.seconds > 0; };
     const CalibrationTiming* best = nullptr;
     for (const CalibrationTiming& t : timings)
-        if (std::isfinite(t.seconds) && t.seconds > 0 && (!best || t.seconds < best->seconds)) best = &t;
+        if (valid(t) && (!best || t.seconds < best->seconds)) best = &t;
+    if (best && !timings.empty() && best != &timings.front() && valid(timings.front()) &&
+        !(best->seconds * first_margin < timings.front().seconds))
+        best = &timings.front();
     return best ? best->form : std::string();
 }
 
@@ -255,7 +259,7 @@ void CalibrationFile::save()
 
 std::optional<CalibrationEntry> calibrated(const BackendOptions& options, CalibrationEntry identity,
                                            const std::function<std::vector<CalibrationTiming>()>& measure,
-                                           bool may_measure)
+                                           bool may_measure, double first_margin)
 {
     if (options.calibration == Calibration::Off) return std::nullopt;
     identity.key = calibration_key(identity.backend, identity.device, identity.model, identity.k_bucket);
@@ -278,7 +282,7 @@ std::optional<CalibrationEntry> calibrated(const BackendOptions& options, Calibr
     if (!may_measure && !again) return std::nullopt;
 
     identity.timings = measure();
-    identity.choice = choose_fastest(identity.timings);
+    identity.choice = choose_fastest(identity.timings, first_margin);
     if (identity.choice.empty()) return std::nullopt;
     identity.measured = utc_now();
     file.put(identity);

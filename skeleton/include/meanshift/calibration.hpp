@@ -55,8 +55,10 @@ MEANSHIFT_API int calibration_k_bucket(int k);
 MEANSHIFT_API std::string calibration_key(const std::string& backend, const std::string& device,
                                           const std::string& model, int k_bucket);
 /// The fastest candidate (least seconds; a tie keeps the earlier one); timings that are not finite
-/// and > 0 are ignored; "" when none is left.
-MEANSHIFT_API std::string choose_fastest(const std::vector<CalibrationTiming>& timings);
+/// and > 0 are ignored; "" when none is left. first_margin ≥ 1: the first candidate (the reference
+/// form) stays unless another is faster by more than this factor (seconds × first_margin < its
+/// seconds), for costs of the other forms that the calibration's step does not see.
+MEANSHIFT_API std::string choose_fastest(const std::vector<CalibrationTiming>& timings, double first_margin = 1.0);
 
 /// The cache file: JSON {"format": 1, "entries": [...]} with one object per CalibrationEntry.
 class MEANSHIFT_API CalibrationFile {
@@ -97,9 +99,10 @@ private:
 /// measure() returns the candidates' timings (empty: could not measure, nullopt). The file is read
 /// once per process and path; a file that cannot be read or written is a warning on stderr, never
 /// an error (the measurement still serves this process). Thread-safe.
+/// first_margin: choose_fastest()'s, for the measured timings.
 MEANSHIFT_API std::optional<CalibrationEntry> calibrated(const BackendOptions& options, CalibrationEntry identity,
                                                          const std::function<std::vector<CalibrationTiming>()>& measure,
-                                                         bool may_measure = true);
+                                                         bool may_measure = true, double first_margin = 1.0);
 
 /// The calibration of backend `backend`'s machine-dependent crossovers for k dimensions and `model`
 /// under `options` (its threads, instruction set, calibration mode and file): the cached entry,
