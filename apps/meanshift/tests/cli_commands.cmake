@@ -95,7 +95,8 @@ ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --fixed-iterations 5 --merge
    --max-iter 50 -o fixed.csv)
 
 # Which method ran is printed; --exact and the approximation options reach the library.
-ms(ok "kernel +truncated Gaussian, cutoff 3 bandwidths.*seeding +bins" cluster blobs.csv --bandwidth 1 -o m1.csv)
+# 27 points: the defaults run the exact kernel from every point (within the driver's exact budget)
+ms(ok "kernel +exact Gaussian\nsearch +exact kernel \\(brute force\\); exact kernel from every point.*\nseeding +all points.*clusters +3" cluster blobs.csv --bandwidth 1 -o m1.csv)
 ms(ok "kernel +exact Gaussian\nsearch +exact kernel \\(brute force\\)\nseeding +all points.*clusters +3" cluster blobs.csv --bandwidth 1 --exact -o m2.csv)
 ms(ok "cutoff 2.5 bandwidths.*seeding +all points" cluster blobs.csv --bandwidth 1 --cutoff 2.5 --seeding all --search brute -o m3.csv)
 ms(ok "clusters +3" cluster blobs.csv --bandwidth 1 --bin-size 1 --min-bin-count 2 --data-bin-size off --no-refine -o m4.csv)
