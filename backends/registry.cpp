@@ -3,6 +3,7 @@
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
+#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -30,8 +31,18 @@ const std::vector<detail::BackendFactory>& factories()
 
 const char* const kKnown[] = {"serial", "openmp", "opencl", "cuda"};
 
+// Probing and creating backends is serialised: two threads initialising one driver at once (an
+// OpenCL ICD loader and PoCL, a CUDA context) crashed `meanshift cluster`, which prepares its
+// backend on a thread while another thread's k-NN search for an adaptive bandwidth made one.
+std::recursive_mutex& registry_mutex()
+{
+    static std::recursive_mutex m;
+    return m;
+}
+
 BackendStatus probe_safely(const detail::BackendFactory& f)
 {
+    const std::lock_guard<std::recursive_mutex> lock(registry_mutex());
     try {
         return f.probe();
     } catch (const std::exception& e) {
@@ -98,6 +109,7 @@ std::string resolve_auto_backend()
 
 std::unique_ptr<Backend> make_backend(const std::string& requested, const BackendOptions& options)
 {
+    const std::lock_guard<std::recursive_mutex> lock(registry_mutex());
     // "auto" probes every backend once and picks a usable one: no second probe of the choice.
     const bool is_auto = requested == "auto";
     const std::string name = is_auto ? pick_auto(list_backends()) : requested;
