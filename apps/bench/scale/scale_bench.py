@@ -253,7 +253,9 @@ class Bench:
         size = f"{pixels / 1e6:.2f} MP"
         self.ours(workload, size, "segment", [path, "-o", os.path.join(d, os.path.basename(path) + "-seg.png")], d,
                   pixels=pixels)
-        if self.have_cv2():
+        if pixels > self.a.peer_max_pixels:
+            self.skip(workload, size, f"OpenCV peer skipped: over --peer-max-pixels {self.a.peer_max_pixels:g}")
+        elif self.have_cv2():
             self.peer(workload, size, "opencv_segment.py", [path, "--repeat", str(repeat)], d, pixels=pixels)
         else:
             self.skip(workload, size, "OpenCV peer skipped: no cv2 in this Python")
@@ -434,6 +436,7 @@ def main():
     ap.add_argument("--peer-max-embeddings", type=int, default=10 ** 9)
     ap.add_argument("--peer-max-cloud", type=int, default=10 ** 9)
     ap.add_argument("--peer-max-blobs", type=int, default=10 ** 9)
+    ap.add_argument("--peer-max-pixels", type=float, default=1e12, help="no OpenCV peer above this image size")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per command")
     ap.add_argument("--budget", type=float, default=0, help="start nothing after this many seconds (0: no limit)")
     ap.add_argument("--report", help="write the markdown here too")
