@@ -48,6 +48,7 @@ std::unique_ptr<Backend> openmp(PairForm form, const std::string& isa = "auto", 
     o.pair_form = form;
     o.openmp.isa = isa;
     o.threads = threads;
+    o.calibration = Calibration::Off;  // pair_form=auto by the fixed rule, whatever this machine's cache holds
     return make_backend("openmp", o);
 }
 
