@@ -3,8 +3,10 @@
 #include "test_support.hpp"
 
 #include <meanshift/meanshift.hpp>
+#include <meanshift/registry.hpp>
 
 #include <algorithm>
+#include <future>
 #include <iostream>
 
 using namespace meanshift;
@@ -74,5 +76,18 @@ TEST_CASE("registry: unknown, compiled-out and unusable backends throw BackendUn
             CHECK_THROWS_KEYWORD(BackendUnavailable, make_backend(s.name), "not usable");
         else
             CHECK_NOTHROW(make_backend(s.name));
+    }
+}
+
+TEST_CASE("registry: backends prepared on several threads at once (as the CLI prepares one while reading)")
+{
+    // Two threads initialising the OpenCL ICD loader at once crashed the tool; the registry serialises it.
+    for (int round = 0; round < 4; ++round) {
+        std::vector<std::future<std::string>> names;
+        for (int t = 0; t < 4; ++t)
+            names.push_back(std::async(std::launch::async, [] { return prepare_backend("auto"); }));
+        const std::string first = names[0].get();
+        CHECK_FALSE(first.empty());
+        for (std::size_t t = 1; t < names.size(); ++t) CHECK(names[t].get() == first);
     }
 }
