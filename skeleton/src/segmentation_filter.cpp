@@ -112,17 +112,18 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     auto backend = make_backend(o.backend, o.backend_options);
     if (!backend->supports_cutoff()) return false;
     const std::string name = backend->name();
-    // Host backends run band by band; the GPU backends in one band (their blocks and launches
-    // are sized for the whole image, and their buffers live on the device).
+    // Host backends run in small bands; the GPU backends in large ones (their launches need many
+    // modes to fill the device).
     const bool host = name == "openmp" || name == "serial";
+    const Index one_band = host ? kFilterOneBandPixels : kDeviceOneBandPixels;
+    const Index band_size = host ? kFilterBandPixels : kDeviceBandPixels;
     const int max_it = o.fixed_iterations ? *o.fixed_iterations : o.max_iterations;
     const double reach = o.cutoff * std::sqrt(var[1]);  // the window radius c·hs in pixels
     const double halo_d = std::ceil(static_cast<double>(max_it) * reach * (1 + 1e-6)) + 2;
     const Index halo = halo_d < static_cast<double>(H) ? static_cast<Index>(halo_d) : H;
     Index band_rows = H;
-    if (host && halo < H && (band_pixels > 0 || n > kFilterOneBandPixels)) {
-        band_rows = band_pixels > 0 ? (band_pixels + W - 1) / W
-                                    : std::max((kFilterBandPixels + W - 1) / W, halo);
+    if (halo < H && (band_pixels > 0 || n > one_band)) {
+        band_rows = band_pixels > 0 ? (band_pixels + W - 1) / W : std::max((band_size + W - 1) / W, halo);
         band_rows = std::clamp<Index>(band_rows, 1, H);
     }
 

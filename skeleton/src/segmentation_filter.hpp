@@ -16,6 +16,11 @@ inline constexpr Index kFilterOneBandPixels = Index{1} << 19;
 /// either side (so the halo's rows cost at most twice the band's own in preparation): 16 bytes per
 /// pixel at 4 MP, 6 at 25 MP (docs/segmentation.md, "Memory").
 inline constexpr Index kFilterBandPixels = Index{1} << 17;
+/// The GPU backends: one band up to 8 MP (a photo's run is the driver's), bands of 4 MP beyond, so
+/// that a launch still fills the device and the host holds one band's prepared rows, not the image's
+/// (a 100 MP image in one band: 191 bytes per pixel on an H100's host).
+inline constexpr Index kDeviceOneBandPixels = Index{1} << 23;
+inline constexpr Index kDeviceBandPixels = Index{1} << 22;
 
 /// The ascent of every pixel of an H × W image with C channels (`pixels` H·W × C row-major,
 /// finite, checked by the caller) with the shared diagonal bandwidth `options.bandwidth`
