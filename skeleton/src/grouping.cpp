@@ -6,6 +6,7 @@
 // c groups, runs on all threads: through a hashed cell grid at small k (mode_grid.hpp), through
 // GEMM tiles |y|² + |r|² − 2 y·r at larger k, with every candidate the tile admits re-tested in
 // the direct form, so the expanded form's rounding can never change a decision.
+#include "array_scan.hpp"
 #include "mode_grid.hpp"
 #include "parallel.hpp"
 
@@ -246,7 +247,10 @@ Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method)
         throw InvalidArgument("groupModes: eps must be finite and >= 0, got " + std::to_string(eps));
     if (modes.rows() > std::numeric_limits<int>::max())
         throw InvalidArgument("groupModes: too many modes for int labels");
-    if (!modes.allFinite()) throw InvalidArgument("groupModes: the modes hold NaN or Inf");
+    // One pass in memory order: Eigen's allFinite() walked this row-major matrix column by column,
+    // 0.3 s of 0.4 s for 100,000 x 384 modes.
+    if (!detail::all_finite(modes.data(), static_cast<std::size_t>(modes.size())))
+        throw InvalidArgument("groupModes: the modes hold NaN or Inf");
     if (modes.rows() == 0 || method == GroupingMethod::None) return Grouping{{}, MatrixD(0, modes.cols()), {}};
     return method == GroupingMethod::Sequential ? sequential(modes, eps) : components(modes, eps);
 }
