@@ -1,5 +1,7 @@
 #include "cli_options.hpp"
 
+#include <meanshift/registry.hpp>
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -384,6 +386,14 @@ CLI::Validator at_most(double limit, const std::string& why)
 
 CLI::Validator positive() { return number_check(false); }
 CLI::Validator non_negative() { return number_check(true); }
+
+bool prepare_backend_early(const std::string& backend)
+{
+    if (backend == "cuda") return true;
+    if (backend != "auto") return false;
+    const std::vector<std::string> built = meanshift::compiled_backends();
+    return std::find(built.begin(), built.end(), "cuda") != built.end();
+}
 
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what)
 {

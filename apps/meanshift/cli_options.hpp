@@ -104,4 +104,10 @@ CLI::Validator at_most(double limit, const std::string& why);
 /// and the column if a value does not fit in float32.
 meanshift::MatrixF to_float(const meanshift::MatrixD& m, const std::string& what);
 
+/// Whether to create the backend on a thread while the input is read: only where a CUDA context is
+/// there to be made ("cuda", or "auto" in a build with CUDA). Probing OpenCL on that thread gains
+/// little, and PoCL's LLVM leaves its own signal stack on the thread, which AddressSanitizer then
+/// fails to unmap when the thread ends.
+bool prepare_backend_early(const std::string& backend);
+
 }  // namespace mscli

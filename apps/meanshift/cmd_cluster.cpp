@@ -335,7 +335,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     meanshift::Options early;
     a.run.apply(early);
     std::future<std::string> backend_ready;
-    if (early.backend != "openmp" && early.backend != "serial")
+    if (prepare_backend_early(early.backend))
         backend_ready = std::async(std::launch::async, meanshift::prepare_backend, early.backend,
                                    early.backend_options);
     auto t_stage = std::chrono::steady_clock::now();

@@ -180,7 +180,7 @@ void run_segment(const SegmentArgs& a, Mode mode)
     // A GPU backend's context (CUDA: ~0.1 s per device) is created while the image is read and
     // decoded (meanshift::prepare_backend). The CPU backends have nothing to prepare.
     std::future<std::string> backend_ready;
-    if (so.meanshift.backend != "openmp" && so.meanshift.backend != "serial")
+    if (prepare_backend_early(so.meanshift.backend))
         backend_ready = std::async(std::launch::async, meanshift::prepare_backend, so.meanshift.backend,
                                    so.meanshift.backend_options);
 
