@@ -62,7 +62,8 @@ constexpr double kExactBudget = double(1 << 24);
 bool exact_is_cheap(const Options& o, Index n, int k, Index seeds)
 {
     const bool defaults = !o.exact && o.cutoff == kDefaultCutoff && o.search == NeighbourSearch::Auto &&
-                          o.seeding == Seeding::Bins && o.bin_size == kDefaultBinSize && !o.bin_data &&
+                          o.seeding == Seeding::Bins && o.bin_size == kDefaultBinSize && o.min_bin_count == 1 &&
+                          !o.bin_data &&
                           o.data_bin_size == 0 && !o.lattice;
     return defaults && n > 0 && k > 0 &&
            double(seeds > 0 ? seeds : n) * double(n) * double(k) <= kExactBudget;
