@@ -39,17 +39,7 @@ bool has_backend(const std::string& name)
     return false;
 }
 
-/// Whether two labellings are the same partition (cluster numbers may differ).
-bool same_partition(const std::vector<int>& a, const std::vector<int>& b)
-{
-    if (a.size() != b.size()) return false;
-    std::map<int, int> ab, ba;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (ab.emplace(a[i], b[i]).first->second != b[i]) return false;
-        if (ba.emplace(b[i], a[i]).first->second != a[i]) return false;
-    }
-    return true;
-}
+using mstest::same_partition;
 
 /// Default options (bin seeding, data binning, truncated kernel) against options.exact on the
 /// same input: the same partition, and the default run says why it left the bins.

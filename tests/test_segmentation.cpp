@@ -373,17 +373,7 @@ bool usable(const char* name)
     return false;
 }
 
-// Labels equal up to renumbering (a bijection between the two label sets).
-bool same_partition(const std::vector<int>& a, const std::vector<int>& b)
-{
-    if (a.size() != b.size()) return false;
-    std::map<int, int> ab, ba;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (ab.emplace(a[i], b[i]).first->second != b[i]) return false;
-        if (ba.emplace(b[i], a[i]).first->second != a[i]) return false;
-    }
-    return true;
-}
+using mstest::same_partition;
 
 struct BandPixels {  // runs the banded ascent in bands of `pixels` pixels while in scope
     explicit BandPixels(Index pixels) { detail::filter_band_pixels() = pixels; }
