@@ -6,7 +6,8 @@
 # the 2-core development VM is shared, and a busy neighbour inflates both tools' times.
 # The photos china.jpg and flower.jpg (640 x 427) come from Debian's python3-sklearn package
 # (apt-get download + dpkg -x, nothing installed; as apps/fetch-china.sh). OpenCV comes from
-# Debian's python3-opencv (apt-get install -y python3-opencv; only for this benchmark).
+# Debian's python3-opencv (apt-get install -y python3-opencv; only for this benchmark), or $PYTHON's cv2.
+# The photo set beside the peer, process against process: apps/bench/bench_segment_photos.py.
 # Usage: apps/bench/bench_segment.sh [BUILD_DIR] [-- extra `meanshift segment` args]
 #   BUILD_DIR default build/; results and images go to out/bench-segment/.
 set -euo pipefail
@@ -28,7 +29,7 @@ if [[ ! -s "$data/flower.jpg" ]]; then
     { echo "bench_segment: apt-get download python3-sklearn failed" >&2; exit 1; }
   cp "$(find "$tmp/x" -name flower.jpg -print -quit)" "$data/flower.jpg"
 fi
-py=/usr/bin/python3
+py="${PYTHON:-/usr/bin/python3}"
 $py -c "import cv2, scipy" 2>/dev/null || {
   echo "bench_segment: needs Debian's python3-opencv and python3-scipy (apt-get install -y python3-opencv python3-scipy)" >&2; exit 1; }
 
@@ -53,8 +54,8 @@ for img in china flower; do
   it=$(sed -n 's/^iterations *\([0-9]*\).*/\1/p' "$log")
   search=$(sed -n 's/^search *//p' "$log")
   printf "%-11s %-9s %10s %10s %10s %10s  %s\n" "$img.jpg" meanshift "$ms_s" "$all_s" "$seg" "$it" "$search"
-  read -r _ _ _ _ cv_s _ cv_seg _ cv_large < <("$py" "$root/apps/bench/peers/opencv_segment.py" "$data/$img.jpg" --repeat "$repeat")
+  read -r _ _ _ _ cv_s _ cv_seg _ cv_large _ cv_pipe < <("$py" "$root/apps/bench/peers/opencv_segment.py" "$data/$img.jpg" --repeat "$repeat")
   printf "%-11s %-9s %10s %10s %10s %10s  %s\n" "$img.jpg" opencv "$cv_s" "$cv_s" "$cv_seg" "<= 5" \
-    "pyrMeanShiftFiltering(8, 8), 1 thread; segments = flood fill of equal colours ($cv_large of >= 40 px)"
+    "pyrMeanShiftFiltering(8, 8), 1 thread; imread + filter + imwrite $cv_pipe s; segments = flood fill of equal colours ($cv_large of >= 40 px)"
 done
 echo "logs and images: $out"

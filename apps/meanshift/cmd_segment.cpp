@@ -184,56 +184,87 @@ void run_segment(const SegmentArgs& a, Mode mode)
         backend_ready = std::async(std::launch::async, meanshift::prepare_backend, so.meanshift.backend,
                                    so.meanshift.backend_options);
 
-    // Before decoding: the header's size against --max-image-pixels and against the memory budget.
-    const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
-    auto t_stage = std::chrono::steady_clock::now();
-    std::string file = read_file(a.input);
-    report.add("read", seconds_since(t_stage));
-    const double file_bytes = static_cast<double>(file.size());
-    t_stage = std::chrono::steady_clock::now();
-    RgbImage original = decode_rgb(file, a.input, pixel_limit, [&](int width, int height) {
-        int sw = 0, sh = 0;
-        fitted_size(width, height, a.max_pixels, sw, sh);
-        const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
-        const double need = segment_memory(full, segmented, file_bytes);
-        std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
-        how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) + " x " +
-                                      std::to_string(sh) + " segmented (--max-pixels)"
-                                : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
-        // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
-        std::string name;
-        const double budget = a.memory.budget(name);
-        const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
-        const std::string hint = fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
-                                          : "it cannot be decoded within that budget";
-        a.memory.check(need, a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
-                                 " pixels; segmenting it",
-                       how, hint);
-    });
-    report.add("decode", seconds_since(t_stage));
-    std::string().swap(file);  // the compressed bytes are not needed any more
-    const int full_width = original.width, full_height = original.height;
-    int w = 0, h = 0;
-    fitted_size(full_width, full_height, a.max_pixels, w, h);
-    RgbImage img;
-    if (w != full_width || h != full_height) {
+    // Reading, decoding and converting the image (the stages "read" to "colour"). Where "auto"
+    // must be resolved without a context to make (a build without CUDA), the image loads on a
+    // thread while the main thread probes the backends (OpenCL's ICD loader and PoCL: ~0.1 s):
+    // the probe stays on the main thread, whose PoCL/LLVM state AddressSanitizer handles.
+    struct Loaded {
+        int full_width = 0, full_height = 0, w = 0, h = 0;
+        RgbImage img;
+        std::vector<float> lab;
+    };
+    auto load = [&]() {
+        Loaded L;
+        // Before decoding: the header's size against --max-image-pixels and against the memory budget.
+        const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
+        auto t_stage = std::chrono::steady_clock::now();
+        std::string file = read_file(a.input);
+        report.add("read", seconds_since(t_stage));
+        const double file_bytes = static_cast<double>(file.size());
         t_stage = std::chrono::steady_clock::now();
-        img = downscale_area(original, w, h);
-        original = RgbImage{};
-        report.add("downscale", seconds_since(t_stage));
-    } else {
-        img = std::move(original);
-    }
-    const meanshift::Index n = static_cast<meanshift::Index>(img.count());
+        RgbImage original = decode_rgb(file, a.input, pixel_limit, [&](int width, int height) {
+            int sw = 0, sh = 0;
+            fitted_size(width, height, a.max_pixels, sw, sh);
+            const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
+            const double need = segment_memory(full, segmented, file_bytes);
+            std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
+            how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) + " x " +
+                                          std::to_string(sh) + " segmented (--max-pixels)"
+                                    : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
+            // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
+            std::string name;
+            const double budget = a.memory.budget(name);
+            const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
+            const std::string hint = fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
+                                              : "it cannot be decoded within that budget";
+            a.memory.check(need, a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                                     " pixels; segmenting it",
+                           how, hint);
+        });
+        report.add("decode", seconds_since(t_stage));
+        std::string().swap(file);  // the compressed bytes are not needed any more
+        L.full_width = original.width, L.full_height = original.height;
+        fitted_size(L.full_width, L.full_height, a.max_pixels, L.w, L.h);
+        RgbImage& img = L.img;
+        if (L.w != L.full_width || L.h != L.full_height) {
+            t_stage = std::chrono::steady_clock::now();
+            img = downscale_area(original, L.w, L.h);
+            original = RgbImage{};
+            report.add("downscale", seconds_since(t_stage));
+        } else {
+            img = std::move(original);
+        }
 
-    // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
-    t_stage = std::chrono::steady_clock::now();
-    std::vector<float> lab(static_cast<std::size_t>(n) * 3);
-    srgb_to_lab_pixels(img.pixels.data(), img.count(), lab.data(), a.run.threads);
-    report.add("colour", seconds_since(t_stage));
+        // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
+        t_stage = std::chrono::steady_clock::now();
+        L.lab.resize(img.count() * 3);
+        srgb_to_lab_pixels(img.pixels.data(), img.count(), L.lab.data(), a.run.threads);
+        report.add("colour", seconds_since(t_stage));
+
+        return L;
+    };
+    Loaded loaded;
+    if (!backend_ready.valid() && so.meanshift.backend == "auto") {
+        std::future<Loaded> pending = std::async(std::launch::async, load);
+        std::string resolved;
+        try {
+            resolved = meanshift::resolve_auto_backend();
+        } catch (...) {
+            pending.wait();  // the loader's references stay valid until it is done
+            throw;
+        }
+        loaded = pending.get();
+        so.meanshift.backend = resolved;
+    } else {
+        loaded = load();
+    }
+    const int full_width = loaded.full_width, full_height = loaded.full_height, w = loaded.w, h = loaded.h;
+    RgbImage img = std::move(loaded.img);
+    std::vector<float> lab = std::move(loaded.lab);
+    const meanshift::Index n = static_cast<meanshift::Index>(img.count());
+    auto t_stage = std::chrono::steady_clock::now();
 
     if (backend_ready.valid()) {
-        t_stage = std::chrono::steady_clock::now();
         try {
             so.meanshift.backend = backend_ready.get();  // "auto" resolved once, not probed again
         } catch (const std::exception&) {
@@ -348,7 +379,13 @@ void run_segment(const SegmentArgs& a, Mode mode)
                                                     {"pair_interactions",
                                                      nlohmann::json(r.timing.pair_interactions).dump()},
                                                     {"search", nlohmann::json(r.search).dump()},
-                                                    {"codecs", nlohmann::json(image_codecs_summary()).dump()}})
+                                                    {"codecs", nlohmann::json(image_codecs_summary()).dump()},
+                                                    // The regions' steps ((b) joining and fusion, (c) pruning, outputs).
+                                                    {"regions_stages", nlohmann::json{{"connect", seg.timing.seconds_connect},
+                                                                                      {"fusion", seg.timing.seconds_fusion},
+                                                                                      {"pruning", seg.timing.seconds_pruning},
+                                                                                      {"output", seg.timing.seconds_output}}
+                                                                           .dump()}})
                                 .c_str());
     try {
         flush_stdout();

@@ -8,6 +8,7 @@
 #include "segmentation_filter.hpp"
 
 #include "parallel.hpp"
+#include "segmentation_host_filter.hpp"
 #include "prepare.hpp"
 
 #include <meanshift/errors.hpp>
@@ -58,6 +59,15 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     if (!applies(o) || height < 1 || width < 1 || channels < 1) return false;
     const int C = channels, k = 2 + C;
     const Index H = height, W = width, n = H * W;
+    // The openmp backend: the image kernel of its own (segmentation_host_filter.hpp), which reads
+    // each mode's window from the colour planes; no prepared points, search or binding.
+    {
+        const std::string resolved = o.backend == "auto" ? resolve_auto_backend() : o.backend;
+        const Index rows = band_pixels > 0 ? (band_pixels + W - 1) / W : 0;
+        if (resolved == "openmp" && o.backend_options.openmp.isa == "auto" &&
+            filter_image_host(pixels, height, width, channels, o, resolved, rows, r))
+            return true;
+    }
     const auto ku = static_cast<std::size_t>(k);
     if (static_cast<int>(o.bandwidth.parameters().size()) != k) return false;
     const HostThreads threads_scope(o.backend_options.threads);
