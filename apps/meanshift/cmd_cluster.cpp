@@ -364,14 +364,15 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     a.conv.apply(opt);
     a.approx.apply(opt);
     opt.max_memory = a.memory.library_budget();
-    if (backend_ready.valid()) {
-        t_stage = std::chrono::steady_clock::now();
+    // Not waited for: cluster() creates the backend again on a thread while it prepares the data
+    // (the registry serialises the two creations; the second finds the driver initialised), and
+    // waits at the bind. A finished "auto" is passed resolved, so it is not probed twice.
+    if (backend_ready.valid() && backend_ready.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
         try {
-            opt.backend = backend_ready.get();  // "auto" resolved once, not probed again
+            opt.backend = backend_ready.get();
         } catch (const std::exception&) {
             // cluster() meets the same error and reports it.
         }
-        report.add("backend", seconds_since(t_stage));  // waiting for it, if reading was faster
     }
     meanshift::Result r;
     try {

@@ -1,6 +1,7 @@
 // Alg. 4 (mean shift clustering): the iteration driver shared by every backend. It owns
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
+#include "pending_backend.hpp"
 #include "prepare.hpp"
 #include "parallel.hpp"
 #include "seeding.hpp"
@@ -69,7 +70,7 @@ bool exact_is_cheap(const Options& o, Index n, int k, Index seeds)
            double(seeds > 0 ? seeds : n) * double(n) * double(k) <= kExactBudget;
 }
 
-Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
+Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
            const Options& requested, const float* weights, const float* seeds, Index m)
 {
     // Small problems: the default options compute the exact answer (approximate only where it pays).
@@ -105,11 +106,11 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     r.timing.seconds_seeding = seconds_since(t_seeding);
 
     // Truncation and neighbour search (rows sorted by cell: PreparedData::original).
-    const bool truncate = !exact && std::isfinite(options.cutoff) && backend.supports_cutoff();
+    const bool truncate = !exact && std::isfinite(options.cutoff) && pending.supports_cutoff();
     prep.data.cutoff2 = truncate ? options.cutoff * options.cutoff : std::numeric_limits<double>::infinity();
     r.cutoff = truncate ? options.cutoff : std::numeric_limits<double>::infinity();
     const auto t_search = Clock::now();
-    if (!exact && std::isfinite(options.cutoff) && !backend.supports_cutoff()) {
+    if (!exact && std::isfinite(options.cutoff) && !pending.supports_cutoff()) {
         prep.data.grid.reset();
         prep.data.original.clear();
         r.search = "exact (backend has no truncated kernel yet)";
@@ -144,10 +145,15 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
     auto D = std::make_shared<const PreparedData>(std::move(prep.data));
     const MatrixD& Y0 = plan.seeds_are_points ? D->points : plan.seeds;
 
+    // The backend was created on a thread while the host prepared (pending_backend.hpp): the bind
+    // stage includes what is left of that wait.
+    const auto t_bind = Clock::now();
+    Backend& backend = pending.get();
+    if (truncate && !backend.supports_cutoff())
+        throw Error("backend '" + backend.name() + "' has no truncated kernel, which its creation promised");
     r.backend = backend.name();
     r.topology = backend.resolve_topology(options.topology, *D);
     binding.reset();  // release the previous run's device buffers first
-    const auto t_bind = Clock::now();
     binding = backend.bind(D, r.topology);
     r.timing.seconds_bind = seconds_since(t_bind);
     // The backends get the modes in Morton order: a PPU's block of consecutive modes is then a
@@ -280,18 +286,18 @@ Result run(Backend& backend, std::unique_ptr<Binding>& binding, const float* dat
 Result cluster(const float* data, Index n, int k, const Options& options, const float* seeds, Index m)
 {
     validate_options(options);
-    auto backend = make_backend(options.backend, options.backend_options);
+    detail::PendingBackend backend(options.backend, options.backend_options);
     std::unique_ptr<Binding> binding;
-    return run(*backend, binding, data, n, k, options, nullptr, seeds, m);
+    return run(backend, binding, data, n, k, options, nullptr, seeds, m);
 }
 
 Result cluster(const float* data, Index n, int k, const Options& options, const float* weights, const float* seeds,
                Index m)
 {
     validate_options(options);
-    auto backend = make_backend(options.backend, options.backend_options);
+    detail::PendingBackend backend(options.backend, options.backend_options);
     std::unique_ptr<Binding> binding;
-    return run(*backend, binding, data, n, k, options, weights, seeds, m);
+    return run(backend, binding, data, n, k, options, weights, seeds, m);
 }
 
 Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, const float* weights,
@@ -310,13 +316,13 @@ Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, co
 Clusterer::Clusterer(Options options) : options_(std::move(options))
 {
     validate_options(options_);
-    backend_ = make_backend(options_.backend, options_.backend_options);
+    backend_ = std::make_unique<detail::PendingBackend>(options_.backend, options_.backend_options);
 }
 Clusterer::~Clusterer() = default;
 Clusterer::Clusterer(Clusterer&&) noexcept = default;
 Clusterer& Clusterer::operator=(Clusterer&&) noexcept = default;
 
-Backend& Clusterer::backend() { return *backend_; }
+Backend& Clusterer::backend() { return backend_->get(); }
 
 Binding& Clusterer::binding()
 {

@@ -234,9 +234,18 @@ MEANSHIFT_API std::size_t available_memory();
 /// not report it). Timing::peak_memory_bytes is this value when cluster() returns.
 MEANSHIFT_API std::size_t peak_memory_bytes() noexcept;
 
+namespace detail {
+class PendingBackend;
+}
+
 /// Reusable clusterer: keeps the backend (and its compiled programs / device contexts) alive
 /// across runs, and the binding of the last fit() (the prepared data on the device), which
 /// binding() exposes for further ascents against the fitted data.
+/// The CUDA backend (also "auto" in a build with CUDA) is created on a thread from the constructor
+/// on, so that its driver and context start while fit() prepares the data; fit() and backend() wait
+/// for it and throw what its creation threw (BackendUnavailable, DeviceError). Other backends are
+/// created in the constructor, which throws for them. An unknown or not compiled-in name throws
+/// BackendUnavailable in the constructor either way.
 class MEANSHIFT_API Clusterer {
 public:
     explicit Clusterer(Options options);
@@ -255,7 +264,7 @@ public:
 
 private:
     Options options_;
-    std::unique_ptr<Backend> backend_;
+    std::unique_ptr<detail::PendingBackend> backend_;  // created on a thread for CUDA, waited for at the bind
     std::unique_ptr<Binding> binding_;
 };
 
