@@ -111,6 +111,36 @@ struct PixelOutcome {
     bool no_support = false;
 };
 
+// One row's run of `len` pixels: adds Σ w, Σ w·dx (in bandwidths), Σ w·(c − y_c) per lane to ry,
+// ax, ac. dxs0: the lanes' first dx / hs. Lanes past the run lie outside the disc, so the cutoff
+// drops them, unless the image's right edge cut the run (kMasked): there they read the next
+// row's pixels and are masked by their index.
+template <int C, int L, bool kMasked>
+MS_ALWAYS_INLINE void run_sums(const float* const* c, int len, typename Lanes<L>::F dxs0, float step, float dy2,
+                               const float* yc, float cutoff2, typename Lanes<L>::F& ry, typename Lanes<L>::F& ax,
+                               typename Lanes<L>::F* ac)
+{
+    using F = typename Lanes<L>::F;
+    using I = typename Lanes<L>::I;
+    I lane_i;
+    for (int l = 0; l < L; ++l) lane_i[l] = l;
+    F dx = dxs0;
+    for (int j = 0; j < len; j += L, dx += step) {
+        F d2 = dx * dx + dy2;
+        F e[C];
+        for (int ch = 0; ch < C; ++ch) {
+            e[ch] = load<L>(c[ch] + j) - yc[ch];
+            d2 += e[ch] * e[ch];
+        }
+        I keep = d2 <= cutoff2;
+        if constexpr (kMasked) keep &= lane_i < (len - j);
+        const F w = keep ? exp_neg_half<L>(d2) : F{};
+        ry += w;
+        ax += w * dx;
+        for (int ch = 0; ch < C; ++ch) ac[ch] += w * e[ch];
+    }
+}
+
 // One pixel's ascent; `mode` receives (x, y, c / hr ...). Returns the pairs visited.
 template <int C, int L>
 MS_ALWAYS_INLINE double ascend(const Params& P, int x0, int y0, float* mode, PixelOutcome& out)
@@ -123,15 +153,13 @@ MS_ALWAYS_INLINE double ascend(const Params& P, int x0, int y0, float* mode, Pix
         const int v0 = std::max(0, static_cast<int>(std::ceil(yy - P.reach)));
         const int v1 = std::min(P.H - 1, static_cast<int>(std::floor(yy + P.reach)));
         using F = typename Lanes<L>::F;
-        using I = typename Lanes<L>::I;
         F lane;
-        I lane_i;
-        for (int l = 0; l < L; ++l) lane[l] = static_cast<float>(l), lane_i[l] = l;
+        for (int l = 0; l < L; ++l) lane[l] = static_cast<float>(l);
         // Σ w, Σ w·(x − y_x), Σ w·(y − y_y), Σ w·(c − y_c) per lane over the whole window.
         F a0 = F{}, ax = F{}, ay = F{}, ac[C];
         for (int ch = 0; ch < C; ++ch) ac[ch] = F{};
         // The rows' runs first (their bounds' sqrt/ceil/floor chains stay out of the sums' loop).
-        int first[kMaxRows], count[kMaxRows];
+        int first[kMaxRows], count[kMaxRows], start[kMaxRows];
         float dys[kMaxRows];
         int rows = 0;
         bool clipped[kMaxRows];
@@ -145,38 +173,27 @@ MS_ALWAYS_INLINE double ascend(const Params& P, int x0, int y0, float* mode, Pix
             const int u1 = std::min(P.W - 1, right);
             if (u1 < u0) continue;
             first[rows] = v * P.W + u0;
+            start[rows] = u0;
             count[rows] = u1 - u0 + 1;
             dys[rows] = dy;
             clipped[rows] = right > u1;
             ++rows;
         }
+        const float inv_hs = 1.0f / P.hs, step = static_cast<float>(L) * inv_hs;
         for (int q = 0; q < rows; ++q) {
             const float dy = dys[q];
             const int len = count[q];
             pairs += len;
-            const float dy2 = dy * dy * P.inv_hs2;
+            const float dys_ = dy * inv_hs;
             const std::size_t row = static_cast<std::size_t>(first[q]);
             const float* c[C];
             for (int ch = 0; ch < C; ++ch) c[ch] = P.planes + ch * P.stride + row;
-            const F dx0 = lane + (static_cast<float>(first[q] % P.W) - yx);
+            const F dxs0 = (lane + (static_cast<float>(start[q]) - yx)) * inv_hs;
             F ry = F{};
-            // Lanes past the run lie outside the disc, so the cutoff drops them, unless the image's
-            // right edge cut the run: there they read the next row's pixels and are masked.
-            const int limit = clipped[q] ? len : 1 << 30;
-            for (int j = 0; j < len; j += L) {
-                const F dx = dx0 + static_cast<float>(j);
-                F d2 = dx * dx * P.inv_hs2 + dy2;
-                F e[C];
-                for (int ch = 0; ch < C; ++ch) {
-                    e[ch] = load<L>(c[ch] + j) - yc[ch];
-                    d2 += e[ch] * e[ch];
-                }
-                const I keep = (d2 <= P.cutoff2) & (lane_i < (limit - j));
-                const F w = keep ? exp_neg_half<L>(d2) : F{};
-                ry += w;
-                ax += w * dx;
-                for (int ch = 0; ch < C; ++ch) ac[ch] += w * e[ch];
-            }
+            if (clipped[q])
+                run_sums<C, L, true>(c, len, dxs0, step, dys_ * dys_, yc, P.cutoff2, ry, ax, ac);
+            else
+                run_sums<C, L, false>(c, len, dxs0, step, dys_ * dys_, yc, P.cutoff2, ry, ax, ac);
             a0 += ry;
             ay += ry * dy;
         }
@@ -184,7 +201,7 @@ MS_ALWAYS_INLINE double ascend(const Params& P, int x0, int y0, float* mode, Pix
         for (int ch = 0; ch < C; ++ch) sc[ch] = 0;
         for (int l = 0; l < L; ++l) {
             s0 += a0[l];
-            sx += ax[l];
+            sx += ax[l] * P.hs;
             sy += ay[l];
             for (int ch = 0; ch < C; ++ch) sc[ch] += ac[ch][l];
         }
