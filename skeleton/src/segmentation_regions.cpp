@@ -50,6 +50,24 @@ std::int32_t join(std::int32_t* parent, std::int32_t a, std::int32_t b)
     return b;
 }
 
+// Merges the sorted chunks [chunk[t], chunk[t + 1]) of `ed` into one sorted run: pairs of neighbouring
+// chunks at each level, the pairs of a level in parallel (the top level is one merge).
+void merge_chunks(std::uint64_t* ed, const std::vector<std::size_t>& chunk, int T)
+{
+    for (int width = 1; width < T; width *= 2) {
+        const int pairs = (T + 2 * width - 1) / (2 * width);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(std::max(1, std::min(pairs, T)))
+#endif
+        for (int p = 0; p < pairs; ++p) {
+            const int t = p * 2 * width;
+            if (t + width < T)
+                std::inplace_merge(ed + chunk[std::size_t(t)], ed + chunk[std::size_t(t + width)],
+                                   ed + chunk[std::size_t(std::min(T, t + 2 * width))]);
+        }
+    }
+}
+
 // Union-find over regions with union by pixel count (ties: the smaller region number stays root),
 // and per root the pixel count and the sum of the mode colours.
 struct Regions {
@@ -99,7 +117,21 @@ struct Regions {
     // merged. The result is the sorted set, whatever the thread count.
     void refresh_edges(int threads)
     {
-        for (std::size_t i = 0; i < parent.size(); ++i) parent[i] = find(std::int32_t(i));
+        {
+            // Roots found read-only in parallel (union by count keeps the trees O(log R) deep), then stored.
+            const std::size_t R = parent.size();
+            std::vector<std::int32_t> root(R);
+            const std::int32_t* P0 = parent.data();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(std::max(1, threads)) if (R >= (std::size_t(1) << 16))
+#endif
+            for (std::size_t i = 0; i < R; ++i) {
+                std::int32_t a = std::int32_t(i);
+                while (P0[std::size_t(a)] != a) a = P0[std::size_t(a)];
+                root[i] = a;
+            }
+            parent.swap(root);
+        }
         const std::int32_t* P = parent.data();
         const std::size_t E = edges.size();
         const int T = static_cast<int>(std::clamp<std::size_t>(E >> 16, 1, std::size_t(std::max(1, threads))));
@@ -117,10 +149,7 @@ struct Regions {
             }
             std::sort(ed + chunk[std::size_t(t)], ed + chunk[std::size_t(t) + 1]);
         }
-        for (int width = 1; width < T; width *= 2)
-            for (int t = 0; t + width < T; t += 2 * width)
-                std::inplace_merge(ed + chunk[std::size_t(t)], ed + chunk[std::size_t(t + width)],
-                                   ed + chunk[std::size_t(std::min(T, t + 2 * width))]);
+        merge_chunks(ed, chunk, T);
         edges.erase(std::lower_bound(edges.begin(), edges.end(), ~std::uint64_t{0}), edges.end());
         edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
     }
@@ -244,10 +273,60 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
     std::iota(G.parent.begin(), G.parent.end(), std::int32_t{0});
     G.count.assign(std::size_t(R), 0.0);
     G.sum.assign(std::size_t(R) * std::size_t(C), 0.0);
-    for (Index i = 0; i < n; ++i) {
-        const std::size_t r = std::size_t(region[i]);
-        G.count[r] += 1;
-        for (int ch = 0; ch < C; ++ch) G.sum[r * std::size_t(C) + std::size_t(ch)] += modes(i, 2 + ch);
+    {
+        // In parallel over the bands, in fixed point (int64: exact, so the sums do not depend on
+        // the order, hence on the thread count). A band adds its pixels to the regions that start in
+        // it directly and lists, run by run, what it adds to regions started in earlier bands.
+        float top = 0;
+        const float* M = modes.data();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(T) reduction(max : top) if (n >= (Index(1) << 16))
+#endif
+        for (Index i = 0; i < n; ++i)
+            for (int ch = 0; ch < C; ++ch) top = std::max(top, std::fabs(M[i * k + 2 + ch]));
+        // 2^62 / (n · max |colour|): no sum can overflow.
+        const double scale = std::ldexp(1.0, 62 - std::max(0, std::ilogb(std::max(1.0, double(top) * double(n))) + 1));
+        const std::size_t uC = std::size_t(C), stride = uC + 2;
+        std::vector<std::int64_t> count(std::size_t(R), 0), sum(std::size_t(R) * uC, 0);
+        std::vector<std::vector<std::int64_t>> foreign(static_cast<std::size_t>(T));
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+        for (int b = 0; b < T; ++b) {
+            const std::int32_t own = band_roots[std::size_t(b)];
+            std::vector<std::int64_t>& out = foreign[std::size_t(b)];
+            std::int64_t* run = nullptr;  // the open record of a run of one earlier region
+            for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i) {
+                const std::int32_t r = region[i];
+                const float* m = M + i * k + 2;
+                std::int64_t *c, *sm;
+                if (r >= own) {
+                    c = &count[std::size_t(r)];
+                    sm = &sum[std::size_t(r) * uC];
+                    run = nullptr;
+                } else {
+                    if (!run || run[0] != r) {
+                        out.resize(out.size() + stride, 0);
+                        run = out.data() + out.size() - stride;
+                        run[0] = r;
+                    }
+                    c = run + 1;
+                    sm = run + 2;
+                }
+                *c += 1;
+                for (std::size_t ch = 0; ch < uC; ++ch) sm[ch] += static_cast<std::int64_t>(double(m[ch]) * scale);
+            }
+        }
+        for (const auto& out : foreign)
+            for (std::size_t j = 0; j < out.size(); j += stride) {
+                const std::size_t r = std::size_t(out[j]);
+                count[r] += out[j + 1];
+                for (std::size_t ch = 0; ch < uC; ++ch) sum[r * uC + ch] += out[j + 2 + ch];
+            }
+        for (std::size_t r = 0; r < std::size_t(R); ++r) {
+            G.count[r] = static_cast<double>(count[r]);
+            for (std::size_t ch = 0; ch < uC; ++ch) G.sum[r * uC + ch] = static_cast<double>(sum[r * uC + ch]) / scale;
+        }
     }
     // Adjacent regions: per band, the distinct pairs of 4-neighbours in different regions.
     {
@@ -272,14 +351,19 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
             std::sort(out.begin(), out.end());
             out.erase(std::unique(out.begin(), out.end()), out.end());
         }
-        std::size_t total = 0;
-        for (const auto& v : local) total += v.size();
-        G.edges.reserve(total);
-        for (auto& v : local) {
-            G.edges.insert(G.edges.end(), v.begin(), v.end());
-            std::vector<std::uint64_t>().swap(v);
+        // The bands' sorted lists side by side, merged level by level in parallel (a serial sort of
+        // all the edges took seconds at 10^8 pixels).
+        std::vector<std::size_t> chunk(static_cast<std::size_t>(T) + 1, 0);
+        for (int b = 0; b < T; ++b) chunk[std::size_t(b) + 1] = chunk[std::size_t(b)] + local[std::size_t(b)].size();
+        G.edges.resize(chunk[std::size_t(T)]);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static, 1) num_threads(T)
+#endif
+        for (int b = 0; b < T; ++b) {
+            std::copy(local[std::size_t(b)].begin(), local[std::size_t(b)].end(), G.edges.begin() + std::ptrdiff_t(chunk[std::size_t(b)]));
+            std::vector<std::uint64_t>().swap(local[std::size_t(b)]);
         }
-        std::sort(G.edges.begin(), G.edges.end());
+        merge_chunks(G.edges.data(), chunk, T);
         G.edges.erase(std::unique(G.edges.begin(), G.edges.end()), G.edges.end());
     }
     s.timing.seconds_connect = since(t_connect);
@@ -402,14 +486,49 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
         region[i] = seg[region[i]];
         for (int ch = 0; ch < C; ++ch) filtered[i * C + ch] = modes(i, 2 + ch);
     }
-    // Mean colours, summed in scan order (as above: the same for any thread count).
+    // Mean colours: per thread in fixed point (int64, exact: the same for any thread count), then
+    // added up.
     std::vector<double> colour_sum(S * std::size_t(C), 0.0), mode_sum(S * std::size_t(C), 0.0);
-    for (Index i = 0; i < n; ++i) {
-        const std::size_t l = std::size_t(region[i]) * std::size_t(C);
-        for (int ch = 0; ch < C; ++ch) {
-            mode_sum[l + std::size_t(ch)] += filtered[i * C + ch];
-            colour_sum[l + std::size_t(ch)] += pixels[std::size_t(i) * std::size_t(C) + std::size_t(ch)];
+    {
+        const std::size_t uC = std::size_t(C), nC = std::size_t(n) * uC;
+        float top_mode = 0, top_colour = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(T) reduction(max : top_mode, top_colour) if (n >= (Index(1) << 16))
+#endif
+        for (std::size_t j = 0; j < nC; ++j) {
+            top_mode = std::max(top_mode, std::fabs(filtered[j]));
+            top_colour = std::max(top_colour, std::fabs(pixels[j]));
         }
+        auto scale_for = [&](float top) {  // 2^62 / (n · max |value|): no sum can overflow
+            return std::ldexp(1.0, 62 - std::max(0, std::ilogb(std::max(1.0, double(top) * double(n))) + 1));
+        };
+        const double sm = scale_for(top_mode), sc = scale_for(top_colour);
+        std::vector<std::int64_t> total(S * 2 * uC, 0);
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(T)
+#endif
+        {
+            std::vector<std::int64_t> mine(S * 2 * uC, 0);
+#if defined(_OPENMP)
+#pragma omp for schedule(static) nowait
+#endif
+            for (Index i = 0; i < n; ++i) {
+                std::int64_t* t = mine.data() + std::size_t(region[i]) * 2 * uC;
+                for (std::size_t ch = 0; ch < uC; ++ch) {
+                    t[ch] += static_cast<std::int64_t>(double(filtered[std::size_t(i) * uC + ch]) * sm);
+                    t[uC + ch] += static_cast<std::int64_t>(double(pixels[std::size_t(i) * uC + ch]) * sc);
+                }
+            }
+#if defined(_OPENMP)
+#pragma omp critical(meanshift_segment_colour_sums)
+#endif
+            for (std::size_t j = 0; j < total.size(); ++j) total[j] += mine[j];
+        }
+        for (std::size_t l = 0; l < S; ++l)
+            for (std::size_t ch = 0; ch < uC; ++ch) {
+                mode_sum[l * uC + ch] = static_cast<double>(total[l * 2 * uC + ch]) / sm;
+                colour_sum[l * uC + ch] = static_cast<double>(total[l * 2 * uC + uC + ch]) / sc;
+            }
     }
     s.sizes = std::move(sizes);
     s.colours.resize(static_cast<Index>(S), C);
