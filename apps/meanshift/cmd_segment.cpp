@@ -27,9 +27,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace mscli {
@@ -110,25 +112,57 @@ RgbImage label_image(const meanshift::Segmentation& seg, int w, int h)
     return out;
 }
 
-// Each segment painted with the mean colour of its pixels (averaged in linear light).
-RgbImage mean_colour_image(const meanshift::Segmentation& seg, const RgbImage& img)
+// Runs body(begin, end) over `count` items in up to `threads` slices (0 = the hardware's), one of
+// them on this thread.
+void for_slices(std::size_t count, int threads, const std::function<void(std::size_t, std::size_t, std::size_t)>& body)
+{
+    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
+                                          : std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t parts = std::max<std::size_t>(1, std::min(cores, count >> 17));
+    std::vector<std::thread> pool;
+    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(body, p, count * p / parts, count * (p + 1) / parts);
+    body(0, 0, count / parts);
+    for (std::thread& t : pool) t.join();
+}
+
+// Each segment painted with the mean colour of its pixels (averaged in linear light). The sums run
+// on threads in fixed point (int64: exact, the same for any thread count).
+RgbImage mean_colour_image(const meanshift::Segmentation& seg, const RgbImage& img, int threads)
 {
     const std::size_t c = seg.sizes.size(), n = img.count();
-    std::vector<double> sum(c * 3, 0.0);
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t l = static_cast<std::size_t>(seg.labels[i]);
-        for (int ch = 0; ch < 3; ++ch) sum[l * 3 + ch] += srgb_to_linear(img.pixels[i * 3 + ch]);
-    }
+    // Linear values in [0, 1] as multiples of 2^-b, b chosen so that n of them fit in 62 bits.
+    int bits = 62;
+    while (bits > 0 && (static_cast<double>(n) + 1) * std::ldexp(1.0, bits) >= std::ldexp(1.0, 62)) --bits;
+    const double scale = std::ldexp(1.0, bits);
+    std::int64_t table[256];
+    for (int v = 0; v < 256; ++v) table[v] = static_cast<std::int64_t>(srgb_to_linear(static_cast<std::uint8_t>(v)) * scale);
+    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
+                                          : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::vector<std::int64_t>> sums(cores);
+    for_slices(n, threads, [&](std::size_t part, std::size_t begin, std::size_t end) {
+        std::vector<std::int64_t>& sum = sums[part];
+        sum.assign(c * 3, 0);
+        for (std::size_t i = begin; i < end; ++i) {
+            std::int64_t* s = &sum[static_cast<std::size_t>(seg.labels[i]) * 3];
+            for (int ch = 0; ch < 3; ++ch) s[ch] += table[img.pixels[i * 3 + ch]];
+        }
+    });
     std::vector<std::uint8_t> mean(c * 3);
     for (std::size_t l = 0; l < c; ++l)
-        for (int ch = 0; ch < 3; ++ch)
-            mean[l * 3 + ch] = linear_to_srgb(sum[l * 3 + ch] / static_cast<double>(seg.sizes[l]));
+        for (int ch = 0; ch < 3; ++ch) {
+            std::int64_t total = 0;
+            for (const auto& sum : sums)
+                if (!sum.empty()) total += sum[l * 3 + ch];
+            mean[l * 3 + ch] = linear_to_srgb(static_cast<double>(total) / scale / static_cast<double>(seg.sizes[l]));
+        }
     RgbImage out;
     out.width = img.width;
     out.height = img.height;
     out.pixels.resize(n * 3);
-    for (std::size_t i = 0; i < n; ++i)
-        std::memcpy(&out.pixels[i * 3], &mean[static_cast<std::size_t>(seg.labels[i]) * 3], 3);
+    for_slices(n, threads, [&](std::size_t, std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i)
+            std::memcpy(&out.pixels[i * 3], &mean[static_cast<std::size_t>(seg.labels[i]) * 3], 3);
+    });
     return out;
 }
 
@@ -300,7 +334,7 @@ void run_segment(const SegmentArgs& a, Mode mode)
     report.add("segment other", std::max(0.0, seconds_segment - named));
 
     t_stage = std::chrono::steady_clock::now();
-    const RgbImage segmented = mean_colour_image(seg, img);
+    const RgbImage segmented = mean_colour_image(seg, img, a.run.threads);
     const RgbImage labels = labels_png.empty() ? RgbImage{} : label_image(seg, w, h);
     RgbImage filtered;
     if (!filtered_png.empty()) {
