@@ -22,6 +22,9 @@ inline constexpr Index kFilterBandPixels = Index{1} << 17;
 inline constexpr Index kDeviceOneBandPixels = Index{1} << 23;
 inline constexpr Index kDeviceBandPixels = Index{1} << 22;
 
+/// The openmp backend (with default topology, pair form and isa) does not come here: filter_image()
+/// hands it to filter_image_host() (segmentation_host_filter.hpp), whose kernel reads each mode's
+/// window from the colour planes; the bands below serve the serial oracle and the GPU backends.
 /// The ascent of every pixel of an H × W image with C channels (`pixels` H·W × C row-major,
 /// finite, checked by the caller) with the shared diagonal bandwidth `options.bandwidth`
 /// (hs, hs, hr, …), the truncated kernel of `options.cutoff` and the pixel lattice search, as
