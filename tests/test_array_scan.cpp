@@ -46,3 +46,34 @@ TEST_CASE("column_range: the colwise minimum and maximum of the leading columns"
             }
         }
 }
+
+TEST_CASE("float_column_range and max_abs: exact extremes of narrow and wide rows, any thread count")
+{
+    std::mt19937 rng(9);
+    std::normal_distribution<float> g(0.0f, 5.0f);
+    // 384 and 600 columns: the wide path's tiles of column blocks x row slices; 3 columns: rows only.
+    for (std::size_t cols : {std::size_t{3}, std::size_t{384}, std::size_t{600}})
+        for (int threads : {1, 2, 5}) {
+            const std::size_t rows = cols == 3 ? 60000 : 700;  // over kParallelMinValues values
+            std::vector<float> x(rows * cols);
+            for (float& v : x) v = g(rng);
+            std::vector<float> want_lo(x.begin(), x.begin() + std::ptrdiff_t(cols)), want_hi = want_lo;
+            for (std::size_t i = 0; i < rows; ++i)
+                for (std::size_t d = 0; d < cols; ++d) {
+                    want_lo[d] = std::min(want_lo[d], x[i * cols + d]);
+                    want_hi[d] = std::max(want_hi[d], x[i * cols + d]);
+                }
+            const detail::HostThreads scope(threads);
+            std::vector<float> lo, hi;
+            CAPTURE(cols);
+            CAPTURE(threads);
+            CHECK(detail::float_column_range(x.data(), rows, cols, lo, hi));
+            CHECK(lo == want_lo);
+            CHECK(hi == want_hi);
+            x[rows * cols / 2 + 1] = std::numeric_limits<float>::quiet_NaN();
+            CHECK_FALSE(detail::float_column_range(x.data(), rows, cols, lo, hi));
+            std::vector<double> xd(x.begin(), x.end());
+            xd[rows * cols / 2 + 1] = -1e3;
+            CHECK(detail::max_abs(xd.data(), xd.size()) == 1e3);
+        }
+}

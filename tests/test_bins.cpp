@@ -3,6 +3,7 @@
 // comparison sort for cell ranges wider than 64 bits) ran.
 #include "test_support.hpp"
 
+#include "skeleton/src/parallel.hpp"
 #include "skeleton/src/radix_sort.hpp"
 #include "skeleton/src/seeding.hpp"
 
@@ -87,5 +88,52 @@ TEST_CASE("make_bins: lexicographic bins, counts, means and find() on both sort 
         }
         INFO("k = " << k << (k == 1 ? ", a 54-bit key" : ", comparison sort"));
         check_bins(Q, 0.5);
+    }
+}
+
+TEST_CASE("make_bins: sums over fixed chunks of rows, the same for any thread count; weights and zero weights")
+{
+    // 300,000 rows: several chunks of rows (chunked_sums), a dense cell table of bits.
+    std::mt19937 rng(17);
+    std::normal_distribution<double> g(0.0, 4.0);
+    MatrixD P(300000, 2);
+    for (Index i = 0; i < P.rows(); ++i)
+        for (int d = 0; d < 2; ++d) P(i, d) = g(rng);
+    std::vector<float> w(static_cast<std::size_t>(P.rows()));
+    for (Index i = 0; i < P.rows(); ++i) w[std::size_t(i)] = P(i, 0) > 6 ? 0.0f : float(1 + i % 3);
+    check_bins(P, 0.25);
+    for (const float* weights : {static_cast<const float*>(nullptr), static_cast<const float*>(w.data())}) {
+        std::vector<detail::Bins> runs;
+        for (int threads : {1, 2, 3}) {
+            const detail::HostThreads scope(threads);
+            runs.push_back(detail::make_bins(P, 0.25, weights));
+        }
+        for (const detail::Bins& b : runs) {
+            CHECK(b.of == runs[0].of);
+            CHECK(b.count == runs[0].count);
+            CHECK(b.mean == runs[0].mean);  // bit for bit
+            CHECK(b.weight == runs[0].weight);
+        }
+        if (!weights) continue;
+        // Against the definition: weighted means; a bin of weight 0 takes the plain mean.
+        const detail::Bins& b = runs[0];
+        const Index B = b.mean.rows();
+        MatrixD sum = MatrixD::Zero(B, 2), plain = MatrixD::Zero(B, 2);
+        VectorD ws = VectorD::Zero(B);
+        for (Index i = 0; i < P.rows(); ++i) {
+            const Index j = b.of[std::size_t(i)];
+            sum.row(j) += P.row(i) * double(w[std::size_t(i)]);
+            plain.row(j) += P.row(i);
+            ws[j] += w[std::size_t(i)];
+        }
+        Index zero = 0;
+        for (Index j = 0; j < B; ++j) {
+            const Eigen::RowVectorXd want =
+                ws[j] > 0 ? Eigen::RowVectorXd(sum.row(j) / ws[j]) : Eigen::RowVectorXd(plain.row(j) / double(b.count[std::size_t(j)]));
+            zero += ws[j] > 0 ? 0 : 1;
+            CHECK((b.mean.row(j) - want).norm() <= 1e-12 * (1 + want.norm()));
+            CHECK(b.weight[j] == doctest::Approx(ws[j]).epsilon(1e-12));
+        }
+        CHECK(zero > 0);
     }
 }

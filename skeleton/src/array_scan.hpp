@@ -24,6 +24,19 @@ bool all_finite(const T* x, std::size_t count)
     return !bad;
 }
 
+/// max |x[i]| over x[0..count) (0 for none; NaN-free input), on the host threads for large counts.
+/// A maximum is exact in any order, so the result does not depend on the thread count.
+inline double max_abs(const double* x, std::size_t count)
+{
+    double m = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for simd schedule(static) reduction(max : m) num_threads(host_threads()) \
+    if (count >= static_cast<std::size_t>(kParallelMinValues))
+#endif
+    for (std::size_t i = 0; i < count; ++i) m = std::max(m, std::fabs(x[i]));
+    return m;
+}
+
 /// Per-column minimum `lo` and maximum `hi` of the first `cols` columns of A (rows ≥ 1), in one
 /// pass over its rows.
 inline void column_range(const MatrixD& A, Index cols, Eigen::RowVectorXd& lo, Eigen::RowVectorXd& hi)
@@ -57,7 +70,7 @@ inline bool float_column_range(const float* x, std::size_t rows, std::size_t col
         for (std::size_t i = r0; i < r1; ++i) {
             const float* r = x + i * cols;
             for (std::size_t d = c0; d < c1; ++d) {
-                bad = bad || !(std::fabs(r[d]) <= std::numeric_limits<float>::max());
+                bad |= !(std::fabs(r[d]) <= std::numeric_limits<float>::max());
                 lp[d - c0] = std::min(lp[d - c0], r[d]);
                 hp[d - c0] = std::max(hp[d - c0], r[d]);
             }
@@ -68,13 +81,30 @@ inline bool float_column_range(const float* x, std::size_t rows, std::size_t col
 #if defined(_OPENMP)
     const bool parallel = rows * cols >= static_cast<std::size_t>(kParallelMinValues);
     if (cols > kWideColumns) {
-        // Column blocks: each thread owns lo/hi of its columns outright.
+        // Tiles of a column block × a slice of rows, each with its own lo/hi of the block's columns.
+        // Rows are sliced only as far as the blocks leave threads idle (384 columns are 2 blocks:
+        // 2 of 16 threads scanned 100,000 × 384 values, 0.13 s), so the copies stay
+        // O(threads · kWideColumns) values for any width.
         const std::size_t blocks = (cols + kWideColumns - 1) / kWideColumns;
-#pragma omp parallel for schedule(static) reduction(|| : bad) num_threads(host_threads()) if (parallel)
-        for (std::size_t b = 0; b < blocks; ++b) {
+        const std::size_t T = parallel ? static_cast<std::size_t>(host_threads()) : 1;
+        const std::size_t slices = std::max<std::size_t>(1, std::min(rows, (2 * T + blocks - 1) / blocks));
+        std::vector<float> tl(slices * cols), th(slices * cols);
+#pragma omp parallel for schedule(dynamic, 1) reduction(|| : bad) num_threads(host_threads()) if (parallel)
+        for (std::size_t task = 0; task < slices * blocks; ++task) {
+            const std::size_t s = task / blocks, b = task % blocks;
             const std::size_t c0 = b * kWideColumns, c1 = std::min(cols, c0 + kWideColumns);
-            bad = scan(0, rows, c0, c1, l + c0, h + c0) || bad;
+            const std::size_t r0 = rows * s / slices, r1 = rows * (s + 1) / slices;
+            float* lp = tl.data() + s * cols + c0;
+            float* hp = th.data() + s * cols + c0;
+            std::copy(x + r0 * cols + c0, x + r0 * cols + c1, lp);
+            std::copy(x + r0 * cols + c0, x + r0 * cols + c1, hp);
+            bad = scan(r0, r1, c0, c1, lp, hp) || bad;
         }
+        for (std::size_t s = 0; s < slices; ++s)
+            for (std::size_t d = 0; d < cols; ++d) {
+                l[d] = std::min(l[d], tl[s * cols + d]);
+                h[d] = std::max(h[d], th[s * cols + d]);
+            }
         return !bad;
     }
 #pragma omp parallel num_threads(host_threads()) if (parallel) reduction(|| : bad)

@@ -33,6 +33,41 @@ std::string grouped(Index v)
     return out;
 }
 
+/// The q in [0, n) for which keep(q) holds, in increasing order, on the host threads: each thread
+/// selects from its contiguous slice and writes after the slices before it (10^7 caller rows of
+/// which a few percent lie in boundary bins: 0.09 s on one thread).
+template <class Keep>
+std::vector<Index> select_rows(Index n, Keep&& keep)
+{
+    const int threads = n >= kParallelMinValues ? host_threads() : 1;
+    std::vector<Index> before(static_cast<std::size_t>(threads) + 1, 0), out;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+        const Index t = omp_get_thread_num(), T = omp_get_num_threads();
+#else
+        const Index t = 0, T = 1;
+#endif
+        const Index a = n * t / T, b = n * (t + 1) / T;
+        std::vector<Index> mine;
+        for (Index q = a; q < b; ++q)
+            if (keep(q)) mine.push_back(q);
+        before[std::size_t(t) + 1] = static_cast<Index>(mine.size());
+#if defined(_OPENMP)
+#pragma omp barrier
+#pragma omp single
+#endif
+        {
+            for (std::size_t u = 1; u < before.size(); ++u) before[u] += before[u - 1];
+            out.resize(static_cast<std::size_t>(before.back()));
+        }
+        std::copy(mine.begin(), mine.end(), out.begin() + before[std::size_t(t)]);
+    }
+    return out;
+}
+
 }  // namespace
 
 SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
@@ -110,6 +145,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
             seed_of_bin[std::size_t(j)] = best;
         }
         p.point_seed.resize(static_cast<std::size_t>(n));
+        MS_PARALLEL_FOR(n)
         for (Index i = 0; i < n; ++i) p.point_seed[std::size_t(i)] = seed_of_bin[std::size_t(b.of[std::size_t(i)])];
         p.description = "bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(S) + " seeds" +
                         (options.min_bin_count > 1 ? ", min_bin_count " + std::to_string(options.min_bin_count) : "") +
@@ -186,10 +222,10 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     const Index n = D.n();  // rows the ascents run on
     const MatrixD& X = points ? *points : D.points;
     auto caller_row = [&](Index q) { return points || D.original.empty() ? q : D.original[std::size_t(q)]; };
-    std::vector<Index> rows;
-    for (Index q = 0; q < X.rows(); ++q)
-        if (boundary[std::size_t(b.of[std::size_t(caller_row(q))])]) rows.push_back(q);
+    const std::vector<Index> rows =
+        select_rows(X.rows(), [&](Index q) { return boundary[std::size_t(b.of[std::size_t(caller_row(q))])] != 0; });
     MatrixD P(static_cast<Index>(rows.size()), k);
+    MS_PARALLEL_FOR(Index(rows.size()) * k)
     for (std::size_t r = 0; r < rows.size(); ++r) P.row(static_cast<Index>(r)) = X.row(rows[r]);
     const Bins fine = make_bins(P, b.side / 4, nullptr);
     const Index F = fine.mean.rows();

@@ -32,6 +32,13 @@ struct Bins {
 /// (false for side ≤ 0, NaN or a quotient that overflows).
 bool bins_fit(const MatrixD& P, double side);
 
+/// bins_fit for data whose largest |coordinate| is `extent` (bins_extent), to test several sides
+/// with one pass over the data.
+bool bins_fit(double extent, double side);
+
+/// max |P(i, d)| (0 for empty P), on the host threads: what bins_fit compares with side · 2^53.
+double bins_extent(const MatrixD& P);
+
 /// Why bins of `side` (bandwidth units) do not fit P (bins_fit false), for Result::seeding.
 std::string bins_overflow_reason(const MatrixD& P, double side);
 
