@@ -112,6 +112,28 @@ TEST_CASE("conformance highdim: one step, k = 16, 64, 128, shared and per-point,
                 }
 }
 
+TEST_CASE("conformance highdim: one step, k = 200 and 400 (warpgroup-MMA kernels on Hopper), exact and cutoff")
+{
+    // The shared model's GEMM kernels between k = 128 and 512 (gemm_wgmma_wide_kernel.cu on compute
+    // capability 9.0, the mma.sync kernels elsewhere). The first query, the origin, is ~sqrt(k/2)
+    // bandwidths from every point here: its weights flush to 0 on the GPUs (NoSupport, documented),
+    // so it takes a data point's place.
+    auto rng = make_rng("conf-highdim-step-wide");
+    MSTEST_SEED_INFO();
+    const bool truncates = make_backend(conf::backend())->supports_cutoff();
+    for (int k : {200, 400})
+        for (Index n : {Index(67), Index(301)})
+            for (bool cut : {false, true}) {
+                if (cut && !truncates) continue;
+                PreparedData D = random_prepared(rng, n, k, KernelModel::Shared);
+                MatrixD Q = random_queries(rng, D, n == 67 ? 130 : 37);
+                Q.row(0) = D.points.row(3);
+                if (cut) D.cutoff2 = clear_cutoff2(D, Q, 9.0);
+                INFO("k = " << k << ", n = " << n << ", count = " << Q.rows() << ", cutoff2 = " << D.cutoff2);
+                for (const auto& [form, bo] : pair_forms()) check_step(form, bo, D, Q, 2);
+            }
+}
+
 TEST_CASE("conformance highdim: modes without support keep their position and are reported")
 {
     auto rng = make_rng("conf-highdim-support");

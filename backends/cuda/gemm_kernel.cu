@@ -288,8 +288,11 @@ const void* gemm_log2_max_kernel(int k, bool truncated)
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& target)
 {
     if (!per_point) {
-        if (target.wgmma)
+        if (target.wgmma) {
             if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn && w.smem <= target.smem) return w;  // k = 33..64
+            if (const GemmKernel w = gemm_wgmma_wide_kernel(k, truncated); w.fn && w.smem <= target.smem)
+                return w;  // k = 129..512 (H100: 1.2-2.8x the mma.sync kernels)
+        }
         if (const GemmKernel f = gemm_f16_kernel(k, truncated); f.fn && f.smem <= target.smem) return f;  // k ≤ 256
         return gemm_wide_kernel(k, truncated, target.smem);  // k ≤ 1,024, tiled over the dimensions
     }

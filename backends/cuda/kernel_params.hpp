@@ -119,11 +119,11 @@ struct GemmTarget {
     unsigned long smem = ~0ul;
 };
 /// Largest k of the GEMM kernels: 1,024 (shared H), 128 (per-point H). The shared model runs the
-/// fp16 kernels (gemm_wgmma_kernel where `target.wgmma` allows and it exists for k, else
-/// gemm_f16_kernel up to k = 256, gemm_wide_kernel beyond or where the f16 kernel's shared memory
-/// exceeds the device's), the per-point model the TF32 one (gemm_kernel.cu). `truncated`: the launch
-/// masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test). Empty (fn = nullptr)
-/// where no kernel takes k on this target.
+/// fp16 kernels (where `target.wgmma` allows: gemm_wgmma_kernel at k = 33..64, gemm_wgmma_wide_kernel
+/// at k = 129..512; else gemm_f16_kernel up to k = 256, gemm_wide_kernel beyond or where the f16
+/// kernel's shared memory exceeds the device's), the per-point model the TF32 one (gemm_kernel.cu).
+/// `truncated`: the launch masks pairs beyond GemmParams::cut_log2 (the exact kernel skips that test).
+/// Empty (fn = nullptr) where no kernel takes k on this target.
 GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& target);
 /// The fp16 tensor-core kernel of the shared model, k ≤ 256 (gemm_f16_kernel.cu); empty above.
 GemmKernel gemm_f16_kernel(int k, bool truncated);
@@ -133,6 +133,11 @@ GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit);
 /// The shared model on Hopper's warpgroup MMA (gemm_wgmma_kernel.cu): k = 33..64 with k % 4 == 0,
 /// empty elsewhere; its code is sm_90a only, so launch it only where wgmma_device() holds.
 GemmKernel gemm_wgmma_kernel(int k, bool truncated);
+/// The shared model on warpgroup MMA with the modes in shared memory (gemm_wgmma_wide_kernel.cu):
+/// k = 129..512 (τ = 256; 128 modes × 64-point tiles up to k = 256, 64 modes × 32-point tiles with
+/// the dimensions split between the two warpgroups beyond), empty elsewhere; sm_90a code only, as
+/// gemm_wgmma_kernel.
+GemmKernel gemm_wgmma_wide_kernel(int k, bool truncated);
 /// Whether a device of this compute capability runs the sm_90a code of gemm_wgmma_kernel (9.0 only:
 /// arch-specific code does not carry over to later architectures).
 constexpr bool wgmma_device(int major, int minor) { return major == 9 && minor == 0; }
