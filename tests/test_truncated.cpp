@@ -330,3 +330,69 @@ TEST_CASE("truncated: data binned for the ascents (Options::data_bin_size): enga
     bad.data_bin_size = std::numeric_limits<double>::quiet_NaN();
     CHECK_THROWS_AS(cluster(b.data, bad), InvalidArgument);
 }
+
+TEST_CASE("truncated: per-point H_i grid has cells finer than the largest reach, and its boxes hold every reachable point")
+{
+    // σ_id from 0.2 to 1 (a largest reach 5x the smallest, as a forest cloud's σ grow with height):
+    // the grid's cells are a fraction of c · max σ, and the box of a position still holds every
+    // point whose own reach c · σ_jd covers it in every dim.
+    auto rng = make_rng("trunc-perpoint-grid");
+    MSTEST_SEED_INFO();
+    PreparedData D;
+    const Index n = 3000;
+    D.model = KernelModel::PerPoint;
+    D.points.resize(n, 3);
+    D.precision.resize(n, 3);
+    std::uniform_real_distribution<double> U(0.0, 1.0);
+    for (Index i = 0; i < n; ++i) {
+        D.points.row(i) << 60 * U(rng), 50 * U(rng), 10 * U(rng);
+        for (int d = 0; d < 3; ++d) {
+            const double s = 0.2 + 0.8 * U(rng);
+            D.precision(i, d) = 1 / (s * s);
+        }
+    }
+    D.finalize();
+    D.cutoff2 = 9.0;
+    std::string why;
+    detail::build_search(D, NeighbourSearch::Grid, why);
+    INFO(why);
+    REQUIRE(D.grid);
+    const CellGrid& G = *D.grid;
+    for (int j = 0; j < G.g(); ++j) CHECK(G.side[std::size_t(j)] < 0.5 * G.radius[std::size_t(j)]);
+    std::vector<Index> lo(std::size_t(G.g())), hi(std::size_t(G.g())), ranges;
+    for (int q = 0; q < 200; ++q) {
+        const double y[3] = {-2 + 64 * U(rng), -2 + 54 * U(rng), 10 * U(rng)};
+        G.empty_box(lo.data(), hi.data());
+        G.add_neighbourhood(y, lo.data(), hi.data());
+        ranges.clear();
+        G.box_ranges(lo.data(), hi.data(), ranges);
+        std::vector<char> in(std::size_t(n), 0);
+        for (std::size_t r = 0; r < ranges.size(); r += 2)
+            for (Index i = ranges[r]; i < ranges[r + 1]; ++i) in[std::size_t(i)] = 1;
+        for (Index i = 0; i < n; ++i) {
+            bool reach = true;
+            for (int d = 0; d < 3; ++d) reach = reach && std::abs(y[d] - D.points(i, d)) <= 3.0 / std::sqrt(D.precision(i, d));
+            if (reach) CHECK(in[std::size_t(i)]);
+        }
+    }
+}
+
+TEST_CASE("truncated: Auto builds no kd-tree where the data span less than the reach in every dim")
+{
+    // 40,000 points in a 64-D box of side 2 at cutoff 3: every leaf's reach box would hold the whole
+    // box, so Auto says so and builds neither the sample tree nor the full one.
+    auto rng = make_rng("trunc-no-tree");
+    MSTEST_SEED_INFO();
+    PreparedData D;
+    D.points.resize(40000, 64);
+    std::uniform_real_distribution<double> U(-1.0, 1.0);
+    for (Index i = 0; i < D.points.size(); ++i) D.points.data()[i] = U(rng);
+    D.finalize();
+    D.cutoff2 = 9.0;
+    std::string why;
+    detail::build_search(D, NeighbourSearch::Auto, why);
+    INFO(why);
+    CHECK_FALSE(D.tree);
+    CHECK_FALSE(D.grid);
+    CHECK(why.find("no kd-tree prunes") != std::string::npos);
+}

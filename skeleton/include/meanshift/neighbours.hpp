@@ -81,7 +81,8 @@ inline constexpr int kGridTryTreeDims = 6;
 /// `dims`, the LAST grid dimension fastest; prepared rows are sorted by cell, cell c holding rows
 /// [start[c], start[c+1]). A position y's neighbourhood is the box of cells that [y − radius,
 /// y + radius] touches in every grid dim: every point within the radius lies in it. With the
-/// side ≥ the radius (the default grid) that is at most y's cell ±1; the pixel lattice
+/// side ≥ the radius (the default grid, shared H) that is at most y's cell ±1; per-point H_i
+/// take cells of a quarter of the radius (the largest reach), so a box fits the reach closer; the pixel lattice
 /// (NeighbourSearch::Lattice) has dims {y_dim, x_dim}, cells {height, width}, a side of one pixel
 /// (1/hs in prepared units for segment_image) and start[c] = c.
 struct MEANSHIFT_API CellGrid {
