@@ -324,6 +324,19 @@ TEST_CASE("cuda: GEMM kernels and preload tiles sized from the device's shared m
     CHECK(gemm_kernel(384, false, false, GemmTarget{false, h100}).modes == 64);
     CHECK(gemm_kernel(512, false, true, GemmTarget{false, h100}).modes == 64);
     CHECK(gemm_kernel(384, false, false, GemmTarget{false, small}).modes == 32);
+    // Hopper (wgmma): k = 129-512 on gemm_wgmma_wide_kernel.cu (τ = 256; 128 modes up to k = 256, 64
+    // beyond), within sm_90's shared memory; where it does not fit, the mma.sync kernels as above.
+    for (int k : {129, 130, 192, 256, 257, 384, 400, 512})
+        for (bool truncated : {false, true}) {
+            CAPTURE(k);
+            const GemmKernel w = gemm_kernel(k, false, truncated, GemmTarget{true, h100});
+            CHECK(w.fn != nullptr);
+            CHECK(w.threads == 256);
+            CHECK(w.modes == (k <= 256 ? 128 : 64));
+            CHECK(w.smem <= h100);
+            CHECK(gemm_kernel(k, false, truncated, GemmTarget{true, small}).smem <= small);
+        }
+    CHECK(gemm_kernel(513, false, false, GemmTarget{true, h100}).threads == 512);  // dimension-tiled
     // The topology kernels: 256 points of k = 384 need 393,248 bytes (the issue's error); the
     // default tile halves to 128, and is 0 (no staging) where one point does not fit.
     CHECK(topology_smem_bytes(384, false, true, 256, 256) == 393248);
