@@ -171,7 +171,7 @@ int sum_chunks(Index n, int k, Index B)
     return static_cast<int>(std::max<Index>(1, std::min({Index{16}, by_rows, by_memory})));
 }
 
-void chunked_sums(const MatrixD& P, const std::vector<Index>& of, const float* weights, int threads, Bins& b)
+void chunked_sums(const MatrixD& P, const std::vector<Index, NoInitAllocator<Index>>& of, const float* weights, int threads, Bins& b)
 {
     const Index n = P.rows(), k = P.cols(), B = static_cast<Index>(b.count.size());
     const int chunks = sum_chunks(n, static_cast<int>(k), B);

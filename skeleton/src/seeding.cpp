@@ -105,7 +105,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         if (!weights) for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.count[std::size_t(j)]);
         prep = prepare(Xb.data(), B, k, options.bandwidth, wb.data());
         p.seeds = to_prepared(prep, Xb.data(), B, "bins");
-        p.point_seed = b.of;
+        p.point_seed.assign(b.of.begin(), b.of.end());
         p.description = "binned data, bins of " + number(options.bin_size) + " bandwidths (" + std::to_string(B) +
                         " weighted points and seeds)";
     } else if (want_bins && declined.empty()) {

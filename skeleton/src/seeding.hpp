@@ -9,15 +9,43 @@
 #include <meanshift/meanshift.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace meanshift::detail {
 
+/// std::allocator whose value-initialisation is default-initialisation: resize(n) of an n-long
+/// index array leaves its pages untouched, so the threads that write it first touch them (a
+/// sequential zero-fill of 10^7 Index values took 0.14 s of page faults on one core).
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = NoInitAllocator<U>;
+    };
+    NoInitAllocator() = default;
+    template <class U>
+    NoInitAllocator(const NoInitAllocator<U>&) noexcept
+    {
+    }
+    template <class U>
+    void construct(U* p) noexcept
+    {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a)
+    {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+
 /// Points binned on a grid of side `side` (prepared units): bin of each row, bins in lexicographic
 /// order of their integer cell coordinates.
 struct Bins {
-    std::vector<Index> of;     ///< n: bin of each row
+    std::vector<Index, NoInitAllocator<Index>> of;  ///< n: bin of each row (every entry written by make_bins)
     std::vector<Index> count;  ///< B: rows per bin
     MatrixD mean;              ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
     VectorD weight;            ///< B: Σ weights (or counts)
