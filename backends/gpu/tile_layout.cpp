@@ -1,5 +1,6 @@
 #include "backends/gpu/tile_layout.hpp"
 
+#include "skeleton/src/parallel.hpp"
 #include "skeleton/src/spatial_order.hpp"
 
 #include "meanshift_device.h"  // MS_LOG2E, MS_PAD_LOG2W: the device's constants, the only definitions
@@ -60,9 +61,11 @@ TileLayout build_tile_layout(const PreparedData& data, int tile, ExponentForm fo
 
     const bool expanded = form == ExponentForm::Expanded;
     const int lw = log_weight_slot(k, pp);
-    std::vector<double> c(static_cast<std::size_t>(k)), p(static_cast<std::size_t>(k));
     auto src_of = [&](Index s) { return out.original[static_cast<std::size_t>(s)]; };
+    // Tiles are independent (each writes its own records, centre and radius).
+    MS_PARALLEL_FOR(n * k)
     for (Index t = 0; t < out.tiles; ++t) {
+        std::vector<double> c(static_cast<std::size_t>(k)), p(static_cast<std::size_t>(k));
         const Index begin = t * tile, end = std::min<Index>(n, begin + tile);
         for (int d = 0; d < k; ++d) {
             double lo = data.points(src_of(begin), d), hi = lo;
