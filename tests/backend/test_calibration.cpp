@@ -58,7 +58,10 @@ TEST_CASE("calibration: the fastest candidate on synthetic timings")
     // A margin for the first (reference) form: the others must beat it by more than the factor.
     CHECK(choose_fastest({{"direct", 0.013}, {"gemm", 0.010}}, 1.3) == "direct");
     CHECK(choose_fastest({{"direct", 0.014}, {"gemm", 0.010}}, 1.3) == "gemm");
-    CHECK(choose_fastest({{"direct", 0.020}, {"gemm", 0.012}, {"gemm-amx", 0.010}}, 1.3) == "gemm-amx");
+    CHECK(choose_fastest({{"direct", 0.020}, {"gemm", 0.012}, {"gemm-amx", 0.009}}, 1.3) == "gemm-amx");
+    // Each later form must beat the one chosen so far by the margin, not only the first.
+    CHECK(choose_fastest({{"direct", 0.020}, {"gemm", 0.012}, {"gemm-amx", 0.010}}, 1.3) == "gemm");
+    CHECK(choose_fastest({{"direct", 0.055}, {"gemm", 0.034}, {"gemm-amx", 0.033}}, 1.3) == "gemm");
     CHECK(choose_fastest({{"direct", 0.0}, {"gemm", 0.012}}, 1.3) == "gemm");  // no valid reference
 }
 
@@ -192,8 +195,8 @@ TEST_CASE("calibration: the openmp backend measures direct and GEMM forms")
     REQUIRE(e->timings.size() >= 2);
     CHECK(e->timings[0].form == "direct");
     CHECK(e->timings[1].form == "gemm");
-    // direct unless a GEMM form beat it by the backend's margin (1.3): either way one of the candidates
-    CHECK((e->choice == "direct" || e->choice == choose_fastest(e->timings)));
+    // The backend's margin (1.3) applied in the candidates' order.
+    CHECK(e->choice == choose_fastest(e->timings, 1.3));
     CalibrationFile file(o.calibration_file);
     file.load();
     CHECK(file.find(e->key));

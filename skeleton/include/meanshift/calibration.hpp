@@ -55,9 +55,9 @@ MEANSHIFT_API int calibration_k_bucket(int k);
 MEANSHIFT_API std::string calibration_key(const std::string& backend, const std::string& device,
                                           const std::string& model, int k_bucket);
 /// The fastest candidate (least seconds; a tie keeps the earlier one); timings that are not finite
-/// and > 0 are ignored; "" when none is left. first_margin ≥ 1: the first candidate (the reference
-/// form) stays unless another is faster by more than this factor (seconds × first_margin < its
-/// seconds), for costs of the other forms that the calibration's step does not see.
+/// and > 0 are ignored; "" when none is left. first_margin ≥ 1: taken in order, a candidate replaces
+/// the one chosen so far only when faster by more than this factor (seconds × first_margin < its
+/// seconds), for costs of the later, more specialised forms that the calibration's step does not see.
 MEANSHIFT_API std::string choose_fastest(const std::vector<CalibrationTiming>& timings, double first_margin = 1.0);
 
 /// The cache file: JSON {"format": 1, "entries": [...]} with one object per CalibrationEntry.
