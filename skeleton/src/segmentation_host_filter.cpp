@@ -416,7 +416,13 @@ bool filter_image_host(const float* pixels, int height, int width, int channels,
         const Index y1 = std::min(H, y0 + rows);
         ++bands;
         r.timing.pair_interactions += run_rows(run, P, static_cast<int>(y0), static_cast<int>(y1), modes, outcome.data());
-        if (o.progress && !o.progress(P.max_it, n - y1 * W, n)) throw Error("cancelled by the progress callback");
+        if (o.progress) {
+            // Each pixel ascends to its end before the next band: the report is per band, with the
+            // most iterations a pixel of it made (at least 1) and the pixels of the bands still to come.
+            int most = 1;
+            for (Index q = y0 * W; q < y1 * W; ++q) most = std::max(most, outcome[static_cast<std::size_t>(q)].iterations);
+            if (!o.progress(most, n - y1 * W, n)) throw Error("cancelled by the progress callback");
+        }
     }
     r.timing.seconds_iterate = since(t_iter);
     r.timing.seconds_kernels = r.timing.seconds_iterate;
