@@ -272,11 +272,13 @@ void run_cluster_mpi(const ClusterArgs& a)
     std::printf("iterations  %d\n", iterations);
     const bool ring = r.strategy == meanshift::mpi::Strategy::Ring;
     const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition || ring;
-    std::printf("time        %.3f s on rank 0 (%s %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, gather %.3f, "
-                "group %.3f, broadcast %.3f)\n",
+    std::printf("time        %.3f s on rank 0 (%s %.3f, binning %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, "
+                "gather %.3f, group %.3f, broadcast %.3f, label %.3f)\n",
                 t.seconds_total, ring ? "points moved" : domain ? "points to slabs" : "allgather", t.seconds_allgather,
-                t.seconds_ascent, ascent_max, ring ? "of which ring passes" : domain ? "of which hand-overs" : "wait", domain ? t.seconds_migrate : t.seconds_wait,
-                t.seconds_gather, t.seconds_group, t.seconds_broadcast);
+                t.seconds_binning, t.seconds_ascent, ascent_max,
+                ring ? "of which ring passes" : domain ? "of which hand-overs" : "wait",
+                domain ? t.seconds_migrate : t.seconds_wait, t.seconds_gather, t.seconds_group, t.seconds_broadcast,
+                t.seconds_label);
     std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n", sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());

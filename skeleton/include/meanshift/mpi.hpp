@@ -127,6 +127,8 @@ struct DistributedTiming {
     double seconds_gather = 0;     ///< MPI_Gatherv of the modes to rank 0
     double seconds_group = 0;      ///< grouping on rank 0 (others wait)
     double seconds_broadcast = 0;  ///< centres, sizes, labels
+    double seconds_binning = 0;    ///< bin seeding: this rank's bins, their merge on rank 0 and broadcast (coarse, data and boundary bins)
+    double seconds_label = 0;      ///< bin seeding: each of this rank's points given its bin's (or fine bin's) mode and label
     double seconds_total = 0;
 };
 

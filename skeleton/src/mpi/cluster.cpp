@@ -468,6 +468,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     SeedAscent coarse;
     MatrixF modes_all;  // not seeded: every point's mode, on rank 0
     if (seeded) {
+        const auto t_bins = Clock::now();
         bins = detail::plan_bin_seeds(comm, mine_rows, options, mid, scale);
         // Data binning as one process does it (shared bandwidths; 0 = automatic: cells of bin_size/4
         // when they leave at most n/4 weighted points). Automatic skips the merge when one rank alone
@@ -494,6 +495,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 my_cell_weights.assign(cells.weight.begin() + c0, cells.weight.begin() + c1);
             }
         }
+        out.distributed.seconds_binning += since(t_bins);
         coarse = ascend_seeds(bins.seeds, {});
         local = coarse.local;
     } else {
@@ -550,7 +552,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             Options fine_options = options;
             fine_options.bin_size = options.bin_size / 4;
             fine_options.min_bin_count = 1;
+            const auto t_fine = Clock::now();
             fine = detail::plan_bin_seeds(comm, mine_boundary, fine_options, mid, scale);
+            out.distributed.seconds_binning += since(t_fine);
             // As one process: a fine seed stops as soon as it enters a bin off the boundaries (the
             // domain decomposition's loop applies this; the replicated ranks run whole ascents).
             refined = ascend_seeds(fine.seeds, [&](const double* y) {
@@ -665,6 +669,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         out.iterations.assign(static_cast<std::size_t>(n_local), 0);
         out.converged.assign(static_cast<std::size_t>(n_local), false);
         out.no_support.assign(static_cast<std::size_t>(n_local), false);
+        const auto t_label = Clock::now();
         agree(comm, attempt([&] {
             for (Index i = 0; i < n_local; ++i) {
                 const float* x = mine_rows.data() + i * k;
@@ -686,6 +691,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
                 out.no_support[std::size_t(i)] = a.state[std::size_t(3 * s + 2)] != 0;
             }
         }));
+        out.distributed.seconds_label = since(t_label);
     } else {
         out.modes = std::move(local.modes);
         out.iterations = std::move(local.iterations);
