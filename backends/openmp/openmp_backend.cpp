@@ -158,10 +158,7 @@ public:
                         0x1p-23;
             gemm_wmax_ = per_point && n > 0 ? static_cast<double>(D.precision_f.maxCoeff()) : 1.0;
         }
-        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) {
-            build_layout(D);
-            direct_ready_ = true;
-        }
+        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) build_layout(D);
         if (D.grid) {
             fine_cells_ = true;
             for (int j = 0; j < D.grid->g(); ++j)
@@ -296,15 +293,6 @@ private:
         for (std::size_t b = 0; b + 1 < block_first_.size(); ++b)
             block_end[b] = std::min(block_first_[b] + per_block, block_first_[b + 1]);
         const Index blocks = static_cast<Index>(block_end.size());
-        if (direct_ready_ && far_share(in, blocks, block_end, grouped) * 4 > count) {
-            // Most modes would leave the GEMM form for the float64 sums (spread_modes): isolated modes
-            // many bandwidths from their block's centre, as in high-dimensional data with a small
-            // bandwidth, and more often with AMX's bf16 limbs. The direct kernels are exact there in
-            // float32 and ~20x faster than those sums (Xeon with AMX, k = 384, 2 threads: 3.7e6 vs
-            // 9e7 pairs/s).
-            advance_simd(in, out, supported, count);
-            return;
-        }
         const openmp_detail::GemmBlockFn run = gemm_->run;
         double pairs = 0;
 #pragma omp parallel num_threads(z) reduction(+ : pairs)
@@ -357,36 +345,6 @@ private:
             }
         }
         if (sparse) pairs_ = pairs;
-    }
-
-    /// How many of the step's modes spread_modes() sends to the float64 sums, over the blocks that
-    /// advance_gemm() formed (block_first_, block_end; through order_ where grouped).
-    Index far_share(const double* in, Index blocks, const std::vector<Index>& block_end, bool grouped) const
-    {
-        const int k = gd_.k;
-        Index far_total = 0;
-#pragma omp parallel num_threads(topology_.ppus) reduction(+ : far_total)
-        {
-            std::vector<double> y;
-            std::vector<float> centre(static_cast<std::size_t>(k));
-            std::vector<unsigned char> far;
-#pragma omp for schedule(dynamic, 1)
-            for (Index b = 0; b < blocks; ++b) {
-                const Index first = block_first_[std::size_t(b)];
-                const int m = static_cast<int>(block_end[std::size_t(b)] - first);
-                const double* yin = in + first * k;
-                if (grouped) {
-                    y.resize(static_cast<std::size_t>(m) * static_cast<std::size_t>(k));
-                    for (int j = 0; j < m; ++j) {
-                        const Index q = order_[std::size_t(first + j)];
-                        std::copy(in + q * k, in + (q + 1) * k, y.data() + static_cast<Index>(j) * k);
-                    }
-                    yin = y.data();
-                }
-                far_total += spread_modes(yin, m, centre, far);
-            }
-        }
-        return far_total;
     }
 
     /// The GEMM form's rounding bound for each of a block's m modes (y: m × k): a unit expands
@@ -614,7 +572,6 @@ private:
     openmp_detail::GemmData gd_;
     double gemm_err_ = 0, gemm_wmax_ = 1;        // spread_modes(): the unit's rounding factor, the largest w
     bool float64_ = false;  // data beyond kFloat32MaxExtent: every step by advance_float64
-    bool direct_ready_ = false;  // the direct kernels' layout is built (Auto's GEMM steps may use them)
     std::vector<Index> order_;                   // GEMM form: modes grouped into blocks (group_modes)
     std::vector<Index> group_start_, block_first_;  // group boundaries in order_; first mode of each block
     std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; each thread's block of modes in and out
