@@ -3,6 +3,7 @@
 #include <meanshift/segmentation.hpp>
 
 #include "parallel.hpp"
+#include "stopwatch.hpp"
 #include "segmentation_filter.hpp"
 #include "segmentation_regions.hpp"
 
@@ -20,12 +21,8 @@
 namespace meanshift {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0)
-{
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using detail::Clock;
+using detail::since;
 
 void check_positive(double v, const char* what)
 {

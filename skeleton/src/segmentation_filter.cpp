@@ -6,6 +6,7 @@
 // alive at once (prepared points float64 + float32, the kernel layout, modes float64 three times
 // over, orderings, per-mode statuses); here they exist for one band only.
 #include "segmentation_filter.hpp"
+#include "stopwatch.hpp"
 
 #include "parallel.hpp"
 #include "segmentation_host_filter.hpp"
@@ -25,12 +26,6 @@
 namespace meanshift::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0)
-{
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // The options cluster() would accept and the banded ascent reproduces; anything else goes the
 // generic way (which also says what is wrong).
@@ -45,6 +40,19 @@ bool applies(const Options& o)
 }
 
 }  // namespace
+
+void check_filter_memory(const Options& o, Index W, Index H, double need)
+{
+    if (o.max_memory == std::numeric_limits<std::size_t>::max()) return;
+    const std::size_t limit = o.max_memory > 0 ? o.max_memory : available_memory();
+    if (limit > 0 && need > static_cast<double>(limit))
+        throw OutOfMemory("out of memory: segmenting " + std::to_string(W) + " x " + std::to_string(H) +
+                              " pixels needs about " + std::to_string(static_cast<long long>(need / 1e6)) +
+                              " MB (estimate), over the " +
+                              (o.max_memory > 0 ? "max_memory budget of " : "available physical memory of ") +
+                              std::to_string(static_cast<long long>(static_cast<double>(limit) / 1e6)) + " MB",
+                          static_cast<std::size_t>(need), limit);
+}
 
 Index& filter_band_pixels() noexcept
 {
@@ -141,19 +149,12 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     // flags), what segment_image() adds (labels, filtered image) and the largest band (prepared rows:
     // float64 + float32 + grid offset + kernel layout; modes: float64 in the binding three times, the
     // buffer they are set from and read into, counters, orderings).
-    if (o.max_memory != std::numeric_limits<std::size_t>::max()) {
-        const std::size_t limit = o.max_memory > 0 ? o.max_memory : available_memory();
+    {
         const double rows = static_cast<double>(std::min(H, band_rows + 2 * halo)) * static_cast<double>(W);
         const double band = static_cast<double>(std::min(H, band_rows)) * static_cast<double>(W);
-        const double need = static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C) + rows * (12.0 * k + 8) +
-                            band * (40.0 * k + 40);
-        if (limit > 0 && need > static_cast<double>(limit))
-            throw OutOfMemory("out of memory: segmenting " + std::to_string(W) + " x " + std::to_string(H) +
-                                  " pixels needs about " + std::to_string(static_cast<long long>(need / 1e6)) +
-                                  " MB (estimate), over the " +
-                                  (o.max_memory > 0 ? "max_memory budget of " : "available physical memory of ") +
-                                  std::to_string(static_cast<long long>(static_cast<double>(limit) / 1e6)) + " MB",
-                              static_cast<std::size_t>(need), limit);
+        check_filter_memory(o, W, H,
+                            static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C) + rows * (12.0 * k + 8) +
+                                band * (40.0 * k + 40));
     }
 
     r = Result{};

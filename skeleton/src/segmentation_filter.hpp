@@ -38,6 +38,11 @@ inline constexpr Index kDeviceBandPixels = Index{1} << 22;
 /// overflow): the caller then runs cluster(). Options::max_memory is checked against this
 /// path's own estimate (result, labels, filtered image, the largest band): OutOfMemory when over. `band_pixels` (0 = the defaults above; > 0 = bands of that many pixels at any image size)
 /// is for tests.
+/// Throws OutOfMemory naming the W × H image, the estimate `need` (bytes) and the limit when need
+/// exceeds Options::max_memory (0 = the available physical memory; SIZE_MAX = no check): the
+/// filtering paths' check before they allocate.
+void check_filter_memory(const Options& o, Index width, Index height, double need);
+
 /// The band size segment_image() passes to filter_image(): 0 (the default) unless a test sets it
 /// (filter_band_pixels() = 4096) to run small images in many bands.
 Index& filter_band_pixels() noexcept;

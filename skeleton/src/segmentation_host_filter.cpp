@@ -5,6 +5,8 @@
 // window and the run needs no gather: the generic SIMD kernel's blocks read the union of 16-32
 // modes' square windows through a cell grid.
 #include "segmentation_host_filter.hpp"
+#include "segmentation_filter.hpp"
+#include "stopwatch.hpp"
 
 #include "parallel.hpp"
 
@@ -45,12 +47,6 @@
 namespace meanshift::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0)
-{
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Vectors of L float32 / int32 lanes (GCC and Clang vector extensions): the same code compiles
 // to SSE, AVX2 or AVX-512 under each function's target attribute.
@@ -339,19 +335,9 @@ bool filter_image_host(const float* pixels, int height, int width, int channels,
     if (isa != "auto" && isa != "amx" && isa != "avx512" && isa != "avx2" && isa != "generic") return false;
 
     const Index H = height, W = width, n = H * W;
-    if (o.max_memory != std::numeric_limits<std::size_t>::max()) {
-        // The result (modes float32, iterations, flags), what segment_image() adds (labels,
-        // filtered image) and the colour planes and outcomes of this path.
-        const std::size_t limit = o.max_memory > 0 ? o.max_memory : available_memory();
-        const double need = static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C + 4.0 * C + 8.0);
-        if (limit > 0 && need > static_cast<double>(limit))
-            throw OutOfMemory("out of memory: segmenting " + std::to_string(W) + " x " + std::to_string(H) +
-                                  " pixels needs about " + std::to_string(static_cast<long long>(need / 1e6)) +
-                                  " MB (estimate), over the " +
-                                  (o.max_memory > 0 ? "max_memory budget of " : "available physical memory of ") +
-                                  std::to_string(static_cast<long long>(static_cast<double>(limit) / 1e6)) + " MB",
-                              static_cast<std::size_t>(need), limit);
-    }
+    // The result (modes float32, iterations, flags), what segment_image() adds (labels, filtered
+    // image) and the colour planes and outcomes of this path.
+    check_filter_memory(o, W, H, static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C + 4.0 * C + 8.0));
     const HostThreads threads_scope(o.backend_options.threads);
 
     r = Result{};

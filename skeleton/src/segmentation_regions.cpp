@@ -5,6 +5,7 @@
 // the graph whatever the thread count. Everything after the pixel level works on regions (numbered
 // in scan order of their first pixel), never on pixels.
 #include "segmentation_regions.hpp"
+#include "stopwatch.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -21,12 +22,6 @@
 namespace meanshift::detail {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t0)
-{
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // Union-find over pixels stored in the labels: parent[i] ≤ i, so a root is its tree's smallest
 // pixel and finds walk towards the start of the image.
