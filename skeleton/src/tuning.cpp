@@ -77,7 +77,7 @@ std::vector<std::string> BackendOptions::keys()
     return {"preload",           "preload_size",         "threads",         "devices",           "device",
             "pair_form",         "calibration",       "calibration_file",  "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points", "cuda.wgmma",
             "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options",
-            "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k"};
+            "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k", "opencl.gemm_wide_min_k"};
 }
 
 void BackendOptions::set(const std::string& key, const std::string& v)
@@ -141,6 +141,8 @@ void BackendOptions::set(const std::string& key, const std::string& v)
         opencl.gemm_dim_chunk = static_cast<int>(parse_int(key, v, 0, 64));
     else if (key == "opencl.gemm_min_k")
         opencl.gemm_min_k = static_cast<int>(parse_int(key, v, 0, 1 << 20));
+    else if (key == "opencl.gemm_wide_min_k")
+        opencl.gemm_wide_min_k = static_cast<int>(parse_int(key, v, 0, 1 << 20));
     else {
         std::string known;
         for (const auto& k : keys()) known += (known.empty() ? "" : ", ") + k;

@@ -62,6 +62,9 @@ struct OpenCLTuning {
     int gemm_points = 0;     ///< BN, points per tile (1..256)
     int gemm_dim_chunk = 0;  ///< BK, dims staged in local memory per step of the exponent product (1..64)
     int gemm_min_k = 0;      ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
+    /// Smallest k at which a GEMM step of the shared model takes the dimension-tiled kernel
+    /// (kernels/gemm_wide.cl) instead of gemm_modes.cl; 0 = measured default (GPUs only).
+    int gemm_wide_min_k = 0;
 };
 
 /// Use of the calibration cache (calibration.hpp, docs/tuning.md "Calibration") for the crossovers
@@ -113,7 +116,8 @@ struct MEANSHIFT_API BackendOptions {
     ///   cuda.modes_per_pu=N, cuda.kernel_variant=N, cuda.max_queries=N, cuda.max_points=N, cuda.wgmma=0|1,
     ///   opencl.modes_per_pu=N, opencl.exponent=expanded|direct, opencl.segments=N,
     ///   opencl.nv_ex2=0|1, opencl.build_options=TEXT,
-    ///   opencl.gemm_modes=N, opencl.gemm_points=N, opencl.gemm_dim_chunk=N, opencl.gemm_min_k=N.
+    ///   opencl.gemm_modes=N, opencl.gemm_points=N, opencl.gemm_dim_chunk=N, opencl.gemm_min_k=N,
+    ///   opencl.gemm_wide_min_k=N.
     /// Throws InvalidArgument naming the key and the rule for an unknown key or a bad value.
     void set(const std::string& key, const std::string& value);
     /// "key=value" form of set().
