@@ -21,7 +21,29 @@ std::vector<std::pair<std::string, BackendOptions>> pair_forms()
 {
     BackendOptions gemm;
     gemm.pair_form = PairForm::Gemm;
-    return {{"auto", BackendOptions{}}, {"gemm", gemm}};
+    std::vector<std::pair<std::string, BackendOptions>> forms{{"auto", BackendOptions{}}, {"gemm", gemm}};
+    if (conf::backend().rfind("opencl", 0) == 0) {
+        // OpenCL's dimension-tiled kernel (gemm_wide.cl) at every k, on any device (GPUs take it
+        // by default from its crossover on; CPU devices only this way).
+        BackendOptions wide = gemm;
+        wide.opencl.gemm_wide_min_k = 1;
+        forms.emplace_back("gemm-wide", wide);
+    }
+    return forms;
+}
+
+/// n points of k-D Gaussian noise of standard deviation 2/sqrt(k) a dimension around 0.5: pairs
+/// ~2.8 bandwidths apart at any k, so that weights stay far from float32's underflow at high k.
+PreparedData close_prepared(std::mt19937_64& rng, Index n, int k)
+{
+    PreparedData D;
+    D.model = KernelModel::Shared;
+    std::normal_distribution<double> N(0.5, 2.0 / std::sqrt(double(k)));
+    D.points.resize(n, k);
+    for (Index i = 0; i < n; ++i)
+        for (int d = 0; d < k; ++d) D.points(i, d) = double(float(N(rng)));
+    D.finalize();
+    return D;
 }
 
 /// Squared Mahalanobis distance of query y to point i (the oracle's D²).
@@ -126,6 +148,27 @@ TEST_CASE("conformance highdim: one step, k = 200 and 400 (warpgroup-MMA kernels
             for (bool cut : {false, true}) {
                 if (cut && !truncates) continue;
                 PreparedData D = random_prepared(rng, n, k, KernelModel::Shared);
+                MatrixD Q = random_queries(rng, D, n == 67 ? 130 : 37);
+                Q.row(0) = D.points.row(3);
+                if (cut) D.cutoff2 = clear_cutoff2(D, Q, 9.0);
+                INFO("k = " << k << ", n = " << n << ", count = " << Q.rows() << ", cutoff2 = " << D.cutoff2);
+                for (const auto& [form, bo] : pair_forms()) check_step(form, bo, D, Q, 2);
+            }
+}
+
+TEST_CASE("conformance highdim: one step, k = 130 and 1,023 (dimension-tiled kernels), exact and cutoff")
+{
+    // The dimension-tiled kernels (OpenCL's gemm_wide.cl, CUDA's gemm_wide_kernel.cu) up to and
+    // beyond k = 1,000, on k not a multiple of their dimension chunks (130 = 2 mod 4 and 1,023), on
+    // points ~2.8 bandwidths apart so that every mode has many weights.
+    auto rng = make_rng("conf-highdim-step-dimension-tiled");
+    MSTEST_SEED_INFO();
+    const bool truncates = make_backend(conf::backend())->supports_cutoff();
+    for (int k : {130, 1023})
+        for (Index n : {Index(67), Index(301)})
+            for (bool cut : {false, true}) {
+                if (cut && !truncates) continue;
+                PreparedData D = close_prepared(rng, n, k);
                 MatrixD Q = random_queries(rng, D, n == 67 ? 130 : 37);
                 Q.row(0) = D.points.row(3);
                 if (cut) D.cutoff2 = clear_cutoff2(D, Q, 9.0);

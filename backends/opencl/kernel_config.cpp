@@ -18,6 +18,9 @@ std::size_t KernelConfig::reduction_bytes() const noexcept
 
 std::size_t KernelConfig::private_bytes() const noexcept
 {
+    if (gemm_wide)  // acc 16·tnh, acc2 16·tdh, the staged values, operands: no term in k
+        return static_cast<std::size_t>(16 * gw_tnh + 16 * gw_tdh + (64 + 64 * gw_tnh) * gemm_bk / 256 +
+                                         gw_jc * 64 * gw_tdh / 256 + 4 + 4 * gw_tnh + 8) * sizeof(float);
     if (gemm) {  // acc TM·TN, operands, S1 (+ S0, T0 per-point) TM·TK2
         const int dgrp = tile / std::max(1, gemm_tn);
         const int tk2 = (k + dgrp - 1) / std::max(1, dgrp);
@@ -34,6 +37,11 @@ std::size_t KernelConfig::private_bytes() const noexcept
 
 std::size_t KernelConfig::local_bytes() const noexcept
 {
+    if (gemm_wide) {  // gemm_wide.cl: the stage (max of its three uses), the weights, qnl, s0l, midx
+        const int bn = 64 * gw_tnh;
+        const int stage4 = std::max({gemm_bk * (64 / 4 + 1 + bn / 4 + 1), gw_jc * (16 * gw_tdh + 1), 16 * 64 / 4});
+        return static_cast<std::size_t>(4 * stage4 + bn * 64 + 3 * 64) * sizeof(float);
+    }
     if (gemm)  // Qs, Ps (+ Cs), Es, qnl, midx of gemm_modes.cl
         return static_cast<std::size_t>(gemm_bk * (gemm_bm + 1) + (per_point ? 2 : 1) * gemm_bk * (tile + 1) +
                                         gemm_bm * (tile + 1) + 2 * gemm_bm) * sizeof(float);
@@ -53,6 +61,8 @@ std::string KernelConfig::build_options() const
     if (cpu_vw > 0) o << " -D MS_CPU_VW=" << cpu_vw << " -D MS_CPU_FMA=" << (cpu_fma ? 1 : 0);
     if (cpu_vw > 0 && cpu_dc > 0) o << " -D MS_CPU_DC=" << cpu_dc;
     if (cpu_vw > 0 && cpu_range_modes > 0) o << " -D MS_CPU_RANGE_MODES=" << cpu_range_modes;
+    if (gemm_wide)
+        o << " -D GW_BK=" << gemm_bk << " -D GW_JC=" << gw_jc << " -D GW_TNH=" << gw_tnh << " -D GW_TDH=" << gw_tdh;
     if (gemm)
         o << " -D GEMM_BM=" << gemm_bm << " -D GEMM_TM=" << gemm_tm << " -D GEMM_TN=" << gemm_tn
           << " -D GEMM_BK=" << gemm_bk << " -D GEMM_CUT=" << (gemm_cut ? 1 : 0);
@@ -73,15 +83,69 @@ void validate_tuning(const OpenCLTuning& t)
         throw InvalidArgument("opencl: tuning opencl.segments must be 0 (automatic) .. 1048576, got " +
                               std::to_string(t.segments));
     if (t.gemm_modes < 0 || t.gemm_modes > 256 || t.gemm_points < 0 || t.gemm_points > 256 || t.gemm_dim_chunk < 0 ||
-        t.gemm_dim_chunk > 64 || t.gemm_min_k < 0)
+        t.gemm_dim_chunk > 64 || t.gemm_min_k < 0 || t.gemm_wide_min_k < 0)
         throw InvalidArgument("opencl: tuning opencl.gemm_modes / gemm_points must be 0..256, gemm_dim_chunk 0..64, "
                               "gemm_min_k >= 0");
     if (t.exponent != ExponentForm::Expanded && t.exponent != ExponentForm::Direct)
         throw InvalidArgument("opencl: tuning opencl.exponent must be Expanded or Direct");
 }
 
+bool gemm_wide_for(const KernelConfig& c, const OpenCLTuning& t, bool gpu)
+{
+    if (c.per_point || c.tau != 256 || t.gemm_modes > 0 || t.gemm_points > 0) return false;
+    if (t.gemm_dim_chunk > 0 && t.gemm_dim_chunk % 4 != 0) return false;
+    const int min_k = t.gemm_wide_min_k > 0 ? t.gemm_wide_min_k : gpu ? kGemmWideMinKGpu : 0;
+    return min_k > 0 && c.k >= min_k;
+}
+
+int gemm_default_tau(int k, bool per_point, const OpenCLTuning& t, bool gpu)
+{
+    KernelConfig c;
+    c.k = k;
+    c.per_point = per_point;
+    c.tau = 256;
+    return gpu || gemm_wide_for(c, t, gpu) ? 256 : 64;
+}
+
+namespace {
+
+// gemm_wide.cl's geometry: 64 modes × 128 points, the exponents' dims 16 at a time, the sums'
+// 128 at a time (64 where k ≤ 64), 16 points a phase-2 stage; the defaults shrink (BK, then the
+// tile, then the stage) until local memory fits, so that no default fails on a device with less
+// than NVIDIA's 48 KiB.
+std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size_t local_mem_size)
+{
+    c.gemm_wide = true;
+    c.gemm_bm = 64;
+    c.gemm_tm = 4;
+    c.gemm_bk = t.gemm_dim_chunk > 0 ? t.gemm_dim_chunk : 16;
+    c.gw_tnh = 2;
+    c.gw_tdh = c.k > 64 ? 2 : 1;
+    c.gw_jc = 16;
+    for (;;) {
+        c.tile = 64 * c.gw_tnh;
+        c.gemm_tn = 4 * c.gw_tnh;
+        if (c.local_bytes() + kImplicitLocalBytes <= local_mem_size) return {};
+        if (t.gemm_dim_chunk == 0 && c.gemm_bk > 4)
+            c.gemm_bk /= 2;
+        else if (c.gw_tnh > 1)
+            c.gw_tnh = 1;
+        else if (c.gw_jc > 4)
+            c.gw_jc /= 2;
+        else
+            return "the dimension-tiled GEMM kernel needs " + std::to_string(c.local_bytes()) +
+                   " bytes of local memory, more than CL_DEVICE_LOCAL_MEM_SIZE = " + std::to_string(local_mem_size) +
+                   " less " + std::to_string(kImplicitLocalBytes) + " (opencl.gemm_dim_chunk = " +
+                   std::to_string(c.gemm_bk) + "; opencl.gemm_wide_min_k above k selects gemm_modes)";
+    }
+}
+
+}  // namespace
+
 std::string gemm_geometry(KernelConfig& c, const OpenCLTuning& t, bool gpu, std::size_t local_mem_size)
 {
+    c.gemm_wide = false;
+    if (gemm_wide_for(c, t, gpu)) return gemm_wide_geometry(c, t, local_mem_size);
     // GPU: a 64 × 64 tile of 256 PUs with 4 × 4 blocks (the classic SGEMM shape; per-point k > 128
     // halves BM so that S0, S1 and the tile sums, 3 · TM · k/16 floats, stay in registers).
     // CPU (PoCL): 32 × 32 for its default 64 work-items.

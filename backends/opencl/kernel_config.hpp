@@ -40,6 +40,11 @@ struct KernelConfig {
     bool gemm = false;
     bool gemm_cut = false;
     int gemm_bm = 0, gemm_tm = 0, gemm_tn = 0, gemm_bk = 0;
+    /// The dimension-tiled GEMM kernel (gemm_wide.cl; gemm is also set): shared model, tau = 256,
+    /// 64 modes × tile = 64·gw_tnh points, dims staged gemm_bk at a time for the exponents and
+    /// 64·gw_tdh at a time for the sums, gw_jc points a phase-2 stage. Private state independent of k.
+    bool gemm_wide = false;
+    int gw_tnh = 0, gw_tdh = 0, gw_jc = 0;
     bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
     /// Per-point weights beyond float32's range (needs_log2_shift, partial_sums.hpp): each mode's log2
     /// weights are shifted by its own maximum (MS_LOG2_SHIFT, approx_mode_common.clh); the program
@@ -76,7 +81,8 @@ struct KernelConfig {
     /// Kernel function name.
     const char* kernel_name() const noexcept
     {
-        return gemm     ? "gemm_modes"
+        return gemm_wide ? "gemm_wide"
+               : gemm    ? "gemm_modes"
                : ranges ? (cpu_vw ? "range_modes_cpu" : "range_modes")
                : cpu_vw ? "approx_mode_cpu"
                : preload ? "approx_modes_preload"
@@ -96,6 +102,18 @@ struct KernelConfig {
 constexpr int kGemmMinKGpuShared = 65;
 constexpr int kGemmMinKGpuPerPoint = 33;
 constexpr int kGemmMinKCpu = 16;
+
+/// Smallest k at which a shared-model GEMM step on a GPU takes the dimension-tiled kernel
+/// (gemm_wide.cl) rather than gemm_modes.cl (OpenCLTuning::gemm_wide_min_k overrides; CPU devices
+/// only by that override). docs/high-dimensional.md, "OpenCL: the dimension-tiled kernel".
+constexpr int kGemmWideMinKGpu = 65;
+
+/// Whether a GEMM step of `cfg` (k, per_point, tau) takes gemm_wide.cl: shared model, tau = 256,
+/// k from the crossover on, no explicit gemm_modes / gemm_points (those describe gemm_modes.cl).
+bool gemm_wide_for(const KernelConfig& cfg, const OpenCLTuning& t, bool gpu);
+
+/// Default work-group size of a GEMM step: 256 on GPUs and for gemm_wide.cl, 64 on CPU devices.
+int gemm_default_tau(int k, bool per_point, const OpenCLTuning& t, bool gpu);
 
 /// Fills the GEMM geometry of `cfg` (gemm_bm, tile = BN, gemm_tm/tn/bk) for work-group size
 /// cfg.tau from the tuning (0 = defaults: GPU 64 × 64, 32 × 64 for per-point k > 128; CPU 32 × 32;

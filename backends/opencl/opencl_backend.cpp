@@ -28,7 +28,7 @@ std::vector<std::string> program_sources(const KernelConfig& c)
 {
     if (c.gemm)
         return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
-                opencl_sources::gemm_modes()};
+                c.gemm_wide ? opencl_sources::gemm_wide() : opencl_sources::gemm_modes()};
     if (c.ranges)
         return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
                 opencl_sources::ranges_header(), "\n", opencl_sources::range_modes()};
@@ -219,7 +219,8 @@ Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const P
     t.f_vppu = t.f_load = 1;
     // 256 PUs on a GPU (a 64 x 64 tile in 4 x 4 blocks), 64 on a CPU device.
     if (t.pus_per_ppu == 0)
-        t.pus_per_ppu = static_cast<int>(std::min<std::size_t>(gpu ? 256 : 64, dev_->max_work_group_size));
+        t.pus_per_ppu = static_cast<int>(std::min<std::size_t>(
+            gemm_default_tau(data.k(), data.model == KernelModel::PerPoint, options_.opencl, gpu), dev_->max_work_group_size));
     if (t.ppus == 0) {
         // Resident work-groups: a GPU compute unit holds a few of these (local memory ~30 KB each).
         const int per_cu = gpu ? std::max(1, 1024 / t.pus_per_ppu) : 4;
