@@ -145,7 +145,10 @@ std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size
 std::string gemm_geometry(KernelConfig& c, const OpenCLTuning& t, bool gpu, std::size_t local_mem_size)
 {
     c.gemm_wide = false;
-    if (gemm_wide_for(c, t, gpu)) return gemm_wide_geometry(c, t, local_mem_size);
+    // Where even its smallest tiles exceed local memory (below ~24 KiB), gemm_modes.cl's smaller
+    // ones take the step.
+    if (gemm_wide_for(c, t, gpu) && gemm_wide_geometry(c, t, local_mem_size).empty()) return {};
+    c.gemm_wide = false;
     // GPU: a 64 × 64 tile of 256 PUs with 4 × 4 blocks (the classic SGEMM shape; per-point k > 128
     // halves BM so that S0, S1 and the tile sums, 3 · TM · k/16 floats, stay in registers).
     // CPU (PoCL): 32 × 32 for its default 64 work-items.

@@ -632,6 +632,44 @@ TEST_CASE("opencl: bad device specs and limits give clear errors")
     }
 }
 
+TEST_CASE("opencl: the dimension-tiled GEMM kernel's geometry fits local memory at every k (no device)")
+{
+    // gemm_wide.cl on a GPU from kGemmWideMinKGpu on: its local memory does not depend on k, the
+    // defaults shrink to the device's local memory, and its private state does not grow with k.
+    const OpenCLTuning t;
+    for (int k : {64, 65, 128, 1023, 1024, 2048})
+        for (std::size_t local : {std::size_t(49152), std::size_t(32768), std::size_t(16384)}) {
+            CAPTURE(k);
+            CAPTURE(local);
+            detail::KernelConfig c;
+            c.k = k;
+            c.gemm = true;
+            c.tau = detail::gemm_default_tau(k, false, t, true);
+            CHECK(detail::gemm_geometry(c, t, true, local).empty());
+            // below ~24 KiB (less than OpenCL's 32 KiB minimum) gemm_modes.cl's smaller tiles instead
+            CHECK(c.gemm_wide == (k >= detail::kGemmWideMinKGpu && local >= 32768));
+            CHECK(c.local_bytes() + detail::kImplicitLocalBytes <= local);
+            if (!c.gemm_wide) continue;
+            CHECK(c.tile == 64 * c.gw_tnh);
+            CHECK(c.gemm_bk % 4 == 0);
+            CHECK(std::string(c.kernel_name()) == "gemm_wide");
+            CHECK(c.private_bytes() <= 1024);
+            if (local == 49152) CHECK(c.tile == 128);  // NVIDIA's 48 KiB: the full 64 x 128 tile
+        }
+    // Per-point H keeps gemm_modes.cl; CPU devices take gemm_wide.cl only when asked.
+    detail::KernelConfig p;
+    p.k = 256;
+    p.per_point = true;
+    p.gemm = true;
+    p.tau = 256;
+    CHECK(detail::gemm_geometry(p, t, true, 49152).empty());
+    CHECK_FALSE(p.gemm_wide);
+    OpenCLTuning forced;
+    forced.gemm_wide_min_k = 1;
+    CHECK(detail::gemm_default_tau(16, false, t, false) == 64);
+    CHECK(detail::gemm_default_tau(16, false, forced, false) == 256);
+}
+
 #else
 TEST_CASE("opencl: not compiled in")
 {
