@@ -19,17 +19,18 @@
  * combine_segments (approx_mode_common.clh) then sums the segments and finishes the step, as for
  * gemm_modes.cl (same arguments, same `partial` layout: [S0, S1 (K)] per slot and segment).
  *
- * Mapping of the abstract machine: PPU = work-group of TAU = 256 PUs; PU (mi, ni) = work-item
- * mi · 16 + ni. Phase 1: modes 4 mi .. 4 mi + 3 against points 4 ni + 64 h + (0..3), h < GW_TNH
- * (a 4 × 4 GW_TNH register block); phase 2: the same modes and dims 4 ni + 64 h + (0..3),
- * h < GW_TDH, of the chunk. Each mode is served by 16 PUs (a vPPU whose n-loop, then whose
- * k-loop, is split between them; each PU owns distinct outputs, so no reduction), r = 4.
- * Local memory is read as float4 (one 128-bit load of 4 modes, 4 points or 4 dims): 5 loads of
- * 128 bits a warp per 32 FMA instructions, so the FMA units, not local memory, set the pace.
+ * Mapping of the abstract machine: PPU = work-group of TAU = 256 (or 128) PUs; NI = TAU/16 PUs a
+ * mode; PU (mi, ni) = work-item mi · NI + ni. Phase 1: modes 4 mi .. 4 mi + 3 against points
+ * 4 ni + 4 NI h + (0..3), h < GW_TNH (a 4 × 4 GW_TNH register block); phase 2: the same modes and
+ * dims 4 ni + 4 NI h + (0..3), h < GW_TDH, of the chunk. Each mode is served by NI PUs (a vPPU whose
+ * n-loop, then whose k-loop, is split between them; each PU owns distinct outputs, so no
+ * reduction), r = 4. Local memory is read as float4 (one 128-bit load of 4 modes, 4 points or 4
+ * dims): at TAU = 256 5 loads of 128 bits a warp per 32 FMA instructions; at TAU = 128 (a 4 × 16
+ * block) 5 per 64.
  *
- * Options (-D) besides those of approx_mode_common.clh (TAU = 256, TILE = 64 GW_TNH, EXPANDED = 1,
- * shared model): GW_BK (dims per phase-1 chunk, multiple of 4), GW_JC (points per phase-2 stage),
- * GW_TNH, GW_TDH (1 or 2), GEMM_CUT (0/1). The barriers sit in loops without unrolling (PoCL 3
+ * Options (-D) besides those of approx_mode_common.clh (TAU = 256 or 128, TILE = 4 NI GW_TNH,
+ * EXPANDED = 1, shared model): GW_BK (dims per phase-1 chunk, multiple of 4), GW_JC (points per
+ * phase-2 stage), GW_TNH, GW_TDH (float4 groups a PU in each phase), GEMM_CUT (0/1). The barriers sit in loops without unrolling (PoCL 3
  * miscompiled barriers in unrolled loops). */
 #ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
 #include "approx_mode_common.clh"
@@ -38,13 +39,14 @@
 #if !defined(GW_BK) || !defined(GW_JC) || !defined(GW_TNH) || !defined(GW_TDH) || !defined(GEMM_CUT)
 #error "gemm_wide: compile with -D GW_BK, GW_JC, GW_TNH, GW_TDH, GEMM_CUT"
 #endif
-#if TAU != 256 || TILE != 64 * GW_TNH || MODEL_PER_POINT || !EXPANDED || (GW_BK % 4) != 0
-#error "gemm_wide: TAU = 256, TILE = 64 GW_TNH, shared model, expanded records, GW_BK % 4 = 0"
+#define GW_NI (TAU / 16)            /* work-items a mode: 16 (TAU 256) or 8 (TAU 128) */
+#if (TAU != 256 && TAU != 128) || TILE != 4 * GW_NI * GW_TNH || MODEL_PER_POINT || !EXPANDED || (GW_BK % 4) != 0
+#error "gemm_wide: TAU = 256 or 128, TILE = 4 (TAU/16) GW_TNH, shared model, expanded records, GW_BK % 4 = 0"
 #endif
 
 #define GW_BM 64
 #define GW_BN TILE
-#define GW_DC (64 * GW_TDH)
+#define GW_DC (4 * GW_NI * GW_TDH)
 #define GW_NCHUNK ((K + GW_BK - 1) / GW_BK)
 #define GW_QS4 (GW_BM / 4 + 1)     /* float4s a row of Qs: [d][mode], padded */
 #define GW_PS4 (GW_BN / 4 + 1)     /* float4s a row of Ps: [d][point], padded */
@@ -54,7 +56,7 @@
 #define GW_P2W (GW_JC * GW_DC / TAU) /* phase-2 staged values a work-item */
 #define GW_MAX(a, b) ((a) > (b) ? (a) : (b))
 /* One region serves phase 1's staging, the row-sum partials and phase 2's staging. */
-#define GW_STAGE4 GW_MAX(GW_MAX(GW_BK * (GW_QS4 + GW_PS4), GW_JC * GW_P24), 16 * GW_BM / 4)
+#define GW_STAGE4 GW_MAX(GW_MAX(GW_BK * (GW_QS4 + GW_PS4), GW_JC * GW_P24), GW_NI * GW_BM / 4)
 #if (GW_BM * GW_BK) % TAU != 0 || (GW_BN * GW_BK) % TAU != 0 || (GW_JC * GW_DC) % TAU != 0 || (GW_BN % GW_JC) != 0
 #error "gemm_wide: the staged chunks must split evenly over the work-items"
 #endif
@@ -78,8 +80,8 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
     (void)lcw;
     __global const float* recs = (__global const float*)records;
     const int tid = (int)get_local_id(0);
-    const int mi = tid >> 4;
-    const int ni = tid & 15;
+    const int mi = tid / GW_NI;
+    const int ni = tid % GW_NI;
 
     for (int u = (int)get_group_id(0); u < nblocks * segments; u += (int)get_num_groups(0)) {
         int blk, t0, t1;
@@ -148,7 +150,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                     const float qa[4] = {q4.x, q4.y, q4.z, q4.w};
 #pragma unroll
                     for (int h = 0; h < GW_TNH; ++h) {
-                        const float4 p4 = Ps4[d * GW_PS4 + 16 * h + ni];
+                        const float4 p4 = Ps4[d * GW_PS4 + GW_NI * h + ni];
 #pragma unroll
                         for (int a = 0; a < 4; ++a) {
                             acc[a][4 * h + 0] = MS_FMA(qa[a], p4.x, acc[a][4 * h + 0]);
@@ -165,7 +167,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
             float rs[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
             for (int b = 0; b < 4 * GW_TNH; ++b) {
-                const int j = 64 * (b / 4) + 4 * ni + (b % 4);
+                const int j = 4 * GW_NI * (b / 4) + 4 * ni + (b % 4);
                 const float pj = tile[j * STRIDE + K]; /* -L/2 |p'|² */
                 float e[4];
 #pragma unroll
@@ -185,7 +187,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
             barrier(CLK_LOCAL_MEM_FENCE);
             if (tid < GW_BM) {
                 float s = 0.0f;
-                for (int i = 0; i < 16; ++i) s += sf[i * GW_BM + tid];
+                for (int i = 0; i < GW_NI; ++i) s += sf[i * GW_BM + tid];
                 s0l[tid] = s;
                 S0 += s;
             }
@@ -223,7 +225,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                         const float ea[4] = {e4.x, e4.y, e4.z, e4.w};
 #pragma unroll
                         for (int h = 0; h < GW_TDH; ++h) {
-                            const float4 p4 = stage4[jj * GW_P24 + 16 * h + ni];
+                            const float4 p4 = stage4[jj * GW_P24 + GW_NI * h + ni];
 #pragma unroll
                             for (int a = 0; a < 4; ++a) {
                                 acc2[a][4 * h + 0] = MS_FMA(ea[a], p4.x, acc2[a][4 * h + 0]);
@@ -244,7 +246,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                     const float s0 = s0l[m];
 #pragma unroll
                     for (int c = 0; c < 4 * GW_TDH; ++c) {
-                        const int d = dc0 + 64 * (c / 4) + 4 * ni + (c % 4);
+                        const int d = dc0 + 4 * GW_NI * (c / 4) + 4 * ni + (c % 4);
                         if (d < K) {
                             const float v = MS_FMA(ref[d] - y[d], s0, acc2[a][c]);
                             p[d] = t == t0 ? v : p[d] + v;

@@ -5,6 +5,7 @@
 # libraries the binaries link), old/ (meanshift + libmeanshift.so.0 of the previous commit),
 # tools/device-opencl-env.sh. One exact step, n = 262,144, every point a seed.
 # Usage: CARRY=gpu-carry-C [DIMS="16 64 ..."] [OLD_DIMS="..."] [VARIANTS="512:opencl.gemm_dim_chunk=8 ..."]
+#        [TAU128_DIMS="128 512 1024" (the 4 x 16-block variant, --tau 128)] [CONF_S=150]
 #        apps/bench/device_run_opencl_wide.sh
 C=${CARRY:-gpu-carry-C}
 source $C/tools/device-opencl-env.sh >/dev/null 2>&1
@@ -21,5 +22,6 @@ for l in sys.stdin:
     elif l: print(l[:200])'; }
 for k in $DIMS; do echo "new k=$k: $(timeout 60 $C/bin/meanshift bench --dims $k $B 2>&1 | tail -1 | short)"; done
 for v in ${VARIANTS:-}; do k=${v%%:*}; echo "new k=$k --tune ${v#*:}: $(timeout 60 $C/bin/meanshift bench --dims $k $B --tune ${v#*:} 2>&1 | tail -1 | short)"; done
+for k in ${TAU128_DIMS:-}; do echo "new k=$k --tau 128: $(timeout 60 $C/bin/meanshift bench --dims $k $B --tau 128 2>&1 | tail -1 | short)"; done
 for k in ${OLD_DIMS:-16 64 128 256 384}; do echo "old k=$k: $(LD_LIBRARY_PATH=$PWD/$C/old:$PWD/$C/lib timeout 60 $C/old/meanshift bench --dims $k $B 2>&1 | tail -1 | short)"; done
 timeout 200 python3 apps/bench/peers/torch_step.py --n ${N:-262144} --dims $DIMS --reps 1

@@ -19,8 +19,8 @@ std::size_t KernelConfig::reduction_bytes() const noexcept
 std::size_t KernelConfig::private_bytes() const noexcept
 {
     if (gemm_wide)  // acc 16·tnh, acc2 16·tdh, the staged values, operands: no term in k
-        return static_cast<std::size_t>(16 * gw_tnh + 16 * gw_tdh + (64 + 64 * gw_tnh) * gemm_bk / 256 +
-                                         gw_jc * 64 * gw_tdh / 256 + 4 + 4 * gw_tnh + 8) * sizeof(float);
+        return static_cast<std::size_t>(16 * gw_tnh + 16 * gw_tdh + (64 + tile) * gemm_bk / tau +
+                                         gw_jc * (tau / 4) * gw_tdh / tau + 4 + 4 * gw_tnh + 8) * sizeof(float);
     if (gemm) {  // acc TM·TN, operands, S1 (+ S0, T0 per-point) TM·TK2
         const int dgrp = tile / std::max(1, gemm_tn);
         const int tk2 = (k + dgrp - 1) / std::max(1, dgrp);
@@ -38,8 +38,8 @@ std::size_t KernelConfig::private_bytes() const noexcept
 std::size_t KernelConfig::local_bytes() const noexcept
 {
     if (gemm_wide) {  // gemm_wide.cl: the stage (max of its three uses), the weights, qnl, s0l, midx
-        const int bn = 64 * gw_tnh;
-        const int stage4 = std::max({gemm_bk * (64 / 4 + 1 + bn / 4 + 1), gw_jc * (16 * gw_tdh + 1), 16 * 64 / 4});
+        const int ni = tau / 16, bn = 4 * ni * gw_tnh;
+        const int stage4 = std::max({gemm_bk * (64 / 4 + 1 + bn / 4 + 1), gw_jc * (ni * gw_tdh + 1), ni * 64 / 4});
         return static_cast<std::size_t>(4 * stage4 + bn * 64 + 3 * 64) * sizeof(float);
     }
     if (gemm)  // Qs, Ps (+ Cs), Es, qnl, midx of gemm_modes.cl
@@ -92,7 +92,7 @@ void validate_tuning(const OpenCLTuning& t)
 
 bool gemm_wide_for(const KernelConfig& c, const OpenCLTuning& t, bool gpu)
 {
-    if (c.per_point || c.tau != 256 || t.gemm_modes > 0 || t.gemm_points > 0) return false;
+    if (c.per_point || (c.tau != 256 && c.tau != 128) || t.gemm_modes > 0 || t.gemm_points > 0) return false;
     if (t.gemm_dim_chunk > 0 && t.gemm_dim_chunk % 4 != 0) return false;
     const int min_k = t.gemm_wide_min_k > 0 ? t.gemm_wide_min_k : gpu ? kGemmWideMinKGpu : 0;
     return min_k > 0 && c.k >= min_k;
@@ -110,7 +110,8 @@ int gemm_default_tau(int k, bool per_point, const OpenCLTuning& t, bool gpu)
 namespace {
 
 // gemm_wide.cl's geometry: 64 modes × 128 points, the exponents' dims 16 at a time, the sums'
-// 128 at a time (64 where k ≤ 64), 16 points a phase-2 stage; the defaults shrink (BK, then the
+// 128 at a time (64 where k ≤ 64), 16 points a phase-2 stage; tau 256 (4 × 8 blocks) or, asked
+// for, 128 (4 × 16 blocks); the defaults shrink (BK, then the
 // tile, then the stage) until local memory fits, so that no default fails on a device with less
 // than NVIDIA's 48 KiB.
 std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size_t local_mem_size)
@@ -119,17 +120,18 @@ std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size
     c.gemm_bm = 64;
     c.gemm_tm = 4;
     c.gemm_bk = t.gemm_dim_chunk > 0 ? t.gemm_dim_chunk : 16;
-    c.gw_tnh = 2;
-    c.gw_tdh = c.k > 64 ? 2 : 1;
+    const int ni = c.tau / 16;  // work-items a mode: 16, or 8 with tau = 128 (4 x 16 blocks)
+    c.gw_tnh = 128 / (4 * ni);
+    c.gw_tdh = (c.k > 64 ? 128 : 64) / (4 * ni);
     c.gw_jc = 16;
     for (;;) {
-        c.tile = 64 * c.gw_tnh;
+        c.tile = 4 * ni * c.gw_tnh;
         c.gemm_tn = 4 * c.gw_tnh;
         if (c.local_bytes() + kImplicitLocalBytes <= local_mem_size) return {};
         if (t.gemm_dim_chunk == 0 && c.gemm_bk > 4)
             c.gemm_bk /= 2;
-        else if (c.gw_tnh > 1)
-            c.gw_tnh = 1;
+        else if (c.gw_tnh > 1 && 4 * ni * c.gw_tnh > 64)
+            c.gw_tnh /= 2;
         else if (c.gw_jc > 4)
             c.gw_jc /= 2;
         else

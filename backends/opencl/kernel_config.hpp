@@ -40,9 +40,9 @@ struct KernelConfig {
     bool gemm = false;
     bool gemm_cut = false;
     int gemm_bm = 0, gemm_tm = 0, gemm_tn = 0, gemm_bk = 0;
-    /// The dimension-tiled GEMM kernel (gemm_wide.cl; gemm is also set): shared model, tau = 256,
-    /// 64 modes × tile = 64·gw_tnh points, dims staged gemm_bk at a time for the exponents and
-    /// 64·gw_tdh at a time for the sums, gw_jc points a phase-2 stage. Private state independent of k.
+    /// The dimension-tiled GEMM kernel (gemm_wide.cl; gemm is also set): shared model, tau = 256
+    /// (or 128), 64 modes × tile = (tau/4)·gw_tnh points, dims staged gemm_bk at a time for the exponents and
+    /// (tau/4)·gw_tdh at a time for the sums, gw_jc points a phase-2 stage. Private state independent of k.
     bool gemm_wide = false;
     int gw_tnh = 0, gw_tdh = 0, gw_jc = 0;
     bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
@@ -108,7 +108,7 @@ constexpr int kGemmMinKCpu = 16;
 /// only by that override). docs/high-dimensional.md, "OpenCL: the dimension-tiled kernel".
 constexpr int kGemmWideMinKGpu = 65;
 
-/// Whether a GEMM step of `cfg` (k, per_point, tau) takes gemm_wide.cl: shared model, tau = 256,
+/// Whether a GEMM step of `cfg` (k, per_point, tau) takes gemm_wide.cl: shared model, tau = 256 or 128,
 /// k from the crossover on, no explicit gemm_modes / gemm_points (those describe gemm_modes.cl).
 bool gemm_wide_for(const KernelConfig& cfg, const OpenCLTuning& t, bool gpu);
 

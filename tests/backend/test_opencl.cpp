@@ -645,12 +645,19 @@ TEST_CASE("opencl: the dimension-tiled GEMM kernel's geometry fits local memory 
             c.k = k;
             c.gemm = true;
             c.tau = detail::gemm_default_tau(k, false, t, true);
+            detail::KernelConfig c128 = c;  // --tau 128: 4 x 16 register blocks
+            c128.tau = 128;
+            CHECK(detail::gemm_geometry(c128, t, true, local).empty());
+            CHECK(c128.local_bytes() + detail::kImplicitLocalBytes <= local);
+            CHECK(c128.gemm_wide == (k >= detail::kGemmWideMinKGpu && local >= 32768));
             CHECK(detail::gemm_geometry(c, t, true, local).empty());
             // below ~24 KiB (less than OpenCL's 32 KiB minimum) gemm_modes.cl's smaller tiles instead
             CHECK(c.gemm_wide == (k >= detail::kGemmWideMinKGpu && local >= 32768));
             CHECK(c.local_bytes() + detail::kImplicitLocalBytes <= local);
             if (!c.gemm_wide) continue;
             CHECK(c.tile == 64 * c.gw_tnh);
+            CHECK(c128.tile == 32 * c128.gw_tnh);
+            if (local == 49152) CHECK(c128.tile == 128);
             CHECK(c.gemm_bk % 4 == 0);
             CHECK(std::string(c.kernel_name()) == "gemm_wide");
             CHECK(c.private_bytes() <= 1024);
