@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <memory>
 #include <string>
@@ -148,13 +149,15 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     // Options::max_memory, before anything per pixel is allocated: the result (modes, iterations,
     // flags), what segment_image() adds (labels, filtered image) and the largest band (prepared rows:
     // float64 + float32 + grid offset + kernel layout; modes: float64 in the binding three times, the
-    // buffer they are set from and read into, counters, orderings).
+    // buffer they are set from and read into, counters, orderings); with several bands, a second
+    // band's prepared rows and seeds (prepared while the first iterates).
     {
         const double rows = static_cast<double>(std::min(H, band_rows + 2 * halo)) * static_cast<double>(W);
         const double band = static_cast<double>(std::min(H, band_rows)) * static_cast<double>(W);
+        const double slots = band_rows < H ? 2.0 : 1.0;
         check_filter_memory(o, W, H,
-                            static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C) + rows * (12.0 * k + 8) +
-                                band * (40.0 * k + 40));
+                            static_cast<double>(n) * (4.0 * k + 8.25 + 4.0 * C) + slots * rows * (12.0 * k + 8) +
+                                band * (40.0 * k + 41) + (slots - 1) * band * 8.0 * k);
     }
 
     r = Result{};
@@ -174,27 +177,40 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     const double cutoff2 = o.cutoff * o.cutoff;
     std::string search;
     int bands = 0;
-    // Kept from band to band (same sizes but for the last band: no new pages to fault in): the
-    // prepared rows, the modes in and out, the per-mode counters. The binding is released first,
-    // so D has no other owner when it is refilled.
-    auto D = std::make_shared<PreparedData>();
-    MatrixD Ys;
-    std::vector<int> iterations;
-    std::vector<ModeStatus> last;
-    for (Index y0 = 0; y0 < H; y0 += band_rows) {
-        const Index y1 = std::min(H, y0 + band_rows);
-        const Index d0 = std::max<Index>(0, y0 - halo), d1 = std::min(H, y1 + halo);
-        const Index nd = (d1 - d0) * W, m = (y1 - y0) * W, first = (y0 - d0) * W;
-        ++bands;
+    // The driver's order of the seeds: a band's Morton order (a block of consecutive modes is a
+    // compact tile, which the GPU kernels' blocks rely on; the host binding re-sorts by cell). The
+    // same for every full band: computed once (a serial pass of ~60 ms per 4 MP band).
+    const std::vector<Index> order_full = lattice_order(std::min(band_rows, H), W);
+    std::vector<Index> order_last;
 
+    // Two bands in flight: while the backend iterates band i on this thread, band i + 1 is prepared
+    // (prepared rows, search, seeds in order) on another, into the other slot. Each slot is kept
+    // from band to band (same sizes but for the last band: no new pages to fault in); a slot's
+    // binding is released before the slot is refilled, so D has no other owner then.
+    struct Band {
+        Index y0 = 0, y1 = 0, d0 = 0, d1 = 0;
+        std::shared_ptr<PreparedData> D = std::make_shared<PreparedData>();
+        MatrixD Ys;
+        const std::vector<Index>* order = nullptr;
+        std::string description;
+        double seconds_validate = 0, seconds_search = 0, seconds_order = 0;
+    };
+    Band slot[2];
+    auto prepare_band = [&](Band& b, Index y0) {
+        b.y0 = y0;
+        b.y1 = std::min(H, y0 + band_rows);
+        b.d0 = std::max<Index>(0, b.y0 - halo);
+        b.d1 = std::min(H, b.y1 + halo);
+        const Index nd = (b.d1 - b.d0) * W, m = (b.y1 - b.y0) * W, first = (b.y0 - b.d0) * W, d0 = b.d0;
+        PreparedData& D = *b.D;
         // The band's rows in prepared units, float64 and float32 (prepare()'s one pass).
         auto t = Clock::now();
-        D->model = KernelModel::Shared;
-        D->points.resize(nd, k);
-        D->points_f.resize(nd, k);
+        D.model = KernelModel::Shared;
+        D.points.resize(nd, k);
+        D.points_f.resize(nd, k);
         {
-            double* out = D->points.data();
-            float* out_f = D->points_f.data();
+            double* out = D.points.data();
+            float* out_f = D.points_f.data();
             const double* c = centre.data();
             const double* sc = scale.data();
             MS_PARALLEL_FOR(nd * k)
@@ -209,39 +225,67 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
                 for (int d = 0; d < k; ++d) of_row[d] = static_cast<float>(o_row[d]);
             }
         }
-        D->cutoff2 = cutoff2;
-        r.timing.seconds_validate += since(t);
+        D.cutoff2 = cutoff2;
+        b.seconds_validate = since(t);
         t = Clock::now();
-        std::string description;
-        const PixelLattice lattice{d1 - d0, W, 0, 1};
-        build_search(*D, o.search, description, &lattice);
-        r.timing.seconds_search += since(t);
+        const PixelLattice lattice{b.d1 - b.d0, W, 0, 1};
+        build_search(D, o.search, b.description, &lattice);
+        b.seconds_search = since(t);
+        t = Clock::now();
+        if (b.y1 - b.y0 == std::min(band_rows, H)) {
+            b.order = &order_full;
+        } else {
+            order_last = lattice_order(b.y1 - b.y0, W);  // only the last band is shorter
+            b.order = &order_last;
+        }
+        const std::vector<Index>& order = *b.order;
+        b.Ys.resize(m, k);
+        const double* P = D.points.data();
+        double* Y = b.Ys.data();
+        MS_PARALLEL_FOR(m * k)
+        for (Index j = 0; j < m; ++j) std::copy_n(P + (first + order[static_cast<std::size_t>(j)]) * k, k, Y + j * k);
+        b.seconds_order = since(t);
+    };
+
+    std::vector<int> iterations;
+    std::vector<ModeStatus> last;
+    std::vector<unsigned char> flags;  // per pixel of the band: 1 no support, 2 converged
+    std::future<void> next;            // the next band's preparation; declared after what it uses
+    prepare_band(slot[0], 0);
+    for (int i = 0;; ++i) {
+        Band& b = slot[i % 2];
+        if (next.valid()) {
+            // Only the wait counts on this thread's clock: the rest ran beside the previous band.
+            const auto t = Clock::now();
+            next.get();
+            r.timing.seconds_validate += since(t);
+        } else {
+            r.timing.seconds_validate += b.seconds_validate;
+            r.timing.seconds_search += b.seconds_search;
+            r.timing.seconds_order += b.seconds_order;
+        }
+        const Index y0 = b.y0, y1 = b.y1, nd = (b.d1 - b.d0) * W, m = (y1 - y0) * W;
+        ++bands;
+        if (y1 < H) {
+            Band& following = slot[(i + 1) % 2];
+            const int threads = o.backend_options.threads;
+            next = std::async(std::launch::async, [&prepare_band, &following, y1, threads] {
+                const HostThreads scope(threads);
+                prepare_band(following, y1);
+            });
+        }
         if (search.empty()) {
             // "pixel lattice W x (band rows), window radius …": name the whole image instead.
-            const std::size_t comma = description.find(',');
+            const std::size_t comma = b.description.find(',');
             search = "pixel lattice " + std::to_string(W) + " x " + std::to_string(H) +
-                     (comma == std::string::npos ? std::string() : description.substr(comma));
+                     (comma == std::string::npos ? std::string() : b.description.substr(comma));
         }
 
-        t = Clock::now();
-        if (bands == 1) r.topology = backend->resolve_topology(o.topology, *D);
-        std::unique_ptr<Binding> binding = backend->bind(D, r.topology);
+        auto t = Clock::now();
+        if (bands == 1) r.topology = backend->resolve_topology(o.topology, *b.D);
+        std::unique_ptr<Binding> binding = backend->bind(b.D, r.topology);
+        binding->set_modes(b.Ys.data(), m, nullptr);
         r.timing.seconds_bind += since(t);
-        t = Clock::now();
-        // The driver's order of the seeds: the band's Morton order (a block of consecutive modes is
-        // a compact tile, which the GPU kernels' blocks rely on; the host binding re-sorts by cell).
-        const std::vector<Index> order = lattice_order(y1 - y0, W);
-        {
-            Ys.resize(m, k);
-            const double* P = D->points.data();
-            MS_PARALLEL_FOR(m * k)
-            for (Index j = 0; j < m; ++j)
-                std::copy_n(P + (first + order[static_cast<std::size_t>(j)]) * k, k, Ys.data() + j * k);
-            r.timing.seconds_order += since(t);
-            t = Clock::now();
-            binding->set_modes(Ys.data(), m, nullptr);
-            r.timing.seconds_bind += since(t);
-        }
 
         t = Clock::now();
         iterations.assign(static_cast<std::size_t>(m), 0);
@@ -252,10 +296,17 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
             const Index a = binding->active_count();
             binding->step(tol2, !fixed, report);
             if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds;
-            for (std::size_t j = 0; j < report.mode.size(); ++j) {
-                const std::size_t q = static_cast<std::size_t>(report.mode[j]);
-                ++iterations[q];
-                last[q] = report.status[j];
+            // Each mode is reported at most once per step: its counters are its own.
+            const Index reported = static_cast<Index>(report.mode.size());
+            const Index* rm = report.mode.data();
+            const ModeStatus* rs = report.status.data();
+            int* iter = iterations.data();
+            ModeStatus* st = last.data();
+            MS_PARALLEL_FOR(reported * 4)
+            for (Index j = 0; j < reported; ++j) {
+                const std::size_t q = static_cast<std::size_t>(rm[j]);
+                ++iter[q];
+                st[q] = rs[j];
             }
             r.timing.pair_interactions +=
                 report.pairs >= 0 ? report.pairs : static_cast<double>(a) * static_cast<double>(nd);
@@ -264,33 +315,54 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
                 throw Error("cancelled by the progress callback");
         }
         r.timing.iterations = std::max(r.timing.iterations, it);
-        binding->read_modes(Ys.data());
+        binding->read_modes(b.Ys.data());
         binding.reset();
         r.timing.seconds_iterate += since(t);
 
         // Back to data units and the pixels' order (from_prepared()'s arithmetic).
         t = Clock::now();
         {
+            const std::vector<Index>& order = *b.order;
             const double* c = centre.data();
             const double* sc = scale.data();
+            const double* Y = b.Ys.data();
             float* out = r.modes.data();
+            int* out_it = r.iterations.data();
             const Index base = y0 * W;
-            MS_PARALLEL_FOR(m * k)
+            flags.resize(static_cast<std::size_t>(m));
+            unsigned char* fl = flags.data();
+            Index without = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(+ : without) num_threads(host_threads()) if (m * k >= kParallelMinValues)
+#endif
             for (Index j = 0; j < m; ++j) {
-                const Index p = base + order[static_cast<std::size_t>(j)];
-                for (int d = 0; d < k; ++d) out[p * k + d] = static_cast<float>(Ys(j, d) / sc[d] + c[d]);
+                const Index local = order[static_cast<std::size_t>(j)], p = base + local;
+                for (int d = 0; d < k; ++d) out[p * k + d] = static_cast<float>(Y[j * k + d] / sc[d] + c[d]);
+                out_it[p] = iterations[static_cast<std::size_t>(j)];
+                const bool none = last[static_cast<std::size_t>(j)] == ModeStatus::NoSupport;
+                const bool converged = fixed ? !none : last[static_cast<std::size_t>(j)] == ModeStatus::Converged;
+                fl[local] = static_cast<unsigned char>((none ? 1 : 0) | (converged ? 2 : 0));
+                without += none ? 1 : 0;
+            }
+            r.modes_without_support += without;
+            // std::vector<bool> packs bits into words: threads write whole blocks of 4096 pixels
+            // (aligned in the image, so no word is shared between two threads).
+            constexpr Index kBlock = 4096;
+            const Index b0 = base / kBlock, b1 = (base + m - 1) / kBlock;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(host_threads()) if (m >= kParallelMinValues)
+#endif
+            for (Index blk = b0; blk <= b1; ++blk) {
+                const Index p0 = std::max(base, blk * kBlock), p1 = std::min(base + m, (blk + 1) * kBlock);
+                for (Index p = p0; p < p1; ++p) {
+                    const unsigned char f = fl[p - base];
+                    r.no_support[static_cast<std::size_t>(p)] = (f & 1) != 0;
+                    r.converged[static_cast<std::size_t>(p)] = (f & 2) != 0;
+                }
             }
         }
-        for (Index j = 0; j < m; ++j) {  // serial: std::vector<bool> packs bits
-            const std::size_t sj = static_cast<std::size_t>(j);
-            const std::size_t p = static_cast<std::size_t>(y0 * W + order[sj]);
-            r.iterations[p] = iterations[sj];
-            const bool none = last[sj] == ModeStatus::NoSupport;
-            r.no_support[p] = none;
-            r.converged[p] = fixed ? !none : last[sj] == ModeStatus::Converged;
-            if (none) ++r.modes_without_support;
-        }
         r.timing.seconds_group += since(t);
+        if (y1 >= H) break;
     }
     if (bands > 1)
         search += "; in " + std::to_string(bands) + " bands of " + std::to_string(band_rows) + " rows, each with " +
