@@ -9,7 +9,7 @@ packages=(
   libeigen3-dev doctest-dev libcli11-dev nlohmann-json3-dev
   libstb-dev libcsv-dev libnanoflann-dev
   # The CLI's fast image codecs (PNG read/write, JPEG read); without them stb_image is used.
-  libspng-dev libjpeg62-turbo-dev
+  libspng-dev libjpeg62-turbo-dev zlib1g-dev
   ocl-icd-opencl-dev opencl-clhpp-headers opencl-c-headers pocl-opencl-icd
   # The Python package (pip install . in a venv; .ci/test.sh): venv + ensurepip, Python.h.
   python3-venv python3-dev

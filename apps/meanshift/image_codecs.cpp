@@ -2,10 +2,22 @@
 
 #include <meanshift/errors.hpp>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifndef MSCLI_HAVE_ZLIB
+#define MSCLI_HAVE_ZLIB 0
+#endif
+#if MSCLI_HAVE_ZLIB
+#include <zlib.h>
+#endif
 
 #if MSCLI_HAVE_SPNG
 #include <spng.h>
@@ -206,8 +218,136 @@ bool decode_jpeg_fast(const std::string& bytes, const std::string& name, const S
 #endif
 }
 
-bool encode_png_fast(const RgbImage& image, bool flat, std::string& out)
+#if MSCLI_HAVE_ZLIB
+namespace {
+
+void put32(std::string& out, std::uint32_t v)
 {
+    const char b[4] = {char(v >> 24), char(v >> 16), char(v >> 8), char(v)};
+    out.append(b, 4);
+}
+
+// One PNG chunk: length, type, data, CRC-32 of type and data.
+void put_chunk(std::string& out, const char* type, const char* data, std::size_t size)
+{
+    put32(out, static_cast<std::uint32_t>(size));
+    const std::size_t at = out.size();
+    out.append(type, 4);
+    out.append(data, size);
+    put32(out, static_cast<std::uint32_t>(
+                   crc32(0L, reinterpret_cast<const Bytef*>(out.data() + at), static_cast<uInt>(size + 4))));
+}
+
+// Rows [y0, y1) filtered (None or Sub) and deflated as raw deflate blocks that end byte-aligned
+// (Z_SYNC_FLUSH; Z_FINISH for the last piece), so that the pieces concatenate into one stream
+// (as pigz does). Returns false when zlib fails.
+bool deflate_rows(const RgbImage& image, bool flat, int y0, int y1, bool last, std::string& out, uLong& adler)
+{
+    z_stream z{};
+    if (deflateInit2(&z, kPngCompressionLevel, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+    const std::size_t stride = static_cast<std::size_t>(image.width) * 3;
+    std::vector<unsigned char> row(stride + 1), buffer(std::size_t(1) << 18);
+    adler = adler32(0L, Z_NULL, 0);
+    bool ok = true;
+    for (int y = y0; y < y1 && ok; ++y) {
+        const unsigned char* src = image.pixels.data() + static_cast<std::size_t>(y) * stride;
+        row[0] = flat ? 0 : 1;
+        if (flat) {
+            std::memcpy(row.data() + 1, src, stride);
+        } else {
+            for (std::size_t j = 0; j < stride; ++j) row[1 + j] = static_cast<unsigned char>(src[j] - (j >= 3 ? src[j - 3] : 0));
+        }
+        adler = adler32(adler, row.data(), static_cast<uInt>(row.size()));
+        z.next_in = row.data();
+        z.avail_in = static_cast<uInt>(row.size());
+        const int flush = y + 1 < y1 ? Z_NO_FLUSH : last ? Z_FINISH : Z_SYNC_FLUSH;
+        // Until the row is consumed and, on the piece's last row, the flush is complete (zlib
+        // leaves output space unused then).
+        for (;;) {
+            z.next_out = buffer.data();
+            z.avail_out = static_cast<uInt>(buffer.size());
+            const int err = deflate(&z, flush);
+            out.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - z.avail_out);
+            if (err == Z_STREAM_END) break;
+            if (err != Z_OK && err != Z_BUF_ERROR) {
+                ok = false;
+                break;
+            }
+            if (z.avail_in == 0 && z.avail_out != 0) break;
+        }
+        if (ok && flush == Z_FINISH && z.avail_in != 0) ok = false;
+    }
+    deflateEnd(&z);
+    return ok;
+}
+
+}  // namespace
+
+bool encode_png_parallel(const RgbImage& image, bool flat, int threads, std::string& out)
+{
+    const int T = std::min(threads, image.height / 64);
+    if (T < 2) return false;
+    std::vector<std::string> piece(static_cast<std::size_t>(T));
+    std::vector<uLong> adler(static_cast<std::size_t>(T));
+    std::vector<char> ok(static_cast<std::size_t>(T), 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < T; ++t)
+        pool.emplace_back([&, t] {
+            const int y0 = static_cast<int>(static_cast<long long>(image.height) * t / T);
+            const int y1 = static_cast<int>(static_cast<long long>(image.height) * (t + 1) / T);
+            ok[std::size_t(t)] = deflate_rows(image, flat, y0, y1, t + 1 == T, piece[std::size_t(t)], adler[std::size_t(t)]);
+        });
+    for (std::thread& th : pool) th.join();
+    for (char k : ok)
+        if (!k) throw IoError("PNG encoding failed (zlib)");
+    std::size_t total = 0;
+    for (const std::string& p : piece) total += p.size();
+    out.clear();
+    out.reserve(total + total / 1000 + 128);
+    out.append("\x89PNG\r\n\x1a\n", 8);
+    char ihdr[13] = {};
+    const auto w = static_cast<std::uint32_t>(image.width), h = static_cast<std::uint32_t>(image.height);
+    for (int b = 0; b < 4; ++b) {
+        ihdr[b] = char(w >> (24 - 8 * b));
+        ihdr[4 + b] = char(h >> (24 - 8 * b));
+    }
+    ihdr[8] = 8;  // bit depth
+    ihdr[9] = 2;  // truecolour; compression, filter method and interlace 0
+    put_chunk(out, "IHDR", ihdr, sizeof ihdr);
+    // The zlib stream (header: deflate, 32 KiB window, level 1's flags; the pieces; the Adler-32 of
+    // all the filtered rows) in IDAT chunks, whose split the format leaves free: one or more per
+    // piece (at most 64 MiB each), each piece released once written.
+    put_chunk(out, "IDAT", "\x78\x01", 2);
+    uLong a = adler[0];
+    const std::size_t stride = static_cast<std::size_t>(image.width) * 3 + 1;
+    constexpr std::size_t kChunk = std::size_t(1) << 26;
+    for (int t = 0; t < T; ++t) {
+        const std::string& p = piece[std::size_t(t)];
+        for (std::size_t at = 0; at < p.size(); at += kChunk) put_chunk(out, "IDAT", p.data() + at, std::min(kChunk, p.size() - at));
+        std::string().swap(piece[std::size_t(t)]);
+        if (t > 0) {
+            const int y0 = static_cast<int>(static_cast<long long>(image.height) * t / T);
+            const int y1 = static_cast<int>(static_cast<long long>(image.height) * (t + 1) / T);
+            a = adler32_combine(a, adler[std::size_t(t)], static_cast<z_off_t>(stride * static_cast<std::size_t>(y1 - y0)));
+        }
+    }
+    const char tail[4] = {char(a >> 24), char(a >> 16), char(a >> 8), char(a)};
+    put_chunk(out, "IDAT", tail, 4);
+    put_chunk(out, "IEND", "", 0);
+    return true;
+}
+#else
+bool encode_png_parallel(const RgbImage&, bool, int, std::string&) { return false; }
+#endif
+
+bool encode_png_fast(const RgbImage& image, bool flat, std::string& out, int threads)
+{
+    // Large images: rows deflated in parallel pieces (one stream, the same pixels); 4 MP and less:
+    // libspng, one thread.
+    if (static_cast<long long>(image.width) * image.height > (1LL << 22) && threads != 1) {
+        const int T = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        if (encode_png_parallel(image, flat, T, out)) return true;
+    }
 #if MSCLI_HAVE_SPNG
     SpngCtx ctx(spng_ctx_new(SPNG_CTX_ENCODER));
     if (!ctx) throw IoError("PNG encoding failed (out of memory)");
@@ -240,7 +380,7 @@ std::string image_codecs_summary()
     std::string s;
 #if MSCLI_HAVE_SPNG
     s += std::string("PNG: libspng ") + spng_version_string() + " (written at zlib level " +
-         std::to_string(kPngCompressionLevel) + ")";
+         std::to_string(kPngCompressionLevel) + (MSCLI_HAVE_ZLIB ? "; over 4 MP by zlib in parallel pieces)" : ")");
 #else
     s += "PNG: stb_image / stb_image_write";
 #endif

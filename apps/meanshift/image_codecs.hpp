@@ -29,8 +29,10 @@ bool decode_jpeg_fast(const std::string& bytes, const std::string& name, const S
 
 /// PNG file contents of an 8-bit RGB image, compressed at zlib level kPngCompressionLevel, every row
 /// with no filter (`flat`: regions of one colour) or the Sub filter (PngContent in io_image.hpp).
-/// False: libspng is not compiled in. Throws IoError when encoding fails.
-bool encode_png_fast(const RgbImage& image, bool flat, std::string& out);
+/// Images over 4 MP: rows deflated in pieces on `threads` threads (0 = the hardware's) with zlib,
+/// one valid stream (each piece ends on a byte boundary); smaller ones through libspng.
+/// False: neither libspng nor zlib is compiled in. Throws IoError when encoding fails.
+bool encode_png_fast(const RgbImage& image, bool flat, std::string& out, int threads = 0);
 
 /// zlib level of the PNGs written through libspng: 1, the fastest that still compresses. The
 /// outputs of `segment` are mostly flat regions (each segment one colour), which level 1 already

@@ -489,11 +489,11 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
     return img;
 }
 
-std::string png_bytes(const RgbImage& image, PngContent content)
+std::string png_bytes(const RgbImage& image, PngContent content, int threads)
 {
     if (image.width <= 0 || image.height <= 0) throw meanshift::IoError("cannot encode an empty image as PNG");
     std::string out;
-    if (encode_png_fast(image, content == PngContent::Flat, out)) return out;  // libspng at a low zlib level, where the build has it
+    if (encode_png_fast(image, content == PngContent::Flat, out, threads)) return out;  // libspng at a low zlib level, where the build has it
     auto append = [](void* context, void* data, int size) {
         static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
     };

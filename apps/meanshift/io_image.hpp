@@ -58,7 +58,7 @@ std::string declared_size_problem(const std::string& bytes, int& width, int& hei
 enum class PngContent { Photo, Flat };
 
 /// PNG (8-bit RGB) file contents. Throws IoError on failure.
-std::string png_bytes(const RgbImage& image, PngContent content = PngContent::Photo);
+std::string png_bytes(const RgbImage& image, PngContent content = PngContent::Photo, int threads = 0);
 /// Writes a PNG (temporary file + rename). Throws IoError on failure.
 void write_png(const std::string& path, const RgbImage& image);
 

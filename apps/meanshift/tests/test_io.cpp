@@ -12,6 +12,7 @@
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cmath>
@@ -454,6 +455,25 @@ TEST_CASE("images: clear messages for zero sizes and cut PNGs (audit 26, item 9)
                                                                std::to_string(png.size() - 12) +
                                                                ", before its IEND chunk: truncated file");
     CHECK(image_message(png.substr(0, png.size() - 2)).find("PNG chunk at byte") != std::string::npos);
+}
+
+TEST_CASE("images: a PNG over 4 MP, deflated in parallel pieces, decodes to its own pixels")
+{
+    // 2049 x 2049 (just over 2^22 pixels): zlib pieces on 3 threads (rows split unevenly), with
+    // the None filter (flat) and the Sub filter; one thread takes libspng's single stream.
+    mscli::RgbImage img;
+    img.width = img.height = 2049;
+    img.pixels.resize(std::size_t(2049) * 2049 * 3);
+    for (std::size_t i = 0; i < img.pixels.size(); ++i)
+        img.pixels[i] = static_cast<std::uint8_t>((i * 7919u) % 251u + ((i / 6147u) % 3u) * 2u);
+    for (const mscli::PngContent content : {mscli::PngContent::Flat, mscli::PngContent::Photo})
+        for (const int threads : {3, 1}) {
+            const std::string png = mscli::png_bytes(img, content, threads);
+            const mscli::RgbImage back = mscli::decode_rgb(png, "big.png");
+            CHECK(back.width == 2049);
+            CHECK(back.height == 2049);
+            CHECK(back.pixels == img.pixels);
+        }
 }
 
 TEST_CASE("images: the size check runs before decoding (audit 26, item 4)")
