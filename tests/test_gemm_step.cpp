@@ -195,6 +195,26 @@ TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 
             }
 }
 
+TEST_CASE("gemm step: modes far from their block's centre (k = 384, h = 1: every mode) take the direct kernels and "
+          "match the oracle")
+{
+    // bench's blobs at h = 1: a mode is ~√k bandwidths from its block's centre, beyond the rounding
+    // limit of every unit (spread_modes), so each goes to the direct SIMD kernels after the blocks.
+    MSTEST_SEED_INFO();
+    auto rng = make_rng("gemm-step-far");
+    PreparedData D = bench_like(rng, 1100, 384, KernelModel::Shared, 1.0);
+    const MatrixD Q = modes_at_points(rng, D, 300);
+    const MatrixD want = mstest::oracle_step(D, Q);
+    const double tol = std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q));
+    const std::vector<double> allowance = cutoff_allowance(D, Q, want);
+    for (const std::string& isa : isas())
+        for (int threads : {1, 2}) {
+            const MatrixD got = step(*openmp(PairForm::Gemm, isa, threads), D, Q);
+            INFO("isa=" << isa << " threads=" << threads << ": deviation " << mstest::max_abs_diff(got, want));
+            CHECK(excess(got, want, tol, allowance) <= 0.0);
+        }
+}
+
 TEST_CASE("gemm step: over kd-tree ranges (truncated kernel) it equals the oracle's brute force")
 {
     MSTEST_SEED_INFO();

@@ -158,7 +158,10 @@ public:
                         0x1p-23;
             gemm_wmax_ = per_point && n > 0 ? static_cast<double>(D.precision_f.maxCoeff()) : 1.0;
         }
-        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) build_layout(D);
+        if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) {
+            build_layout(D);
+            direct_ready_ = true;
+        }
         if (D.grid) {
             fine_cells_ = true;
             for (int j = 0; j < D.grid->g(); ++j)
@@ -266,8 +269,9 @@ private:
         const Index per_block = std::max<Index>(1, std::min<Index>(gd_.modes_per_block, (count + z - 1) / z));
         const std::size_t scratch_bytes = gemm_->scratch_bytes(gd_);
         // Zero-filled once (the step relies on finite pad values), before the parallel region: may throw.
-        if (scratch_.size() < scratch_bytes * static_cast<std::size_t>(z))
-            scratch_.assign(scratch_bytes * static_cast<std::size_t>(z), 0);
+        // (Its own buffer: the direct kernels of the far modes below write into scratch_.)
+        if (gemm_scratch_.size() < scratch_bytes * static_cast<std::size_t>(z))
+            gemm_scratch_.assign(scratch_bytes * static_cast<std::size_t>(z), 0);
         const bool sparse = sparse_search();
         const bool grouped = count > per_block;
         const std::size_t block_doubles = static_cast<std::size_t>(per_block) * static_cast<std::size_t>(k);
@@ -294,13 +298,22 @@ private:
             block_end[b] = std::min(block_first_[b] + per_block, block_first_[b + 1]);
         const Index blocks = static_cast<Index>(block_end.size());
         const openmp_detail::GemmBlockFn run = gemm_->run;
+        // Far modes (spread_modes) go to the direct SIMD kernels after the blocks, as the direct form
+        // would weigh them (float32 differences, no expansion around a centre): the float64 per-pair
+        // loop was ~20x slower, and at high k with a small bandwidth every mode is far (bench blobs,
+        // σ = h, k = 384: ½|q'|² ≈ 192 against limits of 37 (AMX) and 112 (Eigen): 1.8e6 pairs/s
+        // against 4.6e7 direct on 2 Zen 3 cores). Per-point weights beyond float32's range keep the loop.
+        const bool far_direct = !wide_weights_ && !float64_ && k <= kMaxSimdK;
+        far_modes_.resize(static_cast<std::size_t>(z));
+        for (std::vector<Index>& f : far_modes_) f.clear();
         double pairs = 0;
 #pragma omp parallel num_threads(z) reduction(+ : pairs)
         {
             const std::size_t thread = static_cast<std::size_t>(omp_get_thread_num());
-            unsigned char* scratch = scratch_.data() + scratch_bytes * thread;
+            unsigned char* scratch = gemm_scratch_.data() + scratch_bytes * thread;
             std::vector<std::int64_t> ranges;
             std::vector<Index> direct_ranges;  // the float64 direct form of spread_modes()
+            std::vector<Index>& far_here = far_modes_[thread];
             std::vector<double> s0(static_cast<std::size_t>(k)), s1(static_cast<std::size_t>(k));
             std::vector<float> centre(static_cast<std::size_t>(k));
             std::vector<unsigned char> far;
@@ -331,6 +344,10 @@ private:
                 if (spread < m) run(gd_, yin, m, ranges.data(), nranges, yout, sup, scratch);
                 for (int j = 0; j < m && spread > 0; ++j) {
                     if (!far[std::size_t(j)]) continue;
+                    if (far_direct) {
+                        far_here.push_back(grouped ? order_[std::size_t(first + j)] : first + j);
+                        continue;
+                    }
                     const double* y = yin + static_cast<Index>(j) * k;
                     mode_sums(y, direct_ranges, s0.data(), s1.data());
                     sup[j] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, yout + static_cast<Index>(j) * k, k) ? 1 : 0;
@@ -344,7 +361,31 @@ private:
                 }
             }
         }
+        if (far_direct) advance_far(in, out, supported);
         if (sparse) pairs_ = pairs;
+    }
+
+    /// The far modes of a GEMM step (far_modes_, indices into in) by the direct SIMD kernels, gathered
+    /// into one batch; their layout is built on first use where the GEMM form was forced.
+    void advance_far(const double* in, double* out, unsigned char* supported)
+    {
+        std::vector<Index> idx;
+        for (const std::vector<Index>& f : far_modes_) idx.insert(idx.end(), f.begin(), f.end());
+        if (idx.empty()) return;
+        if (!direct_ready_) {
+            build_layout(*data_);
+            direct_ready_ = true;
+        }
+        const int k = gd_.k;
+        const Index nf = static_cast<Index>(idx.size());
+        std::vector<double> fin(static_cast<std::size_t>(nf) * static_cast<std::size_t>(k)), fout(fin.size());
+        std::vector<unsigned char> fsup(static_cast<std::size_t>(nf));
+        for (Index j = 0; j < nf; ++j) std::copy(in + idx[std::size_t(j)] * k, in + (idx[std::size_t(j)] + 1) * k, fin.data() + j * k);
+        advance_simd(fin.data(), fout.data(), fsup.data(), nf);  // pairs_ is the caller's (set after)
+        for (Index j = 0; j < nf; ++j) {
+            std::copy(fout.data() + j * k, fout.data() + (j + 1) * k, out + idx[std::size_t(j)] * k);
+            supported[idx[std::size_t(j)]] = fsup[std::size_t(j)];
+        }
     }
 
     /// The GEMM form's rounding bound for each of a block's m modes (y: m × k): a unit expands
@@ -581,6 +622,9 @@ private:
     bool wide_weights_ = false;  // per-point log2 weights beyond [-64, 64]: GEMM form or the float64 loop
     std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
+    std::vector<unsigned char> gemm_scratch_;  // the GEMM units' per-thread scratch (zero-filled once)
+    std::vector<std::vector<Index>> far_modes_;  // GEMM form: each thread's far modes (advance_far)
+    bool direct_ready_ = false;  // the direct kernels' layout is built (build_layout)
 };
 
 class OpenMPBackend final : public Backend {
