@@ -25,6 +25,7 @@
 #include "backends/cuda/mode_kernels.hpp"
 #include "backends/factory.hpp"
 #include "backends/gpu/knn_limits.hpp"
+#include "backends/gpu/step_report.hpp"
 #include "backends/gpu/tile_layout.hpp"
 #include "backends/partial_sums.hpp"
 #include "skeleton/src/parallel.hpp"
@@ -386,7 +387,6 @@ public:
     void step(double tol2, bool retire, StepReport& report) override
     {
         if (!has_modes_) throw Error("cuda backend: step() before set_modes()");
-        report.clear();
         const float t2 = static_cast<float>(tol2);
         on_devices(ctx_, [&](std::size_t i) { step_part(*parts_[i], t2, retire); });
         Index total = 0;
@@ -396,19 +396,16 @@ public:
             seconds = std::max(seconds, p->kernel_seconds);
             pairs = p->step_pairs < 0 || pairs < 0 ? -1.0 : pairs + p->step_pairs;
         }
-        report.pairs = pairs;
-        report.mode.resize(static_cast<std::size_t>(total));
-        report.shift2.resize(static_cast<std::size_t>(total));
-        report.status.resize(static_cast<std::size_t>(total));
-        std::size_t o = 0;
+        gpu::resize_report(report, total);
+        Index o = 0;
+        static_assert(sizeof(ModeRecord) == 3 * sizeof(std::int32_t), "records are read as 3 words");
         for (const auto& p : parts_) {
-            const ModeRecord* r = p->host_records.get();
-            for (Index j = 0; j < p->reported; ++j, ++o) {
-                report.mode[o] = p->m0 + r[j].mode;
-                report.shift2[o] = r[j].shift2;
-                report.status[o] = static_cast<ModeStatus>(r[j].status);
-            }
+            const Index still = gpu::unpack_records(reinterpret_cast<const std::int32_t*>(p->host_records.get()),
+                                                    p->reported, p->m0, p->m, report, o, "cuda backend");
+            if (retire) p->active = still;
+            o += p->reported;
         }
+        report.pairs = pairs;
         report.kernel_seconds = seconds;
     }
 
@@ -731,13 +728,7 @@ private:
         float ms = 0;
         MS_CUDA_CHECK(cudaEventElapsedTime(&ms, s.start.get(), s.stop.get()));
         s.kernel_seconds = 1e-3 * ms;
-        s.reported = count;
-        if (retire) {
-            Index still = 0;
-            const ModeRecord* r = s.host_records.get();
-            for (Index j = 0; j < count; ++j) still += r[j].status == static_cast<std::int32_t>(ModeStatus::Active);
-            s.active = still;
-        }
+        s.reported = count;  // step() unpacks the records and, when retiring, sets s.active
     }
 
     /// The point-buffer fields the GEMM, range and topology kernels' parameters share.

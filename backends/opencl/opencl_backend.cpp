@@ -7,6 +7,7 @@
 #include "backends/opencl/embedded_sources.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "backends/gpu/knn_limits.hpp"
+#include "backends/gpu/step_report.hpp"
 #include "backends/gpu/tile_layout.hpp"
 #include "backends/partial_sums.hpp"
 #include "skeleton/src/parallel.hpp"
@@ -610,9 +611,8 @@ int OpenCLBinding::reserve_partial(Index count, bool& combine, int min_segments,
 
 void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
 {
-    report.clear();
     if (m_ == 0) throw Error("opencl: step() before set_modes()");
-    if (active_ == 0) return;
+    if (active_ == 0) return report.clear();
     if (config_.ranges) {
         step_ranges(tol2, retire, report);
         return;
@@ -635,12 +635,12 @@ void OpenCLBinding::step(double tol2, bool retire, StepReport& report)
         return 0;
     });
     last_segments_ = segments;
+    const Index still_active = unpack_report(count, report);
     try {
         report.kernel_seconds = event_seconds(done) + (combine ? event_seconds(combined) : 0.0);
     } catch (const cl::Error&) {
         report.kernel_seconds = -1;  // profiling unavailable: timing only, never an error
     }
-    const Index still_active = unpack_report(count, report);
     if (retire) {
         std::swap(active_list_, next_list_);  // the kernels compacted the survivors into next_list_
         active_ = still_active;
@@ -753,23 +753,8 @@ void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list
 
 Index OpenCLBinding::unpack_report(int count, StepReport& report) const
 {
-    report.mode.resize(static_cast<std::size_t>(count));
-    report.shift2.resize(static_cast<std::size_t>(count));
-    report.status.resize(static_cast<std::size_t>(count));
-    Index still_active = 0;
-    for (int i = 0; i < count; ++i) {
-        const cl_int* r = staging_.as<const cl_int>() + 3 * static_cast<std::size_t>(i);
-        if (r[0] < 0 || r[0] >= m_ || r[2] < 0 || r[2] > 2)
-            throw Error("opencl: the kernels left slot " + std::to_string(i) + " of " + std::to_string(count) +
-                        " without a report (mode " + std::to_string(r[0]) + ", status " + std::to_string(r[2]) + ")");
-        float shift2;
-        std::memcpy(&shift2, &r[1], sizeof shift2);
-        report.mode[static_cast<std::size_t>(i)] = r[0];
-        report.shift2[static_cast<std::size_t>(i)] = shift2;
-        report.status[static_cast<std::size_t>(i)] = static_cast<ModeStatus>(r[2]);
-        still_active += r[2] == static_cast<cl_int>(ModeStatus::Active);
-    }
-    return still_active;
+    gpu::resize_report(report, count);  // in place: no refill of the previous step's entries
+    return gpu::unpack_records(staging_.as<const cl_int>(), count, 0, m_, report, 0, "opencl");
 }
 
 void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
@@ -784,13 +769,13 @@ void OpenCLBinding::step_ranges(double tol2, bool retire, StepReport& report)
                                       staging_.as<cl_int>());
         return 0;
     });
+    const Index still_active = unpack_report(count, report);
     report.pairs = range_pairs();
     try {
         report.kernel_seconds = event_seconds(done);
     } catch (const cl::Error&) {
         report.kernel_seconds = -1;
     }
-    const Index still_active = unpack_report(count, report);
     if (!retire || still_active == active_) return;
     // The survivors in mode order (= the driver's Morton order): O(m) here, no device sort.
     std::vector<unsigned char> stays(static_cast<std::size_t>(m_), 0);
