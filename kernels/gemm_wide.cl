@@ -55,6 +55,13 @@
 #define GW_PPW (GW_BN * GW_BK / TAU) /* staged point values a work-item */
 #define GW_P2W (GW_JC * GW_DC / TAU) /* phase-2 staged values a work-item */
 #define GW_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define GW_DBS (GW_BK * (GW_QS4 + GW_PS4)) /* float4s of one phase-1 buffer */
+#ifndef GW_DB /* 1: phase 1's stage double-buffered in et4 (one barrier a chunk), where two fit */
+#define GW_DB (2 * GW_DBS <= GW_BN * GW_BM / 4)
+#endif
+#if GW_DB && 2 * GW_DBS > GW_BN * GW_BM / 4
+#error "gemm_wide: GW_DB needs two phase-1 buffers within the weights' local array"
+#endif
 /* One region serves phase 1's staging, the row-sum partials and phase 2's staging. */
 #define GW_STAGE4 GW_MAX(GW_MAX(GW_BK * (GW_QS4 + GW_PS4), GW_JC * GW_P24), GW_NI * GW_BM / 4)
 #if (GW_BM * GW_BK) % TAU != 0 || (GW_BN * GW_BK) % TAU != 0 || (GW_JC * GW_DC) % TAU != 0 || (GW_BN % GW_JC) != 0
@@ -74,8 +81,14 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
     __local float* sf = (__local float*)stage4;
     __local float* Qs = sf;                          /* [d][m], row GW_QS4 float4s */
     __local float* Ps = sf + GW_BK * GW_QS4 * 4;     /* [d][j], row GW_PS4 float4s */
+#if GW_DB
+    /* Phase 1 double-buffered in the weights' space (free until the tile's exponents are done):
+     * one barrier a chunk instead of two. */
+    __local float4* const db4 = et4;
+#else
     __local float4* Qs4 = stage4;
     __local float4* Ps4 = stage4 + GW_BK * GW_QS4;
+#endif
     __local float* et = (__local float*)et4;
     (void)lcw;
     __global const float* recs = (__global const float*)records;
@@ -112,6 +125,28 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                 const int i = tid + TAU * r, j = i / GW_BK, d = i % GW_BK;
                 pv[r] = d < K ? tile[j * STRIDE + d] : 0.0f;
             }
+#if GW_DB
+            barrier(CLK_LOCAL_MEM_FENCE); /* the previous tile is done with et4 */
+            {
+                __local float* Qs = (__local float*)db4, *Ps = Qs + GW_BK * GW_QS4 * 4;
+#pragma unroll
+                for (int r = 0; r < GW_QPW; ++r) {
+                    const int i = tid + TAU * r;
+                    Qs[(i % GW_BK) * (GW_QS4 * 4) + i / GW_BK] = qv[r];
+                }
+#pragma unroll
+                for (int r = 0; r < GW_PPW; ++r) {
+                    const int i = tid + TAU * r;
+                    Ps[(i % GW_BK) * (GW_PS4 * 4) + i / GW_BK] = pv[r];
+                }
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+#pragma unroll 1
+            for (int ch = 0; ch < GW_NCHUNK; ++ch) {
+                __local float4* Qs4 = db4 + (ch & 1) * GW_DBS;
+                __local float4* Ps4 = Qs4 + GW_BK * GW_QS4;
+                __local float* Qs = (__local float*)Qs4;
+#else
 #pragma unroll 1
             for (int ch = 0; ch < GW_NCHUNK; ++ch) {
                 barrier(CLK_LOCAL_MEM_FENCE); /* the previous chunk (or tile) is done with Qs, Ps */
@@ -126,6 +161,7 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                     Ps[(i % GW_BK) * (GW_PS4 * 4) + i / GW_BK] = pv[r];
                 }
                 barrier(CLK_LOCAL_MEM_FENCE);
+#endif
                 if (ch + 1 < GW_NCHUNK) { /* the next chunk's loads, in flight during the products */
                     const int d0 = (ch + 1) * GW_BK;
 #pragma unroll
@@ -160,6 +196,22 @@ void gemm_wide(MS_APPROX_MODE_PARAMS,
                         }
                     }
                 }
+#if GW_DB
+                if (ch + 1 < GW_NCHUNK) { /* into the other buffer, whose last readers passed the barrier below */
+                    __local float* Qn = (__local float*)(db4 + ((ch + 1) & 1) * GW_DBS), *Pn = Qn + GW_BK * GW_QS4 * 4;
+#pragma unroll
+                    for (int r = 0; r < GW_QPW; ++r) {
+                        const int i = tid + TAU * r;
+                        Qn[(i % GW_BK) * (GW_QS4 * 4) + i / GW_BK] = qv[r];
+                    }
+#pragma unroll
+                    for (int r = 0; r < GW_PPW; ++r) {
+                        const int i = tid + TAU * r;
+                        Pn[(i % GW_BK) * (GW_PS4 * 4) + i / GW_BK] = pv[r];
+                    }
+                }
+                barrier(CLK_LOCAL_MEM_FENCE);
+#endif
             }
             if (tid < GW_BM) qnl[tid] = qn;
             barrier(CLK_LOCAL_MEM_FENCE); /* qnl written; Qs, Ps free */
