@@ -104,14 +104,16 @@ int gemm_default_tau(int k, bool per_point, const OpenCLTuning& t, bool gpu)
     c.k = k;
     c.per_point = per_point;
     c.tau = 256;
-    return gpu || gemm_wide_for(c, t, gpu) ? 256 : 64;
+    const bool wide = gemm_wide_for(c, t, gpu);
+    if (gpu && wide && k <= kGemmWideTau128MaxKGpu) return 128;
+    return gpu || wide ? 256 : 64;
 }
 
 namespace {
 
 // gemm_wide.cl's geometry: 64 modes × 128 points, the exponents' dims 16 at a time, the sums'
-// 128 at a time (64 where k ≤ 64), 16 points a phase-2 stage; tau 256 (4 × 8 blocks) or, asked
-// for, 128 (4 × 16 blocks); the defaults shrink (BK, then the
+// 128 at a time (64 where k ≤ 64), 16 points a phase-2 stage; tau 256 (4 × 8 blocks) or 128
+// (4 × 16 blocks; GPUs' default up to kGemmWideTau128MaxKGpu); the defaults shrink (BK, then the
 // tile, then the stage) until local memory fits, so that no default fails on a device with less
 // than NVIDIA's 48 KiB.
 std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size_t local_mem_size)

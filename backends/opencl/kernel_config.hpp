@@ -112,7 +112,16 @@ constexpr int kGemmWideMinKGpu = 65;
 /// k from the crossover on, no explicit gemm_modes / gemm_points (those describe gemm_modes.cl).
 bool gemm_wide_for(const KernelConfig& cfg, const OpenCLTuning& t, bool gpu);
 
-/// Default work-group size of a GEMM step: 256 on GPUs and for gemm_wide.cl, 64 on CPU devices.
+/// Largest k at which gemm_wide.cl on a GPU runs with 128 work-items a group (4 x 16 register
+/// blocks) by default; 256 (4 x 8) above. One H100, one exact step, n = 131,072 (2026-11-28): 128
+/// gave 1.10x 256's pairs/s at k = 128, 0.85x at 384 and 0.83x at 1,024 (the larger block's
+/// registers leave fewer warps to hide the partial sums' global reads and writes, which grow
+/// with k). Measured on one card only: docs/high-dimensional.md.
+constexpr int kGemmWideTau128MaxKGpu = 128;
+
+/// Default work-group size of a GEMM step: on GPUs 128 for gemm_wide.cl up to
+/// kGemmWideTau128MaxKGpu, else 256; 256 for gemm_wide.cl on CPU devices (when asked for), 64 on
+/// CPU devices otherwise.
 int gemm_default_tau(int k, bool per_point, const OpenCLTuning& t, bool gpu);
 
 /// Fills the GEMM geometry of `cfg` (gemm_bm, tile = BN, gemm_tm/tn/bk) for work-group size

@@ -655,7 +655,7 @@ TEST_CASE("opencl: the dimension-tiled GEMM kernel's geometry fits local memory 
             CHECK(c.gemm_wide == (k >= detail::kGemmWideMinKGpu && local >= 32768));
             CHECK(c.local_bytes() + detail::kImplicitLocalBytes <= local);
             if (!c.gemm_wide) continue;
-            CHECK(c.tile == 64 * c.gw_tnh);
+            CHECK(c.tile == 4 * (c.tau / 16) * c.gw_tnh);
             CHECK(c128.tile == 32 * c128.gw_tnh);
             if (local == 49152) CHECK(c128.tile == 128);
             CHECK(c.gemm_bk % 4 == 0);
@@ -675,6 +675,11 @@ TEST_CASE("opencl: the dimension-tiled GEMM kernel's geometry fits local memory 
     forced.gemm_wide_min_k = 1;
     CHECK(detail::gemm_default_tau(16, false, t, false) == 64);
     CHECK(detail::gemm_default_tau(16, false, forced, false) == 256);
+    // GPUs: 4 x 16 blocks (128 work-items) up to kGemmWideTau128MaxKGpu, 4 x 8 (256) above.
+    CHECK(detail::gemm_default_tau(detail::kGemmWideTau128MaxKGpu, false, t, true) == 128);
+    CHECK(detail::gemm_default_tau(detail::kGemmWideTau128MaxKGpu + 1, false, t, true) == 256);
+    CHECK(detail::gemm_default_tau(64, false, t, true) == 256);
+    CHECK(detail::gemm_default_tau(128, true, t, true) == 256);
 }
 
 #else
