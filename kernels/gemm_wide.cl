@@ -30,7 +30,8 @@
  *
  * Options (-D) besides those of approx_mode_common.clh (TAU = 256 or 128, TILE = 4 NI GW_TNH,
  * EXPANDED = 1, shared model): GW_BK (dims per phase-1 chunk, multiple of 4), GW_JC (points per
- * phase-2 stage), GW_TNH, GW_TDH (float4 groups a PU in each phase), GEMM_CUT (0/1). The barriers sit in loops without unrolling (PoCL 3
+ * phase-2 stage), GW_TNH, GW_TDH (float4 groups a PU in each phase), GEMM_CUT (0/1), GW_DB (optional:
+ * phase 1's stage double-buffered in the weights' array, default on where two buffers fit). The barriers sit in loops without unrolling (PoCL 3
  * miscompiled barriers in unrolled loops). */
 #ifndef MEANSHIFT_APPROX_MODE_COMMON_CLH
 #include "approx_mode_common.clh"
