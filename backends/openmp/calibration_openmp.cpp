@@ -1,12 +1,13 @@
 // The openmp backend's calibration (calibration_openmp.hpp): one step of every candidate form
 // (direct SIMD kernels, GEMM form with Eigen products, GEMM form with AMX products where AMX runs)
-// on the same synthetic blobs, the fastest of three interleaved repeats each, ~0.1-0.3 s per k bucket.
+// on the same synthetic blobs, the fastest of five interleaved repeats each, ~0.2-0.5 s per k bucket.
 // Timed on one thread by that thread's CPU clock: the forms share modes among threads alike (blocks
 // of modes per thread), so the crossover is a property of one core, and a loaded machine's
 // scheduling (a parallel region's barrier waits a time slice per busy core) must not decide it.
 #include "backends/openmp/calibration_openmp.hpp"
 
 #include "backends/factory.hpp"
+#include "backends/openmp/gemm_step.hpp"
 
 #include <meanshift/backend.hpp>
 
@@ -21,15 +22,20 @@ namespace meanshift::openmp_detail {
 namespace {
 
 /// Pairs of one timed step: ~1e8 / k, at least 128 x 8192 (5-100 ms of either form on one Zen 3 core),
-/// enough for the timer and the block scheduling, short enough for three repeats of three forms.
+/// enough for the timer and the block scheduling, short enough for five repeats of three forms.
 constexpr double kPairsTimesK = 1e8;
-/// The GEMM forms are taken only where they beat the direct kernels by more than this factor in the
-/// calibration: its one block per step does not see the GEMM form's per-step costs in a run (the
-/// partition of the modes among 16 pivots, its parallel regions). Measured on the 2-core AMD EPYC,
-/// 2026-11-27: at k = 64 the calibration had GEMM 1.13x direct, embeddings runs (n = 8,000) direct
-/// 1.12-1.2x GEMM (the n = 20,000 step: 1.17x); at k = 384-1,024 GEMM 1.4-1.5x in the
-/// calibration and 1.7x in the runs.
-constexpr double kGemmMargin = 1.3;
+/// A later form (direct, then Eigen's GEMM, then AMX's GEMM) is taken only where it beats the one
+/// chosen so far by more than this factor in the calibration: its one block per step does not see a
+/// run's per-step costs (the partition of the modes among 16 pivots, parallel regions, convergence
+/// leaving fewer modes). 2-core AMD EPYC (Zen 3, AVX2), k = 64: calibration GEMM 1.13-1.20x direct,
+/// embeddings runs (n = 8,000) direct 1.12-1.2x GEMM, bench --exact n = 20,000 a tie in wall time.
+/// 1.25 (was 1.3) with each GEMM unit timed at its own block size (AMX's 256 modes, was 128 for all)
+/// and the fastest of five repeats: on the Xeon with AMX (2 threads via taskset, 2026-11-28) the
+/// calibration then had AMX 1.41x direct at k = 64 (1.21x at 128 modes, under 1.3: direct kept) and
+/// bench --exact n = 20,000 ran AMX's default at 7.5-8.0e8 pairs/s against 4.7-5.4e8 direct.
+constexpr double kGemmMargin = 1.25;
+/// Timed repeats per form (interleaved; the fastest counts).
+constexpr int kRepeats = 5;
 
 /// n points of 8 Gaussian blobs, deterministic, scaled as data whose kernel sees neighbours at any
 /// k: centres ±4/√k per coordinate (4-8 bandwidths apart), σ = 1.5/√k per coordinate (a blob's points
@@ -67,6 +73,7 @@ struct Candidate {
     const char* form;
     PairForm pair_form;
     std::string isa;
+    Index modes;  ///< one full block of the form's unit
     std::unique_ptr<Backend> backend;
     std::unique_ptr<Binding> binding;
     double best = HUGE_VAL;
@@ -82,10 +89,13 @@ double thread_seconds()
 
 std::vector<CalibrationTiming> measure(const BackendOptions& base, bool per_point, int k, bool amx)
 {
-    // One full block of the GEMM form (128 modes), as the runs it stands for have: more modes are
-    // partitioned among 16 pivots first (256 modes gave blocks of 16-32, at half its speed), and that
-    // partition, O(modes x 16 x k) per step, is only negligible against a step over many points.
+    // One full block of each GEMM unit (128 modes; AMX's 256), as the runs it stands for have: more
+    // modes are partitioned among 16 pivots first (256 modes gave blocks of 16-32, at half its speed),
+    // and that partition, O(modes x 16 x k) per step, is only negligible against a step over many
+    // points. The forms are compared per mode.
     const Index m = 128;
+    const GemmTable* amx_unit = amx ? gemm_table_amx() : nullptr;
+    const Index m_amx = amx_unit ? amx_unit->modes_per_block : m;
     // At least 8,192 points: the direct kernels stream them from cache per block of 16 modes, and at
     // n = 1,525 (k = 512) they fit in L2 and made direct look 1.2x faster than in runs.
     const Index n = std::clamp<Index>(static_cast<Index>(kPairsTimesK / k / static_cast<double>(m)), 8192, 1 << 16);
@@ -93,12 +103,13 @@ std::vector<CalibrationTiming> measure(const BackendOptions& base, bool per_poin
     // The Eigen unit: where AMX is allowed, "avx512" names the same kernels without it.
     const std::string eigen_isa = amx ? "avx512" : base.openmp.isa;
     std::vector<Candidate> c;
-    c.push_back({"direct", PairForm::Direct, base.openmp.isa, nullptr, nullptr});
-    c.push_back({"gemm", PairForm::Gemm, eigen_isa, nullptr, nullptr});
-    if (amx) c.push_back({"gemm-amx", PairForm::Gemm, "amx", nullptr, nullptr});
+    c.push_back({"direct", PairForm::Direct, base.openmp.isa, m, nullptr, nullptr});
+    c.push_back({"gemm", PairForm::Gemm, eigen_isa, m, nullptr, nullptr});
+    if (amx) c.push_back({"gemm-amx", PairForm::Gemm, "amx", m_amx, nullptr, nullptr});
 
-    std::vector<double> in(static_cast<std::size_t>(m) * static_cast<std::size_t>(k)), out(in.size());
-    for (Index q = 0; q < m; ++q)
+    const Index mmax = std::max(m, m_amx);
+    std::vector<double> in(static_cast<std::size_t>(mmax) * static_cast<std::size_t>(k)), out(in.size());
+    for (Index q = 0; q < mmax; ++q)
         for (int d = 0; d < k; ++d) in[static_cast<std::size_t>(q * k + d)] = data->points(q % n, d);
     for (Candidate& x : c) {
         BackendOptions o = base;
@@ -108,16 +119,17 @@ std::vector<CalibrationTiming> measure(const BackendOptions& base, bool per_poin
         o.threads = 1;  // the step runs on this thread (a team of one)
         x.backend = detail::openmp_factory().create(o);
         x.binding = x.backend->bind(data, Topology{});
-        x.binding->step_once(in.data(), out.data(), m);  // warm-up: layouts, scratch, page faults
+        x.binding->step_once(in.data(), out.data(), x.modes);  // warm-up: layouts, scratch, page faults
     }
-    for (int round = 0; round < 3; ++round)  // interleaved, so a burst of load hits every form alike
+    for (int round = 0; round < kRepeats; ++round)  // interleaved, so a burst of load hits every form alike
         for (Candidate& x : c) {
             const double t0 = thread_seconds();
-            x.binding->step_once(in.data(), out.data(), m);
+            x.binding->step_once(in.data(), out.data(), x.modes);
             x.best = std::min(x.best, thread_seconds() - t0);
         }
+    // Seconds of a 128-mode step at each form's per-mode rate.
     std::vector<CalibrationTiming> timings;
-    for (const Candidate& x : c) timings.push_back({x.form, x.best});
+    for (const Candidate& x : c) timings.push_back({x.form, x.best * static_cast<double>(m) / static_cast<double>(x.modes)});
     return timings;
 }
 
