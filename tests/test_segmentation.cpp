@@ -444,6 +444,45 @@ TEST_CASE("segment_image: regions in parallel segment as the sequential pass doe
     CHECK(one.segments() > 10);
 }
 
+TEST_CASE("segment_image: many fused and pruned regions in parallel give the sequential segments")
+{
+    // Noise of ±8 against hr = 2 leaves most pixels their own region after joining; fusion at
+    // 4 hr then joins tens of thousands of adjacent pairs in one pass (the threaded union path),
+    // and pruning merges many small regions (its adjacency built with atomic increments).
+    const int w = 320, h = 256;
+    Noise noise;
+    std::vector<float> img(std::size_t(w) * h * 3);
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+            float* p = &img[(std::size_t(y) * w + x) * 3];
+            p[0] = 40.0f + 0.1f * float(x) + noise(8.0f);
+            p[1] = 0.1f * float(y) + noise(8.0f);
+            p[2] = (x / 40 + y / 32) % 2 ? 15.0f + noise(8.0f) : noise(8.0f);
+        }
+    SegmentOptions o;
+    o.meanshift.backend = usable("openmp") ? "openmp" : "serial";
+    o.spatial_bandwidth = 1;
+    o.range_bandwidth = 2;
+    o.fusion_distance = 4;
+    o.min_region = 30;
+    o.meanshift.backend_options.threads = 1;
+    const Segmentation one = segment_image(img.data(), h, w, 3, o);
+    check_invariants(one, img);
+    CHECK(one.regions_connected > 20000);
+    CHECK(one.regions_connected - one.regions_fused > 16384);
+    for (int threads : {2, 4}) {
+        CAPTURE(threads);
+        o.meanshift.backend_options.threads = threads;
+        const Segmentation many = segment_image(img.data(), h, w, 3, o);
+        REQUIRE(many.ascent.modes == one.ascent.modes);
+        CHECK(many.regions_connected == one.regions_connected);
+        CHECK(many.regions_fused == one.regions_fused);
+        CHECK(many.fusion_passes == one.fusion_passes);
+        CHECK(many.labels == one.labels);
+        CHECK(many.sizes == one.sizes);
+    }
+}
+
 TEST_CASE("segment_image: per-stage seconds and the peak memory are reported")
 {
     const std::vector<float> img = busy_image(40, 30);
