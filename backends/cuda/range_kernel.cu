@@ -10,11 +10,53 @@ namespace meanshift::cuda {
 static_assert(kMaxRangeGridDims == MS_MAX_GRID_DIMS, "host and kernel disagree on the box size");
 namespace {
 
+/// A block's union box is tight while its modes are close (Morton order, most modes active). Late in
+/// an ascent the active modes are few and scattered (the slow ones near flat crowns; the boundary
+/// refinement's seeds lie on thin basin boundaries), and a block of consecutive ones can span a
+/// large part of the grid (a Morton block that straddles a quadrant boundary spans the quadrants):
+/// every mode of the block then visits every point of that span. The block takes its modes' own
+/// boxes instead when the union holds more than kOwnBoxRatio times the largest own box: a warp's
+/// lanes then diverge and read different lines, which costs at most what that factor saves.
+constexpr long long kOwnBoxRatio = 2;
+
+/// The cell range [lo, hi] of y's neighbourhood in grid dim j (as ms_group_box, one mode).
+__device__ __forceinline__ void own_extent(const float* yg, const int* gi, const float* gf, int g, int j, int& lo,
+                                           int& hi)
+{
+    const float v = yg[gi[j]], r = gf[2 * g + j];
+    lo = ms_grid_coord(v - r, gf[j], gf[g + j], gi[g + j]);
+    hi = ms_grid_coord(v + r, gf[j], gf[g + j], gi[g + j]);
+}
+
+/// Point range [b, e) of row r of y's own box (mixed radix over the first g - 1 dims, last fastest;
+/// as ms_row_range over a box in registers).
+template <int GM>
+__device__ __forceinline__ void own_row_range(const int* lo, const int* hi, const int* gi, const int* start, int g,
+                                              int r, int& b, int& e)
+{
+    long long cell = 0, mul = 1;
+    int rest = r;
+#pragma unroll
+    for (int j = GM - 2; j >= 0; --j) {
+        if (j > g - 2) continue;
+        const int ext = hi[j] - lo[j] + 1;
+        const int c = lo[j] + rest % ext;
+        rest /= ext;
+        mul *= gi[g + j + 1];
+        cell += static_cast<long long>(c) * mul;
+    }
+    b = start[cell + lo[g - 1]];
+    e = start[cell + hi[g - 1] + 1];
+}
+
 /// KMAX: private array size; EXACT: k == KMAX at compile time (loops unroll, arrays in registers).
 template <int KMAX, bool EXACT, bool PP>
 __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
 {
     __shared__ int box[2 * MS_MAX_GRID_DIMS];
+    // Points in the block's union box, and the largest and total of its modes' own boxes.
+    __shared__ unsigned long long union_points, own_max, own_sum;
+    constexpr int GM = KMAX < MS_MAX_GRID_DIMS ? KMAX : MS_MAX_GRID_DIMS;  // grid dims <= k
     const int k = EXACT ? KMAX : p.k;
     const int T = blockDim.x;
     const int lid = threadIdx.x;
@@ -36,11 +78,64 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
         // minus the mode's log2 shift (per-point weights beyond float32's range), else 0: the FMA
         // forming L c_i + nsh replaces a multiply (meanshift_ranges.h)
         const float nsh = PP && p.log2_shift ? -ms_log2_shift(p.log2_shift[valid ? q : p.count - 1]) : 0.0f;
-        ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, p.g, box, yg,
-                      valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
-        if (lid == 0 && p.pairs) {
-            const long long modes = min(vppus, p.count - blk * vppus);
-            atomicAdd(p.pairs, static_cast<unsigned long long>(ms_box_points(box, p.grid_i, p.start, p.g, p.n) * modes));
+        const int g = p.g;
+        if (g == 0) {  // one range [0, n): the union box is all of it
+            ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, g, box,
+                          yg, valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
+            if (lid == 0 && p.pairs) atomicAdd(p.pairs, static_cast<unsigned long long>(p.n) * min(vppus, p.count - blk * vppus));
+        } else {
+            // The union box (barriers inside), this mode's own box, and the points of each.
+            ms_group_box(box, yg, valid, p.grid_i, p.grid_f, g, lid, T);
+            if (lid == 0) {
+                union_points = 0;
+                own_max = 0;
+                own_sum = 0;
+            }
+            __syncthreads();
+            const int urows = ms_box_rows(box, g);
+            long long upart = 0;
+            for (int r = lid; r < urows; r += T) {
+                int b, e;
+                ms_row_range(box, p.grid_i, p.start, g, r, &b, &e);
+                upart += e - b;
+            }
+            int lo[GM], hi[GM];
+            int orows = 1;
+#pragma unroll
+            for (int j = 0; j < GM; ++j) {
+                if (j >= g) continue;
+                own_extent(yg, p.grid_i, p.grid_f, g, j, lo[j], hi[j]);
+                if (j < g - 1) orows *= hi[j] - lo[j] + 1;
+            }
+            long long opoints = 0;
+            const int lead = valid && lane == 0;  // one count per mode
+            for (int r = 0; lead && r < orows; ++r) {
+                int b, e;
+                own_row_range<GM>(lo, hi, p.grid_i, p.start, g, r, b, e);
+                opoints += e - b;
+            }
+            if (upart) atomicAdd(&union_points, static_cast<unsigned long long>(upart));
+            if (lead) {
+                atomicMax(&own_max, static_cast<unsigned long long>(opoints));
+                atomicAdd(&own_sum, static_cast<unsigned long long>(opoints));
+            }
+            __syncthreads();
+            const bool own = union_points > static_cast<unsigned long long>(kOwnBoxRatio) * own_max;
+            const int works = valid && lane < p.f_load;
+            const int rows = !works ? 0 : own ? orows : urows;
+            for (int r = 0; r < rows; ++r) {
+                int b, e;
+                if (own)
+                    own_row_range<GM>(lo, hi, p.grid_i, p.start, g, r, b, e);
+                else
+                    ms_row_range(box, p.grid_i, p.start, g, r, &b, &e);
+                ms_range_pairs(p.points, p.precision, p.log_weight, PP ? 1 : 0, b, e, lane, p.f_load, k, p.cut2, nsh, y,
+                               t, s0, s1);
+            }
+            if (lid == 0 && p.pairs) {
+                const long long modes = min(vppus, p.count - blk * vppus);
+                atomicAdd(p.pairs, own ? own_sum : union_points * static_cast<unsigned long long>(modes));
+            }
         }
         // vPPU reduction: the lanes of a vPPU are consecutive threads; within a warp by shuffles.
         const int width = p.f_vppu < 32 ? p.f_vppu : 32;

@@ -258,13 +258,17 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     const double tol2 = options.tolerance * options.tolerance;
     constexpr int kRound = 1;  // iterations between checks: a check costs a read-back and a set_modes
     StepReport report;
+    std::vector<Index> unresolved;  // stopped in a boundary bin
     Index early = 0;
     int it = 0;
     while (!active.empty() && it < max_it) {
         const Index m = static_cast<Index>(active.size());
         MatrixD Y(m, k);
         for (Index q = 0; q < m; ++q) Y.row(q) = Z.row(active[std::size_t(q)]);
-        const std::vector<Index> order = morton_order(Y);
+        // The grid's own cell order where there is one: the GPU range kernels take blocks of
+        // consecutive modes and visit their union box over the grid dims only (a 3-D Morton
+        // order scaled per dim also splits a forest cloud's 28 m of height like its 500 m of ground).
+        const std::vector<Index> order = D.grid ? cell_order(*D.grid, Y.data(), m, k) : morton_order(Y);
         MatrixD Ys(m, k);
         std::vector<Index> id(static_cast<std::size_t>(m));
         for (Index q = 0; q < m; ++q) {
@@ -294,13 +298,17 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
                 via[std::size_t(f)] = plan.seed_of_bin[std::size_t(j)];
                 early += fst[std::size_t(f)] == ModeStatus::Active;
             } else if (fst[std::size_t(f)] != ModeStatus::Active || it >= max_it) {
-                fl[std::size_t(f)] = nearest_centre(f);
+                unresolved.push_back(f);  // labelled by the nearest centre below, on the threads
             } else {
                 active.push_back(f);
             }
         }
     }
     timing.iterations += it;
+    // Each a scan of the c centres: seeds x centres grows as n^2 at constant density (a forest
+    // cloud: both ∝ its trees), so on the threads rather than inside the serial loop above.
+    MS_PARALLEL_FOR(Index(unresolved.size()) * g.centres.rows() * k)
+    for (std::size_t u = 0; u < unresolved.size(); ++u) fl[std::size_t(unresolved[u])] = nearest_centre(unresolved[u]);
 
     // Append the fine seeds (their own mode, or that of the bin seed that resolved them).
     a.modes.conservativeResize(S + F, k);
