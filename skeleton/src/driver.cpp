@@ -176,7 +176,9 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
         for (Index j = 0; j < m; ++j) order[static_cast<std::size_t>(j)] = j;
     } else {
         order = own_pixels ? detail::lattice_order(options.lattice->height, options.lattice->width)
-                : lattice  ? detail::cell_order(*D->grid, Y0.data(), m, k)
+                // Per-point H_i on a grid: the grid's cells too (the range kernels' boxes span the
+                // grid dims only; a 3-D Morton order scaled per dim also cuts a forest's height).
+                : lattice || (D->grid && D->model == KernelModel::PerPoint) ? detail::cell_order(*D->grid, Y0.data(), m, k)
                            : detail::morton_order(Y0);
     }
     if (any_order) {
