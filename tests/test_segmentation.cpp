@@ -386,7 +386,9 @@ TEST_CASE("segment_image: the ascent run band by band gives the modes of the who
 {
     const int w = 96, h = 72;
     const std::vector<float> img = busy_image(w, h);
-    for (const char* backend : {"serial", "openmp"}) {
+    // opencl: bound afresh per band (its binding is not gpu::Rebindable); cuda: one binding refilled
+    // band after band where the band's points fit its buffers. Both: the device kernels' float32 sums.
+    for (const char* backend : {"serial", "openmp", "opencl", "cuda"}) {
         if (!usable(backend)) continue;
         CAPTURE(backend);
         SegmentOptions o;  // the filtering defaults: at most 5 steps, cutoff 4

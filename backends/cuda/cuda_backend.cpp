@@ -25,6 +25,8 @@
 #include "backends/cuda/mode_kernels.hpp"
 #include "backends/factory.hpp"
 #include "backends/gpu/knn_limits.hpp"
+#include "backends/gpu/range_grid.hpp"
+#include "backends/gpu/rebindable.hpp"
 #include "backends/gpu/step_report.hpp"
 #include "backends/gpu/tile_layout.hpp"
 #include "backends/partial_sums.hpp"
@@ -301,6 +303,7 @@ struct Part {
     Index chunk_points = 0;  // points (records) per chunk, a multiple of the tile width for the fast family
     DeviceBuffer points, precision, log_weight, centres, radii, scratch;
     DeviceBuffer grid_start, grid_i, grid_f;  // range kernels: the cell grid (g = 0: none)
+    gpu::RangeGridArrays grid_host;           // its host form, kept for rebind()
     DeviceBuffer pairs;                       // range kernels: candidate pairs of a step (u64)
     PinnedBuffer<unsigned long long> host_pairs;
     double step_pairs = -1;                   // candidate pairs of the last step (< 0: not counted)
@@ -325,7 +328,7 @@ struct Part {
     }
 };
 
-class CudaBinding final : public Binding {
+class CudaBinding final : public Binding, public gpu::Rebindable {
 public:
     CudaBinding(Contexts ctx, std::shared_ptr<const PreparedData> data, const Topology& topology,
                 const BackendOptions& options, const Plan& plan)
@@ -426,6 +429,35 @@ public:
         });
     }
 
+    bool rebind(std::shared_ptr<const PreparedData> data) override
+    {
+        // Where the device holds only the points (and grid) bind() uploads: not the fast kernels'
+        // tile layout nor streamed chunks; the plan bind() would make for `data` is this one.
+        if (!data || plan_.fast || data->n() < 1 || data->n() > INT32_MAX || data->k() != k_ ||
+            (data->model == KernelModel::PerPoint) != pp_ || std::isfinite(data->cutoff2) != std::isfinite(data_->cutoff2) ||
+            detail::needs_log2_shift(*data) != plan_.shift)
+            return false;
+        const auto n = static_cast<std::size_t>(data->n()), kk = static_cast<std::size_t>(k_);
+        for (const auto& p : parts_)
+            if (!p->resident || p->points.bytes() < n * kk * sizeof(float) ||
+                (pp_ && (p->precision.bytes() < n * kk * sizeof(float) || p->log_weight.bytes() < n * sizeof(float))))
+                return false;
+        data_ = std::move(data);
+        g_ = plan_.range && data_->grid && data_->grid->g() <= kMaxRangeGridDims ? data_->grid->g() : 0;
+        has_modes_ = false;
+        m_ = 0;
+        const Index parts = static_cast<Index>(parts_.size());
+        on_devices(ctx_, [&](std::size_t i) {
+            Part& s = *parts_[i];
+            s.chunk_points = data_->n();
+            s.m = s.active = s.reported = 0;
+            s.query_room = std::min<Index>(max_queries_, (data_->n() + parts - 1) / parts);
+            upload_grid(s);
+            upload_chunk(s, 0);
+        });
+        return true;
+    }
+
     /// The step's kernels on the query and accumulator buffers, which hold nothing between steps, so
     /// the modes and active lists of set_modes() are untouched; the positions are split over the
     /// devices as set_modes() splits modes.
@@ -520,27 +552,17 @@ private:
     void upload_grid(Part& s) const
     {
         if (g_ == 0) return;
-        const CellGrid& G = *data_->grid;
-        std::vector<std::int32_t> gi(2 * static_cast<std::size_t>(g_)), start(G.start.size());
-        std::vector<float> gf(3 * static_cast<std::size_t>(g_));
-        for (int j = 0; j < g_; ++j) {
-            const std::size_t u = static_cast<std::size_t>(j);
-            gi[u] = G.dims[u];
-            gi[g_ + u] = static_cast<std::int32_t>(G.cells[u]);
-            gf[u] = static_cast<float>(G.origin[u]);
-            gf[g_ + u] = static_cast<float>(G.side[u]);
-            gf[2 * g_ + u] = static_cast<float>(G.radius[u]);
-        }
-        for (std::size_t c = 0; c < start.size(); ++c) start[c] = static_cast<std::int32_t>(G.start[c]);
-        s.grid_i.allocate(gi.size() * sizeof(std::int32_t));
-        s.grid_f.allocate(gf.size() * sizeof(float));
-        s.grid_start.allocate(start.size() * sizeof(std::int32_t));
+        gpu::range_grid_arrays(*data_->grid, g_, s.grid_host);
+        const auto& [gi, gf, start] = s.grid_host;
+        s.grid_i.reserve(gi.size() * sizeof(std::int32_t));
+        s.grid_f.reserve(gf.size() * sizeof(float));
+        s.grid_start.reserve(start.size() * sizeof(std::int32_t));
         const cudaStream_t st = s.stream.get();
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_i.f(), gi.data(), gi.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_f.f(), gf.data(), gf.size() * sizeof(float), cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t),
                                       cudaMemcpyHostToDevice, st));
-        MS_CUDA_CHECK(cudaStreamSynchronize(st));  // pageable sources go out of scope
+        MS_CUDA_CHECK(cudaStreamSynchronize(st));  // pageable sources, refilled by the next rebind()
     }
 
     /// Copies the points [first, first + chunk_points) (clipped) into the device buffers.

@@ -96,6 +96,13 @@ public:
         bytes_ = bytes;
         device_ = device;
     }
+    /// Keeps the allocation when it already holds ≥ `bytes` on the current device (a binding
+    /// refilled band after band: no cudaFree / cudaMalloc pair each time), else allocate(bytes).
+    void reserve(std::size_t bytes)
+    {
+        if (ptr_ && bytes_ >= bytes && device_ == current_device()) return;
+        allocate(bytes);
+    }
     void release() noexcept
     {
         if (ptr_) {

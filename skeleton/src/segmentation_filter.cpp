@@ -12,11 +12,15 @@
 #include "segmentation_host_filter.hpp"
 #include "prepare.hpp"
 
+#include "backends/gpu/rebindable.hpp"
+
 #include <meanshift/errors.hpp>
 #include <meanshift/registry.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -185,8 +189,9 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
 
     // Two bands in flight: while the backend iterates band i on this thread, band i + 1 is prepared
     // (prepared rows, search, seeds in order) on another, into the other slot. Each slot is kept
-    // from band to band (same sizes but for the last band: no new pages to fault in); a slot's
-    // binding is released before the slot is refilled, so D has no other owner then.
+    // from band to band (same sizes but for the last band: no new pages to fault in); a slot is
+    // refilled only once the binding holds the other slot's data (rebound or bound afresh), so D
+    // has no other owner then.
     struct Band {
         Index y0 = 0, y1 = 0, d0 = 0, d1 = 0;
         std::shared_ptr<PreparedData> D = std::make_shared<PreparedData>();
@@ -250,7 +255,16 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     std::vector<int> iterations;
     std::vector<ModeStatus> last;
     std::vector<unsigned char> flags;  // per pixel of the band: 1 no support, 2 converged
+    // One binding refilled band after band where the backend can (gpu::Rebindable: the CUDA
+    // binding keeps its device buffers), else bound afresh per band.
+    std::unique_ptr<Binding> binding;
     std::future<void> next;            // the next band's preparation; declared after what it uses
+    // MEANSHIFT_BAND_TIMES=1: each band's host and device times on stderr (what the stages sum).
+    const char* trace_env = std::getenv("MEANSHIFT_BAND_TIMES");
+    const bool trace = trace_env && *trace_env && *trace_env != '0';
+    // MEANSHIFT_BAND_REBIND=0: a fresh binding per band (the previous behaviour, for A/B timings).
+    const char* rebind_env = std::getenv("MEANSHIFT_BAND_REBIND");
+    const bool may_rebind = !(rebind_env && *rebind_env == '0');
     prepare_band(slot[0], 0);
     for (int i = 0;; ++i) {
         Band& b = slot[i % 2];
@@ -266,14 +280,6 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         }
         const Index y0 = b.y0, y1 = b.y1, nd = (b.d1 - b.d0) * W, m = (y1 - y0) * W;
         ++bands;
-        if (y1 < H) {
-            Band& following = slot[(i + 1) % 2];
-            const int threads = o.backend_options.threads;
-            next = std::async(std::launch::async, [&prepare_band, &following, y1, threads] {
-                const HostThreads scope(threads);
-                prepare_band(following, y1);
-            });
-        }
         if (search.empty()) {
             // "pixel lattice W x (band rows), window radius …": name the whole image instead.
             const std::size_t comma = b.description.find(',');
@@ -283,19 +289,44 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
 
         auto t = Clock::now();
         if (bands == 1) r.topology = backend->resolve_topology(o.topology, *b.D);
-        std::unique_ptr<Binding> binding = backend->bind(b.D, r.topology);
+        auto* refill = may_rebind ? dynamic_cast<gpu::Rebindable*>(binding.get()) : nullptr;
+        const bool rebound = refill && refill->rebind(b.D);
+        if (!rebound) {
+            binding.reset();  // its device memory is free before the next allocation
+            binding = backend->bind(b.D, r.topology);
+        }
+        const double seconds_data = since(t);
         binding->set_modes(b.Ys.data(), m, nullptr);
-        r.timing.seconds_bind += since(t);
+        const double seconds_set = since(t) - seconds_data;
+        r.timing.seconds_bind += seconds_data + seconds_set;
+        // The next band is prepared into the other slot now that the binding has let go of its data.
+        if (y1 < H) {
+            Band& following = slot[(i + 1) % 2];
+            const int threads = o.backend_options.threads;
+            next = std::async(std::launch::async, [&prepare_band, &following, y1, threads] {
+                const HostThreads scope(threads);
+                prepare_band(following, y1);
+            });
+        }
 
         t = Clock::now();
-        iterations.assign(static_cast<std::size_t>(m), 0);
-        last.assign(static_cast<std::size_t>(m), ModeStatus::Active);
+        iterations.resize(static_cast<std::size_t>(m));
+        last.resize(static_cast<std::size_t>(m));
+        {
+            int* iter = iterations.data();
+            ModeStatus* st = last.data();
+            MS_PARALLEL_FOR(m * 2)
+            for (Index j = 0; j < m; ++j) iter[j] = 0, st[j] = ModeStatus::Active;
+        }
         StepReport report;
         int it = 0;
+        double seconds_steps = 0, seconds_kernels = 0;
         while (binding->active_count() > 0 && it < max_it) {
             const Index a = binding->active_count();
+            const auto ts = Clock::now();
             binding->step(tol2, !fixed, report);
-            if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds;
+            seconds_steps += since(ts);
+            if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds, seconds_kernels += report.kernel_seconds;
             // Each mode is reported at most once per step: its counters are its own.
             const Index reported = static_cast<Index>(report.mode.size());
             const Index* rm = report.mode.data();
@@ -315,9 +346,18 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
                 throw Error("cancelled by the progress callback");
         }
         r.timing.iterations = std::max(r.timing.iterations, it);
+        const double seconds_loop = since(t);
         binding->read_modes(b.Ys.data());
-        binding.reset();
+        const double seconds_read = since(t) - seconds_loop;
+        if (y1 >= H) binding.reset();  // the last band: the device memory goes now
         r.timing.seconds_iterate += since(t);
+        if (trace)
+            std::fprintf(stderr,
+                         "band %d rows %lld-%lld (%lld modes, %lld points): %s %.4f s, set_modes %.4f s; %d steps %.4f s "
+                         "(step() %.4f s, kernels %.4f s); read_modes %.4f s\n",
+                         bands, static_cast<long long>(y0), static_cast<long long>(y1), static_cast<long long>(m),
+                         static_cast<long long>(nd), rebound ? "rebind" : "bind", seconds_data,
+                         seconds_set, it, seconds_loop, seconds_steps, seconds_kernels, seconds_read);
 
         // Back to data units and the pixels' order (from_prepared()'s arithmetic).
         t = Clock::now();
