@@ -23,6 +23,7 @@
 #include "backends/cuda/kernel_params.hpp"
 #include "backends/cuda/knn_kernel.hpp"
 #include "backends/cuda/mode_kernels.hpp"
+#include "backends/cuda/staged_upload.hpp"
 #include "backends/factory.hpp"
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/range_grid.hpp"
@@ -453,7 +454,9 @@ public:
             s.m = s.active = s.reported = 0;
             s.query_room = std::min<Index>(max_queries_, (data_->n() + parts - 1) / parts);
             upload_grid(s);
-            upload_chunk(s, 0);
+            if (pp_ || s.host_stage.size() == 0) return upload_chunk(s, 0);
+            staged_upload(s.points.f(), data_->points_f.data(), n * kk * sizeof(float), s.host_stage.get(),
+                          s.host_stage.size() * sizeof(float), s.stream.get());  // the modes' pinned block
         });
         return true;
     }
@@ -560,6 +563,9 @@ private:
         const cudaStream_t st = s.stream.get();
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_i.f(), gi.data(), gi.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_f.f(), gf.data(), gf.size() * sizeof(float), cudaMemcpyHostToDevice, st));
+        if (s.host_stage.size() > 0)  // rebind(): the modes' pinned block is free
+            return staged_upload(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t), s.host_stage.get(),
+                                 s.host_stage.size() * sizeof(float), st);
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t),
                                       cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));  // pageable sources, refilled by the next rebind()
