@@ -11,6 +11,7 @@ const char* approx_mode();           // kernels/approx_mode.cl (Alg. 3)
 const char* approx_modes_preload();  // kernels/approx_modes_preload.cl (Alg. 7)
 const char* ranges_header();         // kernels/meanshift_ranges.h (truncated kernel, shared with CUDA)
 const char* range_modes();           // kernels/range_modes.cl (truncated kernel over grid ranges)
+const char* range_modes_cpu();       // kernels/range_modes_cpu.cl (the same, CPU devices, modes in lanes)
 const char* gemm_modes();
 const char* gemm_wide();             // kernels/gemm_wide.cl (high k, dimension-tiled sums)
 const char* knn_header();            // kernels/meanshift_knn.h (k-NN search, shared with CUDA)

@@ -61,6 +61,7 @@ std::string KernelConfig::build_options() const
     if (cpu_vw > 0) o << " -D MS_CPU_VW=" << cpu_vw << " -D MS_CPU_FMA=" << (cpu_fma ? 1 : 0);
     if (cpu_vw > 0 && cpu_dc > 0) o << " -D MS_CPU_DC=" << cpu_dc;
     if (cpu_vw > 0 && cpu_range_modes > 0) o << " -D MS_CPU_RANGE_MODES=" << cpu_range_modes;
+    if (cpu_vw > 0 && cpu_range_block) o << " -D MS_CPU_RANGE_BLOCK=1";
     if (gemm_wide)
         o << " -D GW_BK=" << gemm_bk << " -D GW_JC=" << gw_jc << " -D GW_TNH=" << gw_tnh << " -D GW_TDH=" << gw_tdh;
     if (gemm)

@@ -4,6 +4,7 @@
 #include "backends/opencl/opencl_backend.hpp"
 
 #include "backends/factory.hpp"
+#include "backends/opencl/cpu_plan.hpp"
 #include "backends/opencl/embedded_sources.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "backends/gpu/knn_limits.hpp"
@@ -32,7 +33,8 @@ std::vector<std::string> program_sources(const KernelConfig& c)
                 c.gemm_wide ? opencl_sources::gemm_wide() : opencl_sources::gemm_modes()};
     if (c.ranges)
         return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
-                opencl_sources::ranges_header(), "\n", opencl_sources::range_modes()};
+                opencl_sources::ranges_header(), "\n", opencl_sources::range_modes(), "\n",
+                opencl_sources::range_modes_cpu()};
     return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
             c.preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
 }
@@ -41,8 +43,6 @@ std::vector<std::string> program_sources(const KernelConfig& c)
 /// work-groups per compute unit.
 constexpr std::size_t kCpuShapeTau = 8;
 constexpr int kCpuShapeGroupsPerCu = 16;
-/// range_modes_cpu: modes (slots) one work-item walks; one work-group each.
-constexpr int kCpuRangeModes = 16;
 
 /// Grid dims the range kernel's box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
 constexpr int kMaxRangeGridDims = 16;
@@ -128,7 +128,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.ranges = std::isfinite(data.cutoff2);
     if (c.ranges) {
         c.preload = false;  // the candidate ranges are short: read from global memory (cached)
-        c.cpu_range_modes = c.cpu_vw > 0 ? kCpuRangeModes : 0;
+        if (c.cpu_vw > 0) apply_cpu_range_plan(c);  // CPU devices: modes or candidates in the lanes
         // The 32-PU variant needs τ a multiple of 32 (and ≥ 64) and its reduction buffer in local memory.
         const std::size_t wide_bytes = static_cast<std::size_t>(t.pus_per_ppu) * c.accumulators() * sizeof(float) + 128;
         c.range_wide = c.cpu_vw == 0 && t.pus_per_ppu >= 64 && t.pus_per_ppu % 32 == 0 && t.f_vppu < 32 &&

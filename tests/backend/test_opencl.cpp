@@ -12,6 +12,7 @@
 #if MEANSHIFT_HAVE_OPENCL
 
 #include "backends/gpu/tile_layout.hpp"
+#include "backends/opencl/cpu_plan.hpp"
 #include "backends/opencl/opencl_backend.hpp"
 #include "backends/opencl/program_cache.hpp"
 #include "meanshift_device.h"  // MS_PAD_LOG2W
@@ -261,6 +262,7 @@ TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_
             T.cutoff2 = 1e6;
             CHECK(mstest::max_abs_diff(opencl_step(o, T, Topology{}, Q, &c), oracle_step(T, Q)) < kTol);
             CHECK(std::string(c.kernel_name()) == "range_modes_cpu");
+            CHECK(c.cpu_range_block == (k >= 16));  // k = 16: modes in the lanes (range_modes_cpu.cl), ragged last block
             if (k != 3) continue;
             // the direct exponent keeps the GPU shape on a CPU device
             BackendOptions direct = o;
@@ -268,6 +270,37 @@ TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_
             direct.pair_form = PairForm::Direct;
             CHECK(mstest::max_abs_diff(opencl_step(direct, D, Topology{}, Q, &c), oracle_step(D, Q)) < kTol);
             CHECK(c.cpu_vw == 0);
+        }
+}
+
+TEST_CASE("opencl: CPU devices' truncated kernel beyond the modes-in-lanes plan (candidates in the lanes)")
+{
+    if (!opencl_usable()) return;
+    for (const auto& e : detail::enumerate_cl_devices()) {
+        if (e.info.kind != "cpu") continue;
+        BackendOptions o;
+        o.device_spec = std::to_string(e.platform) + ":" + std::to_string(e.device);
+        auto rng = make_rng("opencl-cpu-range-points");
+        PreparedData T = mstest::random_prepared(rng, 203, 65, KernelModel::Shared);
+        T.cutoff2 = 1e6;  // beyond every pair: the oracle's answer
+        const MatrixD Q = mstest::random_queries(rng, T, 21);
+        detail::KernelConfig c;
+        const MatrixD got = opencl_step(o, T, Topology{}, Q, &c);
+        if (c.cpu_vw == 0) return;
+        CHECK(std::string(c.kernel_name()) == "range_modes_cpu");
+        CHECK(!c.cpu_range_block);
+        CHECK(mstest::max_abs_diff(got, oracle_step(T, Q)) < kTol);
+        return;
+    }
+}
+
+TEST_CASE("opencl: the CPU range plan (no device)")
+{
+    for (int vw : {4, 8, 16})
+        for (int k : {1, 3, 16, 64, 65, 2048}) {
+            const detail::CpuRangePlan p = detail::cpu_range_plan(k, false, vw);
+            CHECK(p.modes_in_lanes == (k >= 16 && k <= 64));
+            CHECK(p.modes_per_item == (p.modes_in_lanes ? vw : 16));
         }
 }
 
