@@ -259,12 +259,6 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     // binding keeps its device buffers), else bound afresh per band.
     std::unique_ptr<Binding> binding;
     std::future<void> next;            // the next band's preparation; declared after what it uses
-    // MEANSHIFT_BAND_TIMES=1: each band's host and device times on stderr (what the stages sum).
-    const char* trace_env = std::getenv("MEANSHIFT_BAND_TIMES");
-    const bool trace = trace_env && *trace_env && *trace_env != '0';
-    // MEANSHIFT_BAND_REBIND=0: a fresh binding per band (the previous behaviour, for A/B timings).
-    const char* rebind_env = std::getenv("MEANSHIFT_BAND_REBIND");
-    const bool may_rebind = !(rebind_env && *rebind_env == '0');
     prepare_band(slot[0], 0);
     for (int i = 0;; ++i) {
         Band& b = slot[i % 2];
@@ -289,16 +283,14 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
 
         auto t = Clock::now();
         if (bands == 1) r.topology = backend->resolve_topology(o.topology, *b.D);
-        auto* refill = may_rebind ? dynamic_cast<gpu::Rebindable*>(binding.get()) : nullptr;
+        auto* refill = dynamic_cast<gpu::Rebindable*>(binding.get());
         const bool rebound = refill && refill->rebind(b.D);
         if (!rebound) {
             binding.reset();  // its device memory is free before the next allocation
             binding = backend->bind(b.D, r.topology);
         }
-        const double seconds_data = since(t);
         binding->set_modes(b.Ys.data(), m, nullptr);
-        const double seconds_set = since(t) - seconds_data;
-        r.timing.seconds_bind += seconds_data + seconds_set;
+        r.timing.seconds_bind += since(t);
         // The next band is prepared into the other slot now that the binding has let go of its data.
         if (y1 < H) {
             Band& following = slot[(i + 1) % 2];
@@ -320,13 +312,10 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         }
         StepReport report;
         int it = 0;
-        double seconds_steps = 0, seconds_kernels = 0;
         while (binding->active_count() > 0 && it < max_it) {
             const Index a = binding->active_count();
-            const auto ts = Clock::now();
             binding->step(tol2, !fixed, report);
-            seconds_steps += since(ts);
-            if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds, seconds_kernels += report.kernel_seconds;
+            if (report.kernel_seconds > 0) r.timing.seconds_kernels += report.kernel_seconds;
             // Each mode is reported at most once per step: its counters are its own.
             const Index reported = static_cast<Index>(report.mode.size());
             const Index* rm = report.mode.data();
@@ -346,18 +335,9 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
                 throw Error("cancelled by the progress callback");
         }
         r.timing.iterations = std::max(r.timing.iterations, it);
-        const double seconds_loop = since(t);
         binding->read_modes(b.Ys.data());
-        const double seconds_read = since(t) - seconds_loop;
         if (y1 >= H) binding.reset();  // the last band: the device memory goes now
         r.timing.seconds_iterate += since(t);
-        if (trace)
-            std::fprintf(stderr,
-                         "band %d rows %lld-%lld (%lld modes, %lld points): %s %.4f s, set_modes %.4f s; %d steps %.4f s "
-                         "(step() %.4f s, kernels %.4f s); read_modes %.4f s\n",
-                         bands, static_cast<long long>(y0), static_cast<long long>(y1), static_cast<long long>(m),
-                         static_cast<long long>(nd), rebound ? "rebind" : "bind", seconds_data,
-                         seconds_set, it, seconds_loop, seconds_steps, seconds_kernels, seconds_read);
 
         // Back to data units and the pixels' order (from_prepared()'s arithmetic).
         t = Clock::now();
