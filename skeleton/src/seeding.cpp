@@ -239,14 +239,15 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     std::vector<ModeStatus> fst(static_cast<std::size_t>(F), ModeStatus::Active);
     std::vector<Index> active(static_cast<std::size_t>(F));
     for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
-    std::vector<std::int64_t> cell(ks);
-    auto bin_of = [&](const double* y) -> Index {
+    // Bin of a position, -1 outside every bin (and no int64 overflow); `cell` is the caller's scratch
+    // (one per thread).
+    auto bin_of = [&](const double* y, std::int64_t* cell) -> Index {
         for (std::size_t d = 0; d < ks; ++d) {
             const double c = std::floor(y[d] / b.side);
-            if (!(std::fabs(c) < kMaxBinCell)) return -1;  // outside every bin (and no int64 overflow)
+            if (!(std::fabs(c) < kMaxBinCell)) return -1;
             cell[d] = static_cast<std::int64_t>(c);
         }
-        return b.find(cell.data());
+        return b.find(cell);
     };
     auto nearest_centre = [&](Index f) {
         Index best = 0;
@@ -256,53 +257,98 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     const bool fixed = options.fixed_iterations.has_value();
     const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
     const double tol2 = options.tolerance * options.tolerance;
-    constexpr int kRound = 1;  // iterations between checks: a check costs a read-back and a set_modes
     StepReport report;
     std::vector<Index> unresolved;  // stopped in a boundary bin
     Index early = 0;
     int it = 0;
+    // The binding keeps its modes from one iteration to the next: every iteration reads them back
+    // and resolves the seeds that reached a bin off the boundaries, which leave the live set but stay
+    // in the binding (the API has no way to retire one mode) and ascend on unread until the next
+    // upload. The live seeds are uploaded again, in the grid's cell order, only when the binding's
+    // active modes exceed them by a quarter: a few uploads and sorts instead of one per iteration
+    // (up to 200: the host work of this stage on the GPU), at most 25 % steps spent on resolved
+    // seeds. A mode's step depends on its own position only, so the trajectories and labels are
+    // those of one upload per iteration.
+    std::vector<Index> id;       // binding slot -> fine seed
+    std::vector<char> live;      // binding slot still wanted
+    std::vector<Index> slot_bin; // bin of the slot's position after the last step
+    Index n_live = 0;
+    MatrixD Ys;
     while (!active.empty() && it < max_it) {
         const Index m = static_cast<Index>(active.size());
-        MatrixD Y(m, k);
-        for (Index q = 0; q < m; ++q) Y.row(q) = Z.row(active[std::size_t(q)]);
-        // The grid's own cell order where there is one: the GPU range kernels take blocks of
-        // consecutive modes and visit their union box over the grid dims only (a 3-D Morton
-        // order scaled per dim also splits a forest cloud's 28 m of height like its 500 m of ground).
-        const std::vector<Index> order = D.grid ? cell_order(*D.grid, Y.data(), m, k) : morton_order(Y);
-        MatrixD Ys(m, k);
-        std::vector<Index> id(static_cast<std::size_t>(m));
-        for (Index q = 0; q < m; ++q) {
-            id[std::size_t(q)] = active[std::size_t(order[std::size_t(q)])];
-            Ys.row(q) = Z.row(id[std::size_t(q)]);
+        {
+            MatrixD Y(m, k);
+            MS_PARALLEL_FOR(m * k)
+            for (Index q = 0; q < m; ++q) Y.row(q) = Z.row(active[std::size_t(q)]);
+            // The grid's own cell order where there is one: the GPU range kernels take blocks of
+            // consecutive modes and visit their union box over the grid dims only (a 3-D Morton
+            // order scaled per dim also splits a forest cloud's 28 m of height like its 500 m of ground).
+            const std::vector<Index> order = D.grid ? cell_order(*D.grid, Y.data(), m, k) : morton_order(Y);
+            Ys.resize(m, k);
+            id.resize(std::size_t(m));
+            MS_PARALLEL_FOR(m * k)
+            for (Index q = 0; q < m; ++q) {
+                id[std::size_t(q)] = active[std::size_t(order[std::size_t(q)])];
+                Ys.row(q) = Z.row(id[std::size_t(q)]);
+            }
         }
         binding.set_modes(Ys.data(), m);
-        for (int r = 0; r < kRound && binding.active_count() > 0 && it < max_it; ++r, ++it) {
+        live.assign(std::size_t(m), 1);
+        slot_bin.assign(std::size_t(m), -1);
+        n_live = m;
+        active.clear();
+        // Iterations on this upload until the binding's active modes outnumber the live ones by a
+        // quarter (or none is live).
+        while (n_live > 0 && it < max_it && 4 * binding.active_count() <= 5 * n_live) {
             const double a_n = static_cast<double>(binding.active_count()) * static_cast<double>(n);
             binding.step(tol2, !fixed, report);
+            ++it;
             timing.pair_interactions += report.pairs >= 0 ? report.pairs : a_n;
             if (report.kernel_seconds > 0) timing.seconds_kernels += report.kernel_seconds;
             for (std::size_t j = 0; j < report.mode.size(); ++j) {
-                const Index f = id[std::size_t(report.mode[j])];
+                const std::size_t q = std::size_t(report.mode[j]);
+                if (!live[q]) continue;
+                const Index f = id[q];
                 ++fit[std::size_t(f)];
                 fst[std::size_t(f)] = report.status[j];
             }
-        }
-        binding.read_modes(Ys.data());
-        active.clear();
-        for (Index q = 0; q < m; ++q) {
-            const Index f = id[std::size_t(q)];
-            Z.row(f) = Ys.row(q);
-            const Index j = bin_of(Ys.row(q).data());
-            if (j >= 0 && !boundary[std::size_t(j)]) {
-                fl[std::size_t(f)] = label[std::size_t(j)];
-                via[std::size_t(f)] = plan.seed_of_bin[std::size_t(j)];
-                early += fst[std::size_t(f)] == ModeStatus::Active;
-            } else if (fst[std::size_t(f)] != ModeStatus::Active || it >= max_it) {
-                unresolved.push_back(f);  // labelled by the nearest centre below, on the threads
-            } else {
-                active.push_back(f);
+            binding.read_modes(Ys.data());
+            // Positions and bins of the live seeds on the threads (a hash look-up each).
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(host_threads()) if (m * k >= kParallelMinValues / 4)
+#endif
+            {
+                std::vector<std::int64_t> cell(ks);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+                for (Index q = 0; q < m; ++q) {
+                    if (!live[std::size_t(q)]) continue;
+                    Z.row(id[std::size_t(q)]) = Ys.row(q);
+                    slot_bin[std::size_t(q)] = bin_of(Ys.row(q).data(), cell.data());
+                }
+            }
+            for (Index q = 0; q < m; ++q) {
+                if (!live[std::size_t(q)]) continue;
+                const Index f = id[std::size_t(q)];
+                const Index j = slot_bin[std::size_t(q)];
+                if (j >= 0 && !boundary[std::size_t(j)]) {
+                    fl[std::size_t(f)] = label[std::size_t(j)];
+                    via[std::size_t(f)] = plan.seed_of_bin[std::size_t(j)];
+                    early += fst[std::size_t(f)] == ModeStatus::Active;
+                } else if (fst[std::size_t(f)] != ModeStatus::Active || it >= max_it) {
+                    unresolved.push_back(f);  // labelled by the nearest centre below, on the threads
+                } else {
+                    continue;
+                }
+                live[std::size_t(q)] = 0;
+                --n_live;
             }
         }
+        // The live seeds, in fine-seed order (the next upload sorts them again).
+        for (Index q = 0; q < m; ++q)
+            if (live[std::size_t(q)]) active.push_back(id[std::size_t(q)]);
+        std::sort(active.begin(), active.end());
     }
     timing.iterations += it;
     // Each a scan of the c centres: seeds x centres grows as n^2 at constant density (a forest
