@@ -419,6 +419,17 @@ TEST_CASE("segment_image: the ascent run band by band gives the modes of the who
     }
 }
 
+// A run on more threads gives the one-thread run's segments: same modes, passes and numbering.
+static void check_same_segments(const Segmentation& many, const Segmentation& one)
+{
+    REQUIRE(many.ascent.modes == one.ascent.modes);
+    CHECK(many.regions_connected == one.regions_connected);
+    CHECK(many.regions_fused == one.regions_fused);
+    CHECK(many.fusion_passes == one.fusion_passes);
+    CHECK(many.labels == one.labels);  // the same numbering too
+    CHECK(many.sizes == one.sizes);
+}
+
 TEST_CASE("segment_image: regions in parallel segment as the sequential pass does")
 {
     // 3 bands of rows at 3+ threads (bands of >= 2^15 pixels): seams between them cross regions.
@@ -435,12 +446,7 @@ TEST_CASE("segment_image: regions in parallel segment as the sequential pass doe
         CAPTURE(threads);
         o.meanshift.backend_options.threads = threads;
         const Segmentation many = segment_image(img.data(), h, w, 3, o);
-        REQUIRE(many.ascent.modes == one.ascent.modes);
-        CHECK(many.regions_connected == one.regions_connected);
-        CHECK(many.regions_fused == one.regions_fused);
-        CHECK(many.fusion_passes == one.fusion_passes);
-        CHECK(many.labels == one.labels);  // the same numbering too
-        CHECK(many.sizes == one.sizes);
+        check_same_segments(many, one);
     }
     CHECK(one.regions_connected > 100);
     CHECK(one.segments() > 10);
@@ -476,12 +482,7 @@ TEST_CASE("segment_image: many fused and pruned regions in parallel give the seq
         CAPTURE(threads);
         o.meanshift.backend_options.threads = threads;
         const Segmentation many = segment_image(img.data(), h, w, 3, o);
-        REQUIRE(many.ascent.modes == one.ascent.modes);
-        CHECK(many.regions_connected == one.regions_connected);
-        CHECK(many.regions_fused == one.regions_fused);
-        CHECK(many.fusion_passes == one.fusion_passes);
-        CHECK(many.labels == one.labels);
-        CHECK(many.sizes == one.sizes);
+        check_same_segments(many, one);
     }
 }
 
