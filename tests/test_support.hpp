@@ -21,16 +21,23 @@
 
 namespace mstest {
 
-/// One random seed per test-program run: fresh from std::random_device, or MEANSHIFT_TEST_SEED
-/// (decimal or 0x-hex) to reproduce a failure. Every test derives its generator from it and its
-/// own tag, so one seed reproduces every test of the run regardless of which tests are selected.
+/// One seed per test-program run. By default a fixed one, so that CTest and CI give the same verdict
+/// on every run (statistical bounds such as an ARI over 1,800 points hold for most seeds, not all);
+/// MEANSHIFT_TEST_SEED=random draws a fresh one from std::random_device (to cover more data), and
+/// MEANSHIFT_TEST_SEED=N (decimal or 0x-hex) reproduces a run. Every test derives its generator from
+/// it and its own tag, so one seed reproduces every test of the run regardless of which are selected.
+inline constexpr std::uint64_t kDefaultSeed = 20261128ull;
+
 inline std::uint64_t base_seed()
 {
     static const std::uint64_t seed = [] {
-        if (const char* s = std::getenv("MEANSHIFT_TEST_SEED"); s && *s)
-            return static_cast<std::uint64_t>(std::strtoull(s, nullptr, 0));
-        std::random_device rd;
-        return (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(rd());
+        const char* s = std::getenv("MEANSHIFT_TEST_SEED");
+        if (!s || !*s) return kDefaultSeed;
+        if (std::string(s) == "random") {
+            std::random_device rd;
+            return (static_cast<std::uint64_t>(rd()) << 32) ^ static_cast<std::uint64_t>(rd());
+        }
+        return static_cast<std::uint64_t>(std::strtoull(s, nullptr, 0));
     }();
     return seed;
 }
