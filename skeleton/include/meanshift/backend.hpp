@@ -6,6 +6,7 @@
 /// modes on the device; it also reports the devices it sees.
 
 #include <meanshift/export.hpp>
+#include <meanshift/kernel_profile.hpp>
 #include <meanshift/neighbours.hpp>
 #include <meanshift/topology.hpp>
 #include <meanshift/tuning.hpp>
@@ -39,6 +40,16 @@ enum class KernelModel {
 /// whitened to unit bandwidth. float64 and float32 copies hold the same values.
 struct MEANSHIFT_API PreparedData {
     KernelModel model = KernelModel::Shared;
+    /// Weight profile g(q) of every pair (kernel_profile.hpp); KernelModel says which bandwidths.
+    /// Compact profiles come with cutoff2 = 1 (their support), so a pair beyond it weighs 0 exactly.
+    KernelProfile profile = KernelProfile::Gaussian;
+    /// KernelProfile::VonMisesFisher: after each step a mode y is projected onto the sphere
+    /// |y − sphere_origin| = sphere_radius (prepared units: the unit sphere of the caller's
+    /// coordinates, which centring moved to sphere_origin and whitening scaled to 1/h), i.e.
+    /// y' = sphere_origin + sphere_radius · (y − sphere_origin) / |y − sphere_origin|.
+    /// sphere_radius = 0: no projection (every other profile); sphere_origin then empty.
+    VectorD sphere_origin;
+    double sphere_radius = 0;
     MatrixD points;       ///< n × k
     MatrixD precision;    ///< n × k, 1/H_i,dd in prepared units (PerPoint only, else 0 × 0)
     VectorD log_weight;   ///< n, c_i ≤ 0 (PerPoint only, else empty)
@@ -194,6 +205,9 @@ public:
     /// PreparedData::grid. A backend returning false is given cutoff2 = inf and no grid by the
     /// driver (the exact kernel).
     virtual bool supports_cutoff() const { return false; }
+    /// Whether bindings evaluate PreparedData::profile (and its sphere projection). cluster() throws
+    /// BackendUnavailable for a profile the chosen backend lacks, and "auto" skips such backends.
+    virtual bool supports_profile(KernelProfile profile) const { return profile == KernelProfile::Gaussian; }
 
     /// Largest `count` that nearest_distances() takes on this backend (0: none; every backend of
     /// the library has one). The k-nearest-neighbour search of the bandwidth selection

@@ -20,6 +20,13 @@ enum class GroupingMethod {
     /// Result::centres and Result::cluster_sizes stay empty. For callers that group the modes
     /// themselves (segment_image groups pixels by adjacency) and would pay for a grouping nobody reads.
     None,
+    /// scikit-learn's MeanShift post-processing (sklearn.cluster.MeanShift, cluster_all=True): the
+    /// modes are ranked by intensity (the number of data points within one bandwidth of the mode;
+    /// modes with none are dropped), then, in that order, a mode is kept unless it lies within ε
+    /// (merge_eps; scikit-learn uses one bandwidth) of a mode already kept; each data point is
+    /// labelled with its nearest kept mode, which is also its cluster's centre. With the flat
+    /// profile, all points as seeds and tolerance 1e-3 it reproduces scikit-learn's result.
+    ScikitLearn,
 };
 
 struct Grouping {

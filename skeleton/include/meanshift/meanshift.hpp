@@ -15,6 +15,7 @@
 #include <meanshift/bandwidth.hpp>
 #include <meanshift/errors.hpp>
 #include <meanshift/grouping.hpp>
+#include <meanshift/kernel_profile.hpp>
 #include <meanshift/neighbours.hpp>
 #include <meanshift/registry.hpp>
 #include <meanshift/topology.hpp>
@@ -59,6 +60,17 @@ inline constexpr double kDefaultBinSize = 0.5;
 
 struct Options {
     Bandwidth bandwidth;                 ///< covariance model H_i (default isotropic h = 1)
+    /// Weight profile of the mean-shift step (kernel_profile.hpp): Gaussian (σ = the bandwidth),
+    /// the compact Flat / Epanechnikov / Biweight (radius = the bandwidth; exact, cutoff not used)
+    /// or VonMisesFisher (unit vectors, isotropic bandwidth, κ = 1/h²). A backend without the
+    /// profile -> BackendUnavailable; "auto" picks one that has it.
+    KernelProfile kernel = KernelProfile::Gaussian;
+    /// Blurring mean shift (Carreira-Perpiñán 2006): the data themselves move, every point to its
+    /// mean-shift update over the current (moved) data, each iteration; the iterations stop when
+    /// the entropy of the histogram of the points' shifts stops changing or every shift is below
+    /// `tolerance`, and the moved points are grouped like modes. false = the standard (non-blurring)
+    /// mean shift of Alg. 4, in which the data stay put and only the modes move.
+    bool blurring = false;
     std::string backend = "auto";        ///< "serial", "openmp", "opencl", "cuda", "auto"
     BackendOptions backend_options;
     Topology topology;                   ///< zeros = backend defaults
