@@ -1,5 +1,5 @@
 #!/bin/sh
-# Replays the CLI commands of the adversarial audit (issue 26's 12 items, found on c7c2dee) against a
+# Replays the CLI commands of the adversarial audit (12 items, found on c7c2dee) against a
 # build and checks each now ends in the right answer or a clear error. Evidence, not a CTest (item 4
 # and 5 take seconds and gigabytes on the old code); the regression tests are in CTest and pytest.
 #   fuzz/audit_replay.sh [MEANSHIFT] [WORKDIR]      (default build-a/bin/meanshift, /tmp/audit-replay)

@@ -1,4 +1,4 @@
-// libFuzzer target: meanshift::cluster() with random data and options (issue 26): coordinates up
+// libFuzzer target: meanshift::cluster() with random data and options: coordinates up
 // to ±1e30 (float32), bandwidths from 1e-300 to 1e300 (isotropic, diagonal, per point), cutoff,
 // exact, seeding, bin sizes, grouping, iterations, tolerance, 1-2 threads, the serial and OpenMP
 // backends; k up to 10^6 with n = 1..2.

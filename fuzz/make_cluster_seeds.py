@@ -46,9 +46,9 @@ def main():
         # exact kernel, per-point bandwidths (1 and 0.5), k = 3
         "exact-per-point.bin": case(blobs(rng, 12, 3) + [0, 1] * 18, n=11, k_lo=2, flags=0x1C,
                                     bandwidth=2, iterations=50),
-        # bandwidth 1e-20 (palette 9) on points one lattice step apart: each its own cluster (issue 26, 3)
+        # bandwidth 1e-20 (palette 9) on points one lattice step apart: each its own cluster
         "tiny-bandwidth.bin": case(blobs(rng, 20, 2) + [9], n=19, k_lo=1, iterations=20),
-        # (1e19, 1), (0, 1), (1e10, 1e10) (specials 4 and 8), bandwidth 1 (issue 26, 3)
+        # (1e19, 1), (0, 1), (1e10, 1e10) (specials 4 and 8), bandwidth 1
         "huge-coordinate.bin": case([0xC4, 17, 16, 17, 0xC8, 0xC8, 0], n=2, k_lo=1, iterations=20),
         # raw float32 coordinates up to 1e30, diagonal bandwidths 1e-300 / 1e300 (palette 7, 8)
         "extremes-diagonal.bin": case(f32(1e30) + f32(-3e29) + f32(1.5) + f32(-1e-30) + [7, 8], n=1, k_lo=1,

@@ -271,7 +271,7 @@ TEST_CASE("conformance cluster: a reused Clusterer re-binds new data correctly")
 
 TEST_CASE("conformance cluster: after fit() the Clusterer's binding still steps on the fitted data")
 {
-    // Regression (issue 9, item 8): the backend used to keep a raw pointer to data on fit()'s stack.
+    // Regression: the backend used to keep a raw pointer to data on fit()'s stack.
     auto rng = make_rng("conf-clusterer-binding");
     MSTEST_SEED_INFO();
     const std::vector<double> sigma{0.6, 0.6};

@@ -1,4 +1,4 @@
-// Conformance at high k (issue 11): k = 16, 64, 128, shared and per-point H, the exact kernel and
+// Conformance at high k: k = 16, 64, 128, shared and per-point H, the exact kernel and
 // a finite cutoff, with the backend's default pair form (Auto: the matrix-product kernels from
 // their crossover on) and with BackendOptions::pair_form = Gemm forced, against the float64 serial
 // oracle. Ragged n and mode counts (not multiples of any tile), every topology the backend accepts,

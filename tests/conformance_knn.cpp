@@ -1,4 +1,4 @@
-// Conformance of the k-nearest-neighbour search (Backend::nearest_distances, issue 14): the
+// Conformance of the k-nearest-neighbour search (Backend::nearest_distances): the
 // backend under test against a float64 brute force written here, in 1-70 dimensions, with the
 // query among the points (distance 0), duplicates, queries apart from the points, data far from
 // the origin; the bandwidth selection through the backend against the serial (host) search; and

@@ -1,4 +1,4 @@
-// The openmp backend's GEMM form of the step (issue 11, backends/openmp/gemm_step_*.cpp) against the
+// The openmp backend's GEMM form of the step (backends/openmp/gemm_step_*.cpp) against the
 // float64 serial oracle: k = 16, 64, 128, shared and per-point H, exact and truncated kernel (brute
 // force and kd-tree ranges), every SIMD width this CPU runs, 1 and 2 threads, ragged mode counts.
 // The data are spread-out blobs with the modes in input order spanning all blobs (the worst case for

@@ -1,4 +1,4 @@
-// Regression tests of the adversarial audit (issue 26) for the core library and the openmp
+// Regression tests of the adversarial audit for the core library and the openmp
 // backend: wide inputs (item 1), thread counts no machine can start (item 2), bin keys that
 // overflowed int64 (item 3), memory quadratic in k (item 5), the adaptive window's int overflow
 // (item 6) and the memory estimate checked before allocating (Options::max_memory).

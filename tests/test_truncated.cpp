@@ -1,4 +1,4 @@
-// Unit tests of the truncated kernel, the cell grid, weights and seeding (issue 10): bad input,
+// Unit tests of the truncated kernel, the cell grid, weights and seeding: bad input,
 // the documented error bound of one step, grid = brute force for the truncated kernel, grid
 // fallbacks, bin seeding accuracy against the exact answer.
 #include "checks.hpp"

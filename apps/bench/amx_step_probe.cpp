@@ -1,4 +1,4 @@
-// Issue 11 on the CPU, the AMX probe: one exact step of all n points (every point a mode) in the
+// On the CPU, the AMX probe: one exact step of all n points (every point a mode) in the
 // openmp backend's GEMM form, with its products on AMX bf16 tiles (backends/openmp/gemm_amx_step.hpp,
 // three-limb split, software-pipelined) against the AVX-512 unit with Eigen's float32 products, in one
 // process, on the data `meanshift bench` draws (8 blobs, centres uniform in [−10, 10]^k, unit noise,

@@ -1,4 +1,4 @@
-// bench_knn (issue 14): the k-nearest-neighbour search of the adaptive bandwidths on each backend,
+// bench_knn: the k-nearest-neighbour search of the adaptive bandwidths on each backend,
 // through the public API (knn_distances, adaptive_bandwidths with AdaptiveBandwidthOptions::backend),
 // on data that peers/sklearn_knn.py wrote (raw float32, n × k) and timed with scikit-learn's
 // NearestNeighbors in the same run.

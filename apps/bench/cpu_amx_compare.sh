@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 11 on the CPU with Intel AMX: one exact mean-shift step of every point at n points and k dims,
+# On the CPU with Intel AMX: one exact mean-shift step of every point at n points and k dims,
 # 2 threads, in one run, through the CLI (`seconds` of the step), one line per variant:
 #   default: the CLI defaults (pair_form=auto; AMX where usable), noamx: --tune openmp.isa=avx512,
 #   direct / gemm: pair_form forced (with AMX where usable), gemm_noamx: the GEMM form without AMX;

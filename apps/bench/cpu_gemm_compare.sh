@@ -1,5 +1,5 @@
 #!/bin/sh
-# Issue 11 on the CPU: one exact mean-shift step (every point a seed, brute force) of the openmp
+# On the CPU: one exact mean-shift step (every point a seed, brute force) of the openmp
 # backend's direct SIMD kernels vs its GEMM form (pair_form=direct / gemm) vs a NumPy (BLAS sgemm)
 # GEMM-based step on the same kind of data (apps/bench/peers/numpy_step.py), k = 16, 32, 64, 128,
 # isotropic and per-point (diagonal) bandwidths, all in one run. Prints one JSON line per run.

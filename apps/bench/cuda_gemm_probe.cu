@@ -1,4 +1,4 @@
-// Kernel probe (issue 11): times one launch of the fp16 GEMM kernel (backends/cuda/gemm_f16_kernel.cu)
+// Kernel probe: times one launch of the fp16 GEMM kernel (backends/cuda/gemm_f16_kernel.cu)
 // on n k-D Gaussian blobs (8 centres, as apps/bench/peers/torch_step.py), every point a mode, exact kernel.
 // Built on the GPU machine by cuda_gemm_probe.sh, which compiles variants of the kernel source (KSRC)
 // so that shapes can be compared in one call without rebuilding the library.

@@ -1,4 +1,4 @@
-// Kernel probe (issue 27): times one launch of the dimension-tiled GEMM kernel
+// Kernel probe: times one launch of the dimension-tiled GEMM kernel
 // (backends/cuda/gemm_wide_kernel.cu) against the fp16 kernel (gemm_f16_kernel.cu) where both take k,
 // on n k-D Gaussian blobs (8 centres, as apps/bench/peers/torch_step.py), every point a mode, exact
 // kernel; kernel time by CUDA events, best of `reps` after one warm-up, and a checksum of the shifts.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 8 verification on the GPU machine (one call): tests, conformance, compute-sanitizer and the
+# Verification on the GPU machine (one call): tests, conformance, compute-sanitizer and the
 # "defaults are the fastest" comparison, each peer in the same run. Needs a carry folder ($C, default
 # gpu-carry) holding bin/ and lib/ of a Release build made on the CPU machine with
 #   cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DMEANSHIFT_CUDA=ON -DMEANSHIFT_OPENCL=ON -DMEANSHIFT_BENCH_NATIVE=OFF

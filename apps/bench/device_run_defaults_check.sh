@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 8 (device tool): `meanshift bench` with default options, one iteration, n = 2^20, k = 3, beside
+# `meanshift bench` with default options, one iteration, n = 2^20, k = 3, beside
 # bench_opencl's best configurations and bench_cuda's tuned kernels in the same call; host overhead.
 C=$PWD/gpu-carry; B=$C/bin; export LD_LIBRARY_PATH=$C/lib
 source $C/tools/device-opencl-env.sh >/dev/null

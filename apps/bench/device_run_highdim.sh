@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 11 (and the open GPU checks of issue 10) on the GPU machine (device tool). Binaries built
+# High-dimensional checks on the GPU machine (device tool). Binaries built
 # here into build/ and copied to gpu-carry/ (bin, lib, data), as device_run_truncated.sh does.
 #   tests : conformance + unit tests on cuda/opencl, compute-sanitizer on a GEMM-form step
 #   highdim: `meanshift bench` (the CLI, default options) at k = 16..256, n = 262,144, one

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15 on one GPU machine (device tool): MPI ranks with the cuda backend (relocated Open MPI in
+# On one GPU machine (device tool): MPI ranks with the cuda backend (relocated Open MPI in
 # gpu-carry/mpi/usr, binaries in gpu-carry/{bin,lib}). With one GPU both ranks share device 0 (the
 # placement rule gives local rank mod device count): a functional check of GPU ranks (replicated,
 # domain and ring strategies; the ring's partial sums come from Binding::accumulate on the GPU),

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issues 8 and 15 on a 2-GPU machine (nvidia-h200-x2), one call: the cuda backend on one and on both GPUs
+# On a 2-GPU machine (nvidia-h200-x2), one call: the cuda backend on one and on both GPUs
 # in one process, against `mpirun -np 1|2` with one GPU per rank (replicated, domain and ring strategies),
 # labels compared with the one-process run. The exact set runs a fixed number of iterations so that its times compare. Needs a carry folder ($C, default gpu-carry) with bin/, lib/,
 # tools/device-opencl-env.sh and Debian's Open MPI copied under mpi/usr (/usr/bin/orterun as mpi/usr/bin/mpirun,

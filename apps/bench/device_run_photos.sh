@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 10 (photos under 50 ms on one H200) and issue 8 (OpenCL one-iteration default) on the GPU
+# Photos (one-iteration defaults) on the GPU
 # machine (device tool). Binaries built here (CUDA arch 90) in gpu-carry/{bin,lib}; the previous
 # release's bench_segment_repeat + libmeanshift in gpu-carry/before/{bin,lib} run in the same call.
 #   apps/bench/device_run_photos.sh [photos|opencl|all]

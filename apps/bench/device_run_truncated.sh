@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 10 on the GPU machine (device tool): the truncated kernel (range kernels) on cuda and
+# On the GPU machine (device tool): the truncated kernel (range kernels) on cuda and
 # opencl. Binaries built here into build-dev and copied to gpu-carry/ (bin, lib, data).
 # Conformance + unit tests, compute-sanitizer, full-resolution segmentation (CLI defaults) and
 # 1e6 blobs (bench_blobs, defaults) beside a PyTorch peer with the same bin seeding.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 27, "any dimension on the GPUs", on the GPU machine (device tool). Binaries built here into
+# "Any dimension on the GPUs", on the GPU machine (device tool). Binaries built here into
 # build-gpu/ (CMAKE_CUDA_ARCHITECTURES=90) and copied to gpu-carry/ (bin, lib, tools), as
 # device_run_highdim.sh does; `carry: ["gpu-carry"]`.
 #   tests : cuda unit tests (the dimension-tiled GEMM kernel, device-sized tiles), conformance cuda and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15: the ring strategy against the replicated one on CPU ranks (openmp, one thread per rank),
+# The ring strategy against the replicated one on CPU ranks (openmp, one thread per rank),
 # strong (400,000 2-D points), weak (200,000 per rank) and exact (60,000 3-D points); labels
 # compared with one process. Run on the GPU machine's 16-core host with gpu-carry/ (device tool).
 # Sizes, ranks and the binary can be set (defaults: the 16-core run above), e.g. a small run on the

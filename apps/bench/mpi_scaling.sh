@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 15: strong and weak scaling of `mpirun -np R meanshift cluster` (docs/mpi.md), both
+# Strong and weak scaling of `mpirun -np R meanshift cluster` (docs/mpi.md), both
 # strategies, against one process, on one machine (R ranks = R cores, one openmp thread each).
 #   apps/bench/mpi_scaling.sh [build-dir] [ranks...]      e.g. apps/bench/mpi_scaling.sh build 1 2
 # Data: 2-D Gaussian blobs (sigma 1) in a row along x, 5,000 points each; bandwidth 1, cutoff 3,

@@ -1,5 +1,5 @@
 #pragma once
-// The sweeps of issue 5. Each writes one CSV row per configuration (csv.hpp) and skips, with a
+// The complexity-validation sweeps (Theorems 1-3). Each writes one CSV row per configuration (csv.hpp) and skips, with a
 // message on stderr, configurations the backend rejects (InvalidArgument / NotSupported).
 
 #include "csv.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 /// @file stage_report.hpp
-/// Where a run of the tool spent its time, stage by stage (issue 27: "every stage accounted for"):
+/// Where a run of the tool spent its time, stage by stage ("every stage accounted for"):
 /// the tool's own stages (reading and decoding the input, writing the outputs, image regions) around
 /// the library's (meanshift::Timing::stages()), the wall time and the process's peak memory. As a
 /// `stages` line of the summary and, with --json, as one JSON object on the last line of stdout.

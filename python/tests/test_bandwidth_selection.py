@@ -68,7 +68,7 @@ def test_adaptive_default_on_full_dimensional_clusters_in_128_features():
     m = MeanShift(bandwidth="adaptive").fit(X)
     assert adjusted_rand_score(y, m.labels_) > 0.95
     # 0.6 of the rule's bandwidths over-splits: the exact answer (which the defaults give since the
-    # bins of these 800 points would be singletons, issue 27) has 40 clusters, ARI 0.86.
+    # bins of these 800 points would be singletons) has 40 clusters, ARI 0.86.
     small = MeanShift(bandwidth="adaptive::0.6").fit(X)
     assert len(small.cluster_centers_) > 10
     assert adjusted_rand_score(y, small.labels_) < 0.9

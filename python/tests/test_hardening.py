@@ -1,4 +1,4 @@
-"""Regression tests of the adversarial audit (issue 26) for the Python package: wide inputs, thread
+"""Regression tests of the adversarial audit for the Python package: wide inputs, thread
 counts no machine can start, bin keys that overflowed, text input and ``bandwidth=True``, and the
 memory budget."""
 import subprocess

@@ -17,7 +17,7 @@ namespace meanshift::detail {
 /// 2^53 the quotient's floor is exact in float64, and the int64 keys, their neighbours (±1) and
 /// their differences cannot overflow. Beyond it (a bandwidth of 1e-20 on data of extent 10, a
 /// coordinate of 1e19 with bandwidth 1, bin_size 1e-300) the keys overflowed int64 and unrelated
-/// points shared a bin (issue 26, item 3): the callers then do not bin at all.
+/// points shared a bin: the callers then do not bin at all.
 inline constexpr double kMaxBinCell = 9007199254740992.0;  // 2^53
 
 /// The row of `cell` (k integer coordinates) in `keys` (rows × k, lexicographically increasing),
@@ -37,8 +37,8 @@ inline Index find_cell(const std::vector<std::int64_t>& keys, std::size_t rows, 
 
 /// Offsets to a bin's neighbours for k <= 3, k per row: the 3^k box without its centre (a
 /// boundary that clips a corner is caught too). Above, boundary_bins() visits the 2k faces
-/// without a table: a table of 2k rows of k offsets was O(k²) memory (k = 20,000: 6.4 GB, issue 26
-/// item 5), and 3^k lookups per bin would cost more than the ascent.
+/// without a table: a table of 2k rows of k offsets was O(k²) memory (k = 20,000: 6.4 GB),
+/// and 3^k lookups per bin would cost more than the ascent.
 inline std::vector<std::int64_t> neighbour_offsets(int k)
 {
     std::vector<std::int64_t> offsets;
@@ -67,7 +67,7 @@ inline std::vector<std::int64_t> neighbour_offsets(int k)
 /// neighbour's hash is h ± r_d, so each of the 2k faces costs one lookup instead of a binary search
 /// whose comparisons walk up to k coordinates (O(k²) per bin: 10 points of 1,500,000 dimensions
 /// did not finish in minutes), and nothing of size k × k is allocated (the 2k × k offset table was
-/// 6.4 GB at k = 20,000, issue 26 item 5). A hash match is verified coordinate by coordinate.
+/// 6.4 GB at k = 20,000). A hash match is verified coordinate by coordinate.
 /// Memory O(B + k) besides the keys and the output; time O(B·k + Σ_j (2k + k·faces found)).
 template <class Counts, class Find>
 std::vector<char> boundary_bins(const std::vector<std::int64_t>& keys, const std::vector<int>& label,

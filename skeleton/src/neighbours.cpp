@@ -364,7 +364,7 @@ bool use_tree(PreparedData& D, bool automatic, double beat, const std::string& n
     // Auto on many points: a tree over an evenly spaced sample first. Its leaves are coarser than
     // the full tree's, so it visits at least as large a share of the pairs; when even that share is
     // all of them (high k: 100,000 x 384 embeddings spent 0.93 s of 3.3 s building the full tree to
-    // learn this on an H100 host, issue 27) no tree can prune and the full one is not built.
+    // learn this on an H100 host) no tree can prune and the full one is not built.
     constexpr Index kSample = 16384;
     if (automatic && D.n() > 2 * kSample) {
         PreparedData S;

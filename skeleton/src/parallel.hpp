@@ -43,7 +43,7 @@ inline int& host_threads_limit() noexcept
     return limit;
 }
 /// Never more than max_threads() (tuning.hpp): a backend that ignores BackendOptions::threads
-/// does not refuse a huge value, and 100,000 threads crashed libgomp (issue 26, item 2).
+/// does not refuse a huge value, and 100,000 threads crashed libgomp.
 inline int host_threads() noexcept
 {
 #if defined(_OPENMP)

@@ -69,7 +69,7 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
     // A window reaching past the image's larger side adds no pixel (the window is clipped at the
     // border): an explicit one is refused, the default ceil(hs) clamped. The default k of the
     // clamped window, (side² − 1) / 4 ≥ H·W − 1, still takes the farthest pixel, as before. All
-    // in 64 bits: window 100,000 overflowed (2w+1)² in int and reserved 320 GB (issue 26, item 6).
+    // in 64 bits: window 100,000 overflowed (2w+1)² in int and reserved 320 GB.
     const long long reach = std::max(height, width);
     if (o.window > reach)
         throw InvalidArgument(std::string(who) + "window (--adaptive-window) = " + std::to_string(o.window) +

@@ -256,7 +256,7 @@ TEST_CASE("cuda: dimensions k in {1,2,3,5,8,17,64} and modes per PU, both models
 
 TEST_CASE("cuda: GEMM form (tensor cores, fp16 / TF32 splits) matches the float64 oracle within 1e-4 bandwidths")
 {
-    // Issue 11: k = 13..256 (shared H), 13..128 (per-point H), exact and truncated, ragged n and
+    // k = 13..256 (shared H), 13..128 (per-point H), exact and truncated, ragged n and
     // mode counts (partial blocks and tiles), data centred away from the block's median mode; k not
     // a multiple of 4 (13, 33, 100) takes the fp16 kernel's unaligned point loads.
     if (!cuda_usable()) return;
@@ -298,7 +298,7 @@ TEST_CASE("cuda: GEMM form (tensor cores, fp16 / TF32 splits) matches the float6
 
 TEST_CASE("cuda: GEMM kernels and preload tiles sized from the device's shared memory (no GPU)")
 {
-    // Issue 27: no default may fail for want of shared memory. The shared model's kernels above
+    // No default may fail for want of shared memory. The shared model's kernels above
     // k = 256 (gemm_wide_kernel.cu) and the fp16 kernel where it does not fit give way to the
     // dimension-tiled kernel; the topology kernels' default tile halves until it fits.
     using namespace meanshift::cuda;
@@ -388,7 +388,7 @@ TEST_CASE("cuda: the dimension-tiled GEMM kernel (k = 257..1,024) matches the fl
 
 TEST_CASE("cuda: the direct kernels' default preload tile shrinks to the device at high k")
 {
-    // Issue 27: `--exact --tune pair_form=direct` at k = 384 failed with "preload tile of 256 points
+    // `--exact --tune pair_form=direct` at k = 384 failed with "preload tile of 256 points
     // needs 393248 bytes of shared memory"; per-point k = 200 (no GEMM kernel) alike. The default
     // tile now halves until it fits; an explicit preload_size beyond the device still fails clearly.
     if (!cuda_usable()) return;

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Data-driven choice of the adaptive rule's factor C by stability (docs/bandwidth-selection.md,
-issue 14): on the evaluation sets of bandwidth_eval.py, run `meanshift cluster --bandwidth
+"""Data-driven choice of the adaptive rule's factor C by stability (docs/bandwidth-selection.md):
+on the evaluation sets of bandwidth_eval.py, run `meanshift cluster --bandwidth
 adaptive::C` for every C of a geometric grid and score each C by the mean adjusted Rand index of its
 labels against its grid neighbours' (labelings with one cluster or more than n/10 are degenerate and
 score -1); print the ARI against the truth and the cluster count per C, and the C the score picks.

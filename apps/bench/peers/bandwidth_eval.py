@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Bandwidth selection evaluation (docs/bandwidth-selection.md, issue 14).
+"""Bandwidth selection evaluation (docs/bandwidth-selection.md).
 
 For data whose clusters differ in scale (synthetic multi-scale blobs) and three real sets
 (iris, wine, digits from scikit-learn, standardised per feature): the adjusted Rand index

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""CPU peer of `meanshift cluster` for embeddings and point clouds (issue 27): the NumPy equivalent of
+"""CPU peer of `meanshift cluster` for embeddings and point clouds: the NumPy equivalent of
 torch_meanshift.py, same algorithm line for line (exact Gaussian ascent from every point or from bin
 seeds, float32 GEMM form through the BLAS, modes still moving only; greedy grouping of the modes
 snapped to cells of eps/4 bandwidths, largest cell first, eps = 0.5 bandwidths).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer for the openmp backend's GEMM form (issue 11): one exact Gaussian mean-shift step of every
+"""Peer for the openmp backend's GEMM form: one exact Gaussian mean-shift step of every
 point as NumPy writes it with matrix products (BLAS sgemm, float32), on the data `meanshift bench`
 draws (same distribution: `--blobs` centres uniform in [-10, 10]^k, unit noise, point i in blob
 i mod blobs; --kernel diagonal: per-point sigma_id uniform in [h/2, 3h/2]). Modes = all n points,

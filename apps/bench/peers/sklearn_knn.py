@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer of bench_knn (issue 14): Gaussian blobs written as raw float32 (n x k) for bench_knn, and the
+"""Peer of bench_knn: Gaussian blobs written as raw float32 (n x k) for bench_knn, and the
 same k-nearest-neighbour distances with scikit-learn's NearestNeighbors (kd-tree / ball tree /
 brute force as it chooses, n_jobs threads), timed in the same run.
 

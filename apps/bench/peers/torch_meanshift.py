@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Peer of `meanshift cluster` for embeddings and point clouds (issue 27): what a PyTorch user writes.
+"""Peer of `meanshift cluster` for embeddings and point clouds: what a PyTorch user writes.
 Exact Gaussian mean shift from every point (or from bin seeds), float32, chunked GEMM form, on the GPU
 (CPU if there is no CUDA), then greedy grouping on the device.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU peer for the high-dimensional step (issue 11): one exact Gaussian mean-shift iteration of
+"""GPU peer for the high-dimensional step: one exact Gaussian mean-shift iteration of
 every point against every point, as a PyTorch user writes it (chunked cdist + exp + matmul,
 float32), on n points of k-D Gaussian blobs. Prints one JSON line per k: pairs/s of the best of
 `--reps` timed repetitions (after one warm-up), CUDA-synchronised wall time.

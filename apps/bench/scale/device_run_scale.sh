@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 27 on the GPU machine (device tool), one call: the GPU tests of this build, then the scale
+# On the GPU machine (device tool), one call: the GPU tests of this build, then the scale
 # benchmarks (run_gpu.sh: every workload through `meanshift` with its defaults beside the PyTorch peer).
 # Binaries built here into build-gpu/ (CMAKE_CUDA_ARCHITECTURES=90) and copied to gpu-carry/ (bin, lib,
 # tools) as apps/bench/device_run_wide.sh says; carry ["gpu-carry", "data"] (data/: china.ppm and

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Generators of the scale benchmarks' workloads (issue 27). Nothing is committed: every data set is
+"""Generators of the scale benchmarks' workloads. Nothing is committed: every data set is
 drawn here, seeded, into a folder of the caller's (a temp folder in run_cpu.sh / run_gpu.sh).
 Needs NumPy only (decoding the photos: Pillow or OpenCV, else decoded copies in PPM, see `photos`).
 
   generate.py embeddings OUT --n 100000 --k 384 [--clusters 10] [--spread 0.25] [--seed 1]
       unit vectors: `clusters` random unit centres mu_c in R^k; x = normalise(mu_c + spread * g / sqrt(k)),
       g ~ N(0, I_k): a von Mises-Fisher-like cap whose chord radius is about spread (two points of one
-      cluster lie ~ spread * sqrt(2) apart, random centres ~ sqrt(2)). Suggested bandwidth 0.3 (issue 27).
+      cluster lie ~ spread * sqrt(2) apart, random centres ~ sqrt(2)). Suggested bandwidth 0.3.
   generate.py cloud OUT --n 1000000 [--points-per-tree 2000] [--seed 1]
       forest-like LiDAR cloud, 3-D (metres): trees on a jittered 7 m grid, heights 8-28 m, a crown
       (ellipsoid, 90 % of a tree's points, denser at its surface) over a stem (10 %, the upper

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scale benchmarks on the CPU (issue 27): each workload through `meanshift` with its default options,
+# Scale benchmarks on the CPU: each workload through `meanshift` with its default options,
 # beside its peer (numpy_meanshift.py; the OpenCV script for photos) in the same call; a markdown table
 # on stdout. Data are generated into a temp folder and removed afterwards. Not part of CI/ctest.
 #

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Scale benchmarks on the GPU machine (issue 27): each workload through `meanshift` with its default
+# Scale benchmarks on the GPU machine: each workload through `meanshift` with its default
 # options (backend auto: CUDA there), beside its peer in the same call: torch_meanshift.py (chunked exact
 # Gaussian ascent from every point, greedy grouping, on the GPU) for embeddings, clouds and blobs (bin
 # seeds), opencv_segment.py for the photos when cv2 is there. A markdown table on stdout and, when $OUT

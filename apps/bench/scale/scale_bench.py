@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Driver of the scale benchmarks (issue 27), called by run_cpu.sh and run_gpu.sh.
+"""Driver of the scale benchmarks, called by run_cpu.sh and run_gpu.sh.
 
 For each workload it generates the data (generate.py, into --work), runs `meanshift` with its
 default options (only the bandwidth, which `cluster` requires), then the peer on the same files, and

@@ -211,7 +211,7 @@ public:
 
     /// Largest `count` that nearest_distances() takes on this backend (0: none; every backend of
     /// the library has one). The k-nearest-neighbour search of the bandwidth selection
-    /// (bandwidth_selection.hpp, issue 14) runs here: serial and openmp search a kd-tree (nanoflann,
+    /// (bandwidth_selection.hpp) runs here: serial and openmp search a kd-tree (nanoflann,
     /// up to 16 dimensions; brute force above) on one thread or all of them, cuda and opencl by
     /// brute force on the GPU (kernels/meanshift_knn.h, one source).
     virtual int max_neighbours() const { return 0; }

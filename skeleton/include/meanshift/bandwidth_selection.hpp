@@ -1,6 +1,6 @@
 #pragma once
 /// @file bandwidth_selection.hpp
-/// Bandwidths chosen from the data (issue 14): fixed rules (Scott, Silverman, scikit-learn's
+/// Bandwidths chosen from the data: fixed rules (Scott, Silverman, scikit-learn's
 /// quantile estimate) and adaptive per-point bandwidths from the k-th nearest-neighbour distance
 /// (the sample-point estimator of variable-bandwidth mean shift, Comaniciu, Ramesh & Meer 2001).
 ///

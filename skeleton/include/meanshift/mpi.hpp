@@ -1,6 +1,6 @@
 #pragma once
 /// @file mpi.hpp
-/// Distributed mean shift over MPI (issue 15; docs/mpi.md). Built only with
+/// Distributed mean shift over MPI (docs/mpi.md). Built only with
 /// -DMEANSHIFT_MPI=ON/AUTO (Open MPI found), in the separate library meanshift_mpi
 /// (CMake target meanshift::mpi), which links meanshift and MPI::MPI_CXX.
 ///

@@ -53,7 +53,7 @@ struct SegmentOptions {
     /// default 1.0 ("within the range bandwidth") gives segment counts in the hundreds on photos
     /// (docs/segmentation.md).
     double fusion_distance = 1.0;
-    /// Adaptive range bandwidths (issue 14; docs/segmentation.md, "Adaptive range bandwidths"):
+    /// Adaptive range bandwidths (docs/segmentation.md, "Adaptive range bandwidths"):
     /// off by default. When on, pixel i's kernel has its own range bandwidth hr_i (the
     /// sample-point estimator of Comaniciu, Ramesh & Meer 2001: the bandwidth belongs to the pixel
     /// that is summed over), the spatial bandwidth stays hs for every pixel:

@@ -18,7 +18,7 @@ namespace meanshift {
 /// backend for its device class (GPUs: on; CPU-class OpenCL devices: off).
 enum class Preload { Auto, On, Off };
 
-/// How a backend evaluates the pair exponents −½ D² (issue 11, docs/high-dimensional.md).
+/// How a backend evaluates the pair exponents −½ D² (docs/high-dimensional.md).
 /// Direct: each PU loops over the k dimensions of each pair (Alg. 3 as written; fastest at low k).
 /// Gemm: the exponents of a block of modes against a block of points come from matrix products,
 /// −½|q − p|² = q·p − ½|q|² − ½|p|² (per-point H_i: two products against w∘x and w), fused with the
@@ -95,7 +95,7 @@ struct MEANSHIFT_API BackendOptions {
     Preload preload = Preload::Auto;  ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
     int preload_size = 0;       ///< points staged per batch / tile width W; 0 = backend default
     /// OpenMP threads (z); 0 = all. At most max_threads(): more cannot run faster and, far beyond
-    /// it, crashed inside libgomp (100,000 threads overflowed GOMP_parallel's stack, issue 26);
+    /// it, crashed inside libgomp (100,000 threads overflowed GOMP_parallel's stack);
     /// the openmp and serial backends refuse a larger value (InvalidArgument naming threads, the
     /// value and the limit), and the library's own host passes never start more.
     int threads = 0;
