@@ -1,10 +1,12 @@
 // Alg. 4 (mean shift clustering): the iteration driver shared by every backend. It owns
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
+#include "blurring.hpp"
 #include "pending_backend.hpp"
 #include "prepare.hpp"
 #include "parallel.hpp"
 #include "seeding.hpp"
+#include "sklearn_grouping.hpp"
 #include "spatial_order.hpp"
 
 #include <meanshift/meanshift.hpp>
@@ -85,6 +87,7 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     const detail::HostThreads host_threads(options.backend_options.threads);
     validate_options(options);
     if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
+    if (requested.blurring) return detail::run_blurring(pending, binding, data, n, k, requested, weights, seeds);
     // Options::max_memory: the estimate comes before prepare() allocates anything.
     if (n > 0 && k > 0) detail::check_memory(n, k, requested, seeds ? m : 0, weights != nullptr);  // else prepare() says why
     // (the caller's options, as estimate_memory() sees them)
@@ -258,10 +261,13 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     const auto t_group = Clock::now();
     const bool group = options.grouping != GroupingMethod::None;
     // GroupingMethod::None: modes only; labels, centres and cluster sizes stay empty.
-    Grouping g = group ? group_modes(Y, options.merge_eps, options.grouping) : Grouping{{}, MatrixD(0, k), {}};
+    // GroupingMethod::ScikitLearn ranks and labels over the caller's data: labels of the points.
+    const bool sklearn = options.grouping == GroupingMethod::ScikitLearn;
+    Grouping g = sklearn ? detail::group_like_sklearn(Y, seed_none, prep, data, n, options.merge_eps)
+                 : group ? group_modes(Y, options.merge_eps, options.grouping) : Grouping{{}, MatrixD(0, k), {}};
     r.timing.seconds_grouping = seconds_since(t_group);
     const auto t_label = Clock::now();
-    if (plan.point_seed.empty()) {
+    if (plan.point_seed.empty() || sklearn) {
         r.labels = std::move(g.labels);
         r.cluster_sizes = std::move(g.sizes);
         r.centres = detail::from_prepared(prep, g.centres);

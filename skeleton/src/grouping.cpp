@@ -251,6 +251,8 @@ Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method)
     // 0.3 s of 0.4 s for 100,000 x 384 modes.
     if (!detail::all_finite(modes.data(), static_cast<std::size_t>(modes.size())))
         throw InvalidArgument("groupModes: the modes hold NaN or Inf");
+    if (method == GroupingMethod::ScikitLearn)  // its intensities and labels are counted over the data
+        throw InvalidArgument("groupModes: GroupingMethod::ScikitLearn needs the data points; cluster() runs it");
     if (modes.rows() == 0 || method == GroupingMethod::None) return Grouping{{}, MatrixD(0, modes.cols()), {}};
     return method == GroupingMethod::Sequential ? sequential(modes, eps) : components(modes, eps);
 }

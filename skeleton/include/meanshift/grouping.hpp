@@ -26,6 +26,14 @@ enum class GroupingMethod {
     /// (merge_eps; scikit-learn uses one bandwidth) of a mode already kept; each data point is
     /// labelled with its nearest kept mode, which is also its cluster's centre. With the flat
     /// profile, all points as seeds and tolerance 1e-3 it reproduces scikit-learn's result.
+    /// Details (sklearn_grouping.hpp): "within" is inclusive (d ≤ r, as radius_neighbors); ties of
+    /// intensity go to the lexicographically larger mode (scikit-learn's reverse sort of
+    /// (intensity, centre)); the intensity is counted at the final mode (scikit-learn counts it at
+    /// the position before its last step, at most `tolerance` away). Result::labels then has one
+    /// label per data point whatever the seeding, Result::centres are the kept modes in rank order
+    /// (not a mean of modes), Result::cluster_sizes the points labelled with each. Distances are in
+    /// prepared units (bandwidth units for a shared H; the typical bandwidth for per-point H_i).
+    /// Only cluster() runs it: group_modes() has no data points and throws InvalidArgument for it.
     ScikitLearn,
 };
 
@@ -37,7 +45,8 @@ struct Grouping {
 
 /// Groups m modes (m × k row-major, in a space where the metric is Euclidean) with radius eps
 /// (> 0; eps == 0 groups only identical modes). Throws InvalidArgument for eps < 0 or non-finite.
-/// GroupingMethod::None returns an empty Grouping (no labels, 0 × k centres, no sizes).
+/// GroupingMethod::None returns an empty Grouping (no labels, 0 × k centres, no sizes);
+/// GroupingMethod::ScikitLearn throws InvalidArgument (it needs the data: cluster() runs it).
 /// Uses a uniform grid of cell eps for k ≤ 8, so typical cost is O(m · groups in the
 /// neighbourhood) rather than O(m · c).
 MEANSHIFT_API Grouping group_modes(const MatrixD& modes, double eps, GroupingMethod method);
