@@ -189,3 +189,26 @@ TEST_CASE("sklearn grouping: cluster() with the flat profile from every point ma
         CHECK(r.labels.size() == std::size_t(X.rows()));
     }
 }
+
+TEST_CASE("sklearn grouping: scikit-learn's test_cluster_intensity_tie, through cluster() with the flat profile")
+{
+    // sklearn/cluster/tests/test_mean_shift.py: two groups of three points, equal intensities;
+    // scikit-learn labels them [1,1,1,0,0,0] and, with the rows swapped, [0,0,0,1,1,1].
+    if (!make_backend("serial")->supports_profile(KernelProfile::Flat)) {
+        MESSAGE("serial backend has no flat profile yet: skipped");
+        return;
+    }
+    MatrixF a(6, 2), b(6, 2);
+    a << 1, 1, 2, 1, 1, 0, 4, 7, 3, 5, 3, 6;
+    b << 4, 7, 3, 5, 3, 6, 1, 1, 2, 1, 1, 0;
+    Options o;
+    o.backend = "serial";
+    o.bandwidth = Bandwidth::isotropic(2.0);
+    o.kernel = KernelProfile::Flat;
+    o.seeding = Seeding::AllPoints;
+    o.max_iterations = 300;
+    o.grouping = GroupingMethod::ScikitLearn;
+    o.merge_eps = 1.0;
+    CHECK(cluster(a, o).labels == std::vector<int>{1, 1, 1, 0, 0, 0});
+    CHECK(cluster(b, o).labels == std::vector<int>{0, 0, 0, 1, 1, 1});
+}
