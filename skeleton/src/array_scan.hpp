@@ -37,6 +37,32 @@ inline double max_abs(const double* x, std::size_t count)
     return m;
 }
 
+/// max x[i] over x[0..count) (count >= 1; NaN-free input), on the host threads for large counts:
+/// Eigen's maxCoeff(), whose value does not depend on the order.
+inline double max_value(const double* x, Index count)
+{
+    double m = x[0];
+#if defined(_OPENMP)
+#pragma omp parallel for simd schedule(static) reduction(max : m) num_threads(host_threads()) \
+    if (count >= kParallelMinValues)
+#endif
+    for (Index i = 1; i < count; ++i) m = std::max(m, x[i]);
+    return m;
+}
+
+/// out = in.cast<float>() (resized to in's shape), converted on the host threads for large sizes:
+/// each value is rounded on its own, so the copy is the same for any thread count.
+template <class In, class Out>
+void to_float(const In& in, Out& out)
+{
+    out.resize(in.rows(), in.cols());
+    const double* x = in.data();
+    float* y = out.data();
+    const Index count = in.size();
+    MS_PARALLEL_FOR(count)
+    for (Index i = 0; i < count; ++i) y[i] = static_cast<float>(x[i]);
+}
+
 /// Per-column minimum `lo` and maximum `hi` of the first `cols` columns of A (rows ≥ 1), in one
 /// pass over its rows.
 inline void column_range(const MatrixD& A, Index cols, Eigen::RowVectorXd& lo, Eigen::RowVectorXd& hi)

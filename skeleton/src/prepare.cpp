@@ -48,11 +48,72 @@ void check_finite(const float* x, Index m, int k, const char* what)
 void check_float32_range(const PreparedData& D)
 {
     if (D.model == KernelModel::PerPoint) {
-        const float lo = D.precision_f.size() ? D.precision_f.minCoeff() : 1.0f;
-        if (!all_finite(D.precision_f.data(), static_cast<std::size_t>(D.precision_f.size())) ||
-            !(lo >= std::numeric_limits<float>::min()))
+        // One pass on the threads: every value finite and >= FLT_MIN (NaN fails the comparison).
+        const float* x = D.precision_f.data();
+        const Index count = D.precision_f.size();
+        bool bad = false;
+        MS_PARALLEL_FOR_OR(count, bad)
+        for (Index i = 0; i < count; ++i)
+            bad = bad || !(x[i] >= std::numeric_limits<float>::min() && x[i] <= std::numeric_limits<float>::max());
+        if (bad)
             throw InvalidArgument("bandwidth range: per-point bandwidths span too many orders of magnitude; the "
                                   "precisions 1/H_i,dd relative to their geometric mean leave the float32 range");
+    }
+}
+
+/// Calls fn(r0, len) for blocks of consecutive rows [r0, r0 + len) that cover [0, n), one block per
+/// host thread when n × k is large enough to pay for the fork, else one block.
+template <class Fn>
+void for_row_blocks(Index n, Index k, Fn fn)
+{
+#if defined(_OPENMP)
+    if (n * k >= kParallelMinValues && host_threads() > 1) {
+#pragma omp parallel num_threads(host_threads())
+        {
+            const Index t = omp_get_thread_num(), T = omp_get_num_threads();
+            const Index r0 = n * t / T, r1 = n * (t + 1) / T;
+            if (r1 > r0) fn(r0, r1 - r0);
+        }
+        return;
+    }
+#endif
+    if (n > 0) fn(0, n);
+}
+
+/// Calls fn(i, var) with H_i's diagonal var (k variances, Bandwidth::covariance_diagonal of the
+/// row's coordinates in float64) for every point i, on the host threads. A refused H_i (the
+/// exception cannot leave an OpenMP region) is found again by one thread in row order, so the
+/// InvalidArgument thrown names the first refused point, as a serial loop would.
+template <class Fn>
+void per_point_variances(const Bandwidth& bw, const float* data, Index n, int k, Fn fn)
+{
+    const std::size_t ku = static_cast<std::size_t>(k);
+    bool refused = false;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(host_threads()) if (n * k >= kParallelMinValues) reduction(|| : refused)
+#endif
+    {
+        std::vector<double> row(ku), var(ku);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+        for (Index i = 0; i < n; ++i) {
+            if (refused) continue;
+            for (std::size_t d = 0; d < ku; ++d) row[d] = data[static_cast<std::size_t>(i) * ku + d];
+            try {
+                bw.covariance_diagonal(i, row.data(), k, var.data());
+            } catch (const InvalidArgument&) {
+                refused = true;
+                continue;
+            }
+            fn(i, var.data());
+        }
+    }
+    if (!refused) return;
+    std::vector<double> row(ku), var(ku);
+    for (Index i = 0; i < n; ++i) {
+        for (std::size_t d = 0; d < ku; ++d) row[d] = data[static_cast<std::size_t>(i) * ku + d];
+        bw.covariance_diagonal(i, row.data(), k, var.data());  // throws for the first refused H_i
     }
 }
 
@@ -90,16 +151,39 @@ void finalize_weights(PreparedData& D)
     if (D.model != KernelModel::PerPoint) return;
     // log|H_i|^{-1/2} = ½ Σ_d log(1/H_i,dd). Only ratios of weights matter: shift so the
     // largest c_i is 0 (nothing overflows in exp).
-    D.log_weight = 0.5 * D.precision.array().log().rowwise().sum().matrix();
-    if (D.log_weight.size()) D.log_weight.array() -= D.log_weight.maxCoeff();
-    D.precision_f = D.precision.cast<float>();
-    D.log_weight_f = D.log_weight.cast<float>();
+    // On the threads, in blocks of rows: each row's sum is Eigen's expression over that row alone,
+    // so the values are those of the whole-matrix expression for any thread count.
+    const Index n = D.precision.rows();
+    D.log_weight.resize(n);
+    for_row_blocks(n, D.precision.cols(), [&D](Index r0, Index len) {
+        D.log_weight.segment(r0, len) = 0.5 * D.precision.middleRows(r0, len).array().log().rowwise().sum().matrix();
+    });
+    if (n) {
+        const double top = max_value(D.log_weight.data(), n);
+        D.log_weight.array() -= top;
+    }
+    to_float(D.precision, D.precision_f);
+    to_float(D.log_weight, D.log_weight_f);
 }
 
 bool check_weights(const float* weights, Index n)
 {
     if (!weights) return false;
-    bool any = false;
+    // One pass on the threads; a refused weight is looked up again in order, so the message names
+    // the first one.
+    bool bad = false, any = false;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) reduction(|| : bad, any) num_threads(host_threads()) \
+    if (n >= kParallelMinValues)
+#endif
+    for (Index i = 0; i < n; ++i) {
+        bad = bad || !(weights[i] >= 0 && weights[i] <= std::numeric_limits<float>::max());
+        any = any || weights[i] > 0;
+    }
+    if (!bad) {
+        if (!any) throw InvalidArgument("weights: all weights are 0 (at least one point must carry weight)");
+        return true;
+    }
     for (Index i = 0; i < n; ++i) {
         const float w = weights[i];
         if (!std::isfinite(w) || w < 0) {
@@ -141,13 +225,10 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
     for (int d = 0; d < k; ++d) p.centre[d] = 0.5 * (double(lo[std::size_t(d)]) + double(hi[std::size_t(d)]));
 
     PreparedData& D = p.data;
-    std::vector<double> row(ku), var(ku);
-    auto load_row = [&](Index i) {
-        for (std::size_t d = 0; d < ku; ++d) row[d] = data[static_cast<std::size_t>(i) * ku + d];
-    };
     if (bw.shared()) {
         D.model = KernelModel::Shared;
-        load_row(0);
+        std::vector<double> row(ku), var(ku);
+        for (std::size_t d = 0; d < ku; ++d) row[d] = data[d];
         bw.covariance_diagonal(0, row.data(), k, var.data());
         p.scale.resize(k);
         for (int d = 0; d < k; ++d) p.scale[d] = 1.0 / std::sqrt(var[std::size_t(d)]);
@@ -157,16 +238,30 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
         }
     } else {
         D.model = KernelModel::PerPoint;
+        // Whiten by the geometric-mean precision so prepared coordinates and precisions are O(1):
+        // scale_d = sqrt(exp(mean_i log(1/H_i,dd))), then precisions 1/H_i,dd / scale_d².
+        // The logs (most of the cost) are taken on the threads into the matrix that later holds
+        // the precisions; each column's sum then runs in row order on one thread, so the scale is
+        // the serial value for any thread count. The precisions are computed again from H_i
+        // rather than kept in a second n × k matrix.
         MatrixD prec(n, k);
-        for (Index i = 0; i < n; ++i) {
-            load_row(i);
-            bw.covariance_diagonal(i, row.data(), k, var.data());
-            for (int d = 0; d < k; ++d) prec(i, d) = 1.0 / var[std::size_t(d)];
-        }
-        // Whiten by the geometric-mean precision so prepared coordinates and precisions are O(1).
+        double* P = prec.data();
+        per_point_variances(bw, data, n, k, [P, ku](Index i, const double* var) {
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) P[j] = std::log(1.0 / var[d]);
+        });
+        std::vector<double> log_sum(P, P + ku);
+        for (Index i = 1; i < n; ++i)
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) log_sum[d] += P[j];
         p.scale.resize(k);
-        for (int d = 0; d < k; ++d) p.scale[d] = std::sqrt(std::exp(prec.col(d).array().log().mean()));
-        for (int d = 0; d < k; ++d) prec.col(d) /= p.scale[d] * p.scale[d];
+        std::vector<double> scale2(ku);
+        for (int d = 0; d < k; ++d) {
+            p.scale[d] = std::sqrt(std::exp(log_sum[std::size_t(d)] / static_cast<double>(n)));
+            scale2[std::size_t(d)] = p.scale[d] * p.scale[d];
+        }
+        const double* s2 = scale2.data();
+        per_point_variances(bw, data, n, k, [P, ku, s2](Index i, const double* var) {
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) P[j] = (1.0 / var[d]) / s2[d];
+        });
         D.precision = std::move(prec);
     }
     // The float64 points and their float32 copy in one pass over the input (a full-resolution
@@ -193,11 +288,14 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
     if (weighted) {
         // log w_i, floored at -1e4 (exp gives exactly 0 in float32 and float64: a zero weight
         // contributes nothing), then shifted so the largest log-weight is 0 again.
+        double* lw = D.log_weight.data();
+        MS_PARALLEL_FOR(n)
         for (Index i = 0; i < n; ++i)
-            D.log_weight[i] += weights[i] > 0 ? std::max(-1e4, std::log(static_cast<double>(weights[i]))) : -1e4;
-        D.log_weight.array() -= D.log_weight.maxCoeff();
-        D.log_weight = D.log_weight.cwiseMax(-1e4);
-        D.log_weight_f = D.log_weight.cast<float>();
+            lw[i] += weights[i] > 0 ? std::max(-1e4, std::log(static_cast<double>(weights[i]))) : -1e4;
+        const double top = max_value(lw, n);
+        MS_PARALLEL_FOR(n)
+        for (Index i = 0; i < n; ++i) lw[i] = std::max(lw[i] - top, -1e4);
+        to_float(D.log_weight, D.log_weight_f);
     }
     check_float32_range(D);
     return p;
@@ -293,7 +391,7 @@ std::size_t peak_memory_bytes() noexcept
 
 void PreparedData::finalize()
 {
-    points_f = points.cast<float>();
+    detail::to_float(points, points_f);
     detail::finalize_weights(*this);
 }
 
