@@ -16,7 +16,8 @@
  * Per pair, direct form (accurate wherever the data lie; the candidate loop is short):
  *   t_d = x_id - y_d,  D² = Σ_d w_id t_d²  (w = 1 for a shared, whitened H),
  *   pairs with D² > cut2 (= c²) get weight 0,
- *   e = exp2(L c_i - L/2 D² + nsh),  S0 (+= e, or e w_id per dim),  S1_d += e w_id t_d
+ *   e = 2^(L c_i + nsh) · g(D²)  (profiles/profiles.h; the Gaussian: exp2(L c_i - L/2 D² + nsh)),
+ *   S0 (+= e, or e w_id per dim),  S1_d += e w_id t_d
  * (nsh = minus the mode's log2 shift of meanshift_device.h, 0 where the host runs none: the FMA that
  * forms L c_i + nsh replaces a multiply, so the shift costs nothing per pair)
  * so that the new mode is y_d + S1_d / S0_d (the accumulator layout of both backends).
@@ -30,6 +31,9 @@
 
 #ifndef MEANSHIFT_DEVICE_H
 #include "meanshift_device.h"
+#endif
+#ifndef MEANSHIFT_PROFILES_H
+#include "profiles/profiles.h"
 #endif
 
 /* Largest number of grid dims the kernels take (the host runs g = 0, brute force, beyond). */
@@ -126,9 +130,10 @@ MS_INLINE long ms_box_points(MS_LOCAL_INT* box, MS_CONST_GLOBAL int* gi, MS_CONS
 
 /* Adds the pairs (y, x_i), i in [b, e) visited by PU `lane` (stride f_load), to s0, s1.
  * y, t, s0, s1: private arrays of k values (s0: 1 value for the shared model). nsh: minus the
- * mode's log2 shift (per-point model; 0 without one). */
+ * mode's log2 shift (per-point model; 0 without one). profile: MS_PROFILE_* (a compile-time
+ * constant at every call: MS_PROFILE in OpenCL, a template parameter in CUDA). */
 MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,
-                              MS_CONST_GLOBAL float* log_weight, int per_point, int b, int e, int lane,
+                              MS_CONST_GLOBAL float* log_weight, int per_point, int profile, int b, int e, int lane,
                               int f_load, int k, float cut2, float nsh, const float* y, float* t, float* s0,
                               float* s1)
 {
@@ -142,7 +147,7 @@ MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL flo
                 d2 = MS_FMA(w[d] * t[d], t[d], d2);
             }
             if (!(d2 <= cut2)) continue;
-            const float ew = MS_EXP2(MS_FMA(d2, MS_NEG_HALF_LOG2E, MS_FMA(MS_LOG2E, log_weight[i], nsh)));
+            const float ew = ms_profile_weight(profile, d2, MS_FMA(MS_LOG2E, log_weight[i], nsh));
             for (int d = 0; d < k; ++d) {
                 const float ewd = ew * w[d];
                 s0[d] += ewd;
@@ -154,7 +159,7 @@ MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL flo
                 d2 = MS_FMA(t[d], t[d], d2);
             }
             if (!(d2 <= cut2)) continue;
-            const float ew = MS_EXP2(d2 * MS_NEG_HALF_LOG2E);
+            const float ew = ms_profile_weight_unit(profile, d2);
             s0[0] += ew;
             for (int d = 0; d < k; ++d) s1[d] = MS_FMA(ew, t[d], s1[d]);
         }
@@ -166,7 +171,7 @@ MS_INLINE void ms_range_pairs(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL flo
  * with nothing but the barriers). yg: the mode in global memory (k floats); y: its private copy;
  * nsh: minus its log2 shift (ms_range_pairs). */
 MS_INLINE void ms_range_sums(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL float* precision,
-                             MS_CONST_GLOBAL float* log_weight, int per_point, int n, MS_CONST_GLOBAL int* start,
+                             MS_CONST_GLOBAL float* log_weight, int per_point, int profile, int n, MS_CONST_GLOBAL int* start,
                              MS_CONST_GLOBAL int* gi, MS_CONST_GLOBAL float* gf, int g, MS_LOCAL_INT* box,
                              MS_CONST_GLOBAL float* yg, int valid, int lid, int tau, int lane, int f_load, int k,
                              float cut2, float nsh, const float* y, float* t, float* s0, float* s1)
@@ -180,7 +185,7 @@ MS_INLINE void ms_range_sums(MS_CONST_GLOBAL float* points, MS_CONST_GLOBAL floa
     for (int r = 0; r < rows; ++r) {
         int b = 0, e = n;
         if (g > 0) ms_row_range(box, gi, start, g, r, &b, &e);
-        ms_range_pairs(points, precision, log_weight, per_point, b, e, lane, f_load, k, cut2, nsh, y, t, s0, s1);
+        ms_range_pairs(points, precision, log_weight, per_point, profile, b, e, lane, f_load, k, cut2, nsh, y, t, s0, s1);
     }
 }
 

@@ -78,7 +78,7 @@ void range_modes(__global const float* points,     /* n · K, sorted by cell */
         }
         MS_UNROLL_K
         for (int d = 0; d < NS0; ++d) s.S0[0][d] = 0.0f;
-        ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU,
+        ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, MS_PROFILE, n, start, gi, gf, g, box, yg, valid, lid, TAU,
                       lane, F_LOAD, K, cut2, MS_RANGE_NSH(valid ? slot : count - 1), y, t, s.S0[0], s.S1[0]);
         if (lid == 0) group_pairs[blk] = ms_box_points(box, gi, start, g, n) * min(VPPUS, count - blk * VPPUS);
 #if F_LOAD > 1
@@ -124,7 +124,7 @@ void range_modes_wide(__global const float* points, __global const float* precis
     }
     MS_UNROLL_K
     for (int d = 0; d < NS0; ++d) S0[d] = 0.0f;
-    ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, n, start, gi, gf, g, box, yg, valid, lid, TAU, lane,
+    ms_range_sums(points, precision, log_weight, MODEL_PER_POINT, MS_PROFILE, n, start, gi, gf, g, box, yg, valid, lid, TAU, lane,
                   W_LANES, K, cut2, MS_RANGE_NSH(valid ? slot : count - 1), y, t, S0, S1);
     if (lid == 0)
         group_pairs[get_group_id(0)] = ms_box_points(box, gi, start, g, n) * min(W_VPPUS, count - (int)get_group_id(0) * W_VPPUS);
@@ -227,9 +227,9 @@ void range_modes_cpu(__global const float* points, __global const float* precisi
 #endif
                 }
 #if MODEL_PER_POINT
-                msv ew = ms_cpu_exp2(MS_VFMA(d2, (msv)(MS_NEG_HALF_LOG2E), MS_VFMA((msv)(MS_LOG2E), MS_RV(log_weight + i0), nsh)));
+                msv ew = ms_cpu_weight(d2, MS_VFMA((msv)(MS_LOG2E), MS_RV(log_weight + i0), nsh));
 #else
-                msv ew = ms_cpu_exp2(d2 * MS_NEG_HALF_LOG2E);
+                msv ew = ms_cpu_weight_unit(d2);
 #endif
                 ew = select((msv)(0.0f), ew, inside & (d2 <= (msv)(cut2)));
                 MS_UNROLL_K

@@ -118,9 +118,9 @@ void range_modes_cpu(__global const float* points, __global const float* precisi
 #endif
                 }
 #if MODEL_PER_POINT
-                msv ew = ms_cpu_exp2(MS_VFMA(d2, (msv)(MS_NEG_HALF_LOG2E), NSH[v] + lw));
+                msv ew = ms_cpu_weight(d2, NSH[v] + lw);
 #else
-                msv ew = ms_cpu_exp2(d2 * MS_NEG_HALF_LOG2E);
+                msv ew = ms_cpu_weight_unit(d2);
 #endif
                 ew = select((msv)(0.0f), ew, d2 <= (msv)(cut2));
                 MS_UNROLL_K

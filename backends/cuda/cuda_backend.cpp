@@ -148,8 +148,11 @@ bool gemm_shape(const Topology& t, const GemmKernel& gk)
 /// Whether the GEMM kernels run: PairForm::Gemm, or Auto from the crossover on when the topology
 /// is the backend's choice (or already theirs: a resolved GEMM topology binds to them again); an
 /// explicit other topology keeps Alg. 3's kernels.
-bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, const GemmTarget& gt)
+/// Compact profiles never: the GEMM kernels form Gaussian exponents (the plan runs the range kernels).
+bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, const GemmTarget& gt,
+                 KernelProfile profile)
 {
+    if (is_compact(profile)) return false;
     const GemmKernel gk = gemm_kernel(k, pp, truncated, gt);
     if (!gk.fn || o.pair_form == PairForm::Direct) return false;
     if (o.pair_form == PairForm::Gemm) return true;
@@ -158,12 +161,15 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
 }
 
 /// `shift`: per-point weights beyond float32's range (needs_log2_shift); `gt`: what the devices run.
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, const GemmTarget& gt)
+/// `profile`: compact profiles (finite cutoff = their support) run the range kernels of that profile;
+/// the Gaussian and vMF (Gaussian weights) every kernel.
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, const GemmTarget& gt,
+               KernelProfile profile)
 {
     Plan p;
     p.shift = shift;
     const GemmKernel gk = gemm_kernel(k, pp, truncated, gt);
-    const bool gemm = gemm_chosen(o, t, k, pp, truncated, gt);
+    const bool gemm = gemm_chosen(o, t, k, pp, truncated, gt, profile);
     if (gemm && gk.fn) {
         p.gemm = true;
         p.preload = true;  // the point tiles are staged in shared memory (Alg. 7)
@@ -175,13 +181,16 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         if (shift && !p.max_kernel) throw Error("cuda backend: no GEMM max pass instantiated for k = " + std::to_string(k));
         return p;
     }
+    if (o.pair_form == PairForm::Gemm && is_compact(profile))
+        throw InvalidArgument(std::string("cuda backend: pair_form=gemm evaluates Gaussian weights only; the ") +
+                              profile_name(profile) + " profile runs the range kernels: use pair_form=direct or auto");
     if (o.pair_form == PairForm::Gemm)
         throw InvalidArgument("cuda backend: pair_form=gemm takes k <= " + std::string(pp ? "128" : "1024") +
                               " dimensions (and the device's shared memory), got k = " + std::to_string(k));
     if (truncated) {
         p.range = true;
         p.preload = false;
-        p.kernel = range_kernel(k, pp);
+        p.kernel = range_kernel(k, pp, static_cast<int>(profile));
         if (!p.kernel)
             throw InvalidArgument("cuda backend: the truncated kernel takes k <= " + std::to_string(kMaxRangeK) +
                                   " dimensions, got " + std::to_string(k) + "; set Options::exact (or cutoff = inf)");
@@ -314,6 +323,8 @@ struct Part {
     DeviceBuffer pos, metric, act, act_next, keep, records, selected, cub_temp;
     std::size_t cub_bytes = 0;
     DeviceBuffer queries, acc;
+    DeviceBuffer sphere;  // vMF: [origin, radius] for the finish (FinishParams::sphere), else unallocated
+    bool has_sphere = false;
     DeviceBuffer shift;  // Plan::shift: per query, the ordered maximum of its log2 weights (max pass)
     Index query_capacity = 0;
     Index query_room = 0;  // queries of one chunk that bind_part left device memory for
@@ -436,7 +447,7 @@ public:
         // tile layout nor streamed chunks; the plan bind() would make for `data` is this one.
         if (!data || plan_.fast || data->n() < 1 || data->n() > INT32_MAX || data->k() != k_ ||
             (data->model == KernelModel::PerPoint) != pp_ || std::isfinite(data->cutoff2) != std::isfinite(data_->cutoff2) ||
-            detail::needs_log2_shift(*data) != plan_.shift)
+            detail::needs_log2_shift(*data) != plan_.shift || data->profile != data_->profile)
             return false;
         const auto n = static_cast<std::size_t>(data->n()), kk = static_cast<std::size_t>(k_);
         for (const auto& p : parts_)
@@ -635,6 +646,17 @@ private:
             for (std::size_t j = 0; j < floats; ++j) stage[j] = static_cast<float>(metric[j]);
             MS_CUDA_CHECK(cudaMemcpyAsync(s.metric.f(), stage, floats * sizeof(float), cudaMemcpyHostToDevice, st));
         }
+        s.has_sphere = data_->sphere_radius > 0;
+        if (s.has_sphere) {
+            if (data_->sphere_origin.size() != k_)
+                throw InvalidArgument("cuda backend: the vMF sphere's origin has " +
+                                      std::to_string(data_->sphere_origin.size()) + " values for k = " + std::to_string(k_));
+            std::vector<float> sphere(static_cast<std::size_t>(k_) + 1);
+            for (int d = 0; d < k_; ++d) sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
+            sphere[static_cast<std::size_t>(k_)] = static_cast<float>(data_->sphere_radius);
+            s.sphere.allocate(sphere.size() * sizeof(float));
+            MS_CUDA_CHECK(cudaMemcpy(s.sphere.f(), sphere.data(), sphere.size() * sizeof(float), cudaMemcpyHostToDevice));
+        }
         MS_CUDA_CHECK(launch_iota(s.act.as<std::int32_t>(), m, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));
         s.m = m;
@@ -738,6 +760,7 @@ private:
             f.tol2 = tol2;
             f.records = rec + q0;
             f.keep = keep + q0;
+            f.sphere = s.has_sphere ? s.sphere.f() : nullptr;
             MS_CUDA_CHECK(launch_finish(f, st));
         }
         MS_CUDA_CHECK(cudaEventRecord(s.stop.get(), st));
@@ -963,6 +986,8 @@ public:
 
     std::string name() const override { return "cuda"; }
     bool supports_cutoff() const override { return true; }
+    /// Every profile: compact ones on the range kernels (never GEMM), vMF on every kernel (the finish projects).
+    bool supports_profile(KernelProfile) const override { return true; }
 
     std::vector<DeviceInfo> devices() const override
     {
@@ -978,8 +1003,12 @@ public:
         const int k = data.k();
         const bool pp = data.model == KernelModel::PerPoint;
         const bool truncated = std::isfinite(data.cutoff2);
+        if (is_compact(data.profile) && !(data.cutoff2 <= 1.0))  // the range kernels run them, within the support
+            throw InvalidArgument(std::string("cuda backend: the ") + profile_name(data.profile) +
+                                  " profile needs PreparedData::cutoff2 <= 1 (its support; the driver sets 1), got " +
+                                  std::to_string(data.cutoff2));
         Topology t = req;
-        if (gemm_chosen(options_, req, k, pp, truncated, target())) {
+        if (gemm_chosen(options_, req, k, pp, truncated, target(), data.profile)) {
             // The GEMM kernels' fixed shape: a block of 4 or 8 warps; each mode's row is shared by the
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
             const GemmKernel gk = gemm_kernel(k, pp, truncated, target());
@@ -999,7 +1028,7 @@ public:
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
                                   "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), target());
+        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), target(), data.profile);
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -1049,7 +1078,8 @@ public:
         if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
         const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
-                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), target());
+                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), target(),
+                                    data->profile);
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 

@@ -157,7 +157,8 @@ const void* fast_kernel_per_point(int k, int r, bool preload, int tile = 0, int 
 /// instantiation that subtracts TopologyParams::log2_shift (one add per pair more).
 const void* topology_kernel(int k, bool per_point, bool preload, bool log2_shift = false);
 /// Range: 1 ≤ k ≤ kMaxRangeK.
-const void* range_kernel(int k, bool per_point);
+/// profile: MS_PROFILE_* (KernelProfile's value); the Gaussian's kernels for the Gaussian and vMF.
+const void* range_kernel(int k, bool per_point, int profile = 0);
 
 /// Dynamic shared memory of a topology launch: preload tile plus the reduction buffer.
 inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, int tile, int threads)

@@ -41,10 +41,31 @@ __global__ void finish_kernel(const FinishParams p)
     const float* a = p.acc + i * (s0n + k);  // accumulator_stride(k, per_point)
     float shift2 = 0.0f;
     int supported = 0;
-    for (int d = 0; d < k; ++d) {
-        const float s0 = a[p.per_point ? d : 0];
-        supported |= s0 > 0.0f;
-        y[d] = ms_finish_dim(y[d], s0, a[s0n + d], metric ? metric[d] : 1.0f, &shift2);
+    if (p.sphere) {
+        // von Mises–Fisher: y' = y + S1/S0 projected onto |y - o| = radius (kept where y' = o),
+        // then the shift from y (two passes: y' recomputed rather than held for a run-time k).
+        const float* o = p.sphere;
+        float norm2 = 0.0f;
+        for (int d = 0; d < k; ++d) {
+            const float s0 = a[p.per_point ? d : 0];
+            const float u = y[d] + (s0 > 0.0f ? a[s0n + d] / s0 : 0.0f) - o[d];
+            norm2 = fmaf(u, u, norm2);
+        }
+        const float scale = norm2 > 0.0f ? o[k] * rsqrtf(norm2) : 1.0f;
+        for (int d = 0; d < k; ++d) {
+            const float s0 = a[p.per_point ? d : 0];
+            supported |= s0 > 0.0f;
+            const float yn = o[d] + scale * (y[d] + (s0 > 0.0f ? a[s0n + d] / s0 : 0.0f) - o[d]);
+            const float t = yn - y[d];
+            shift2 = fmaf((metric ? metric[d] : 1.0f) * t, t, shift2);
+            y[d] = yn;
+        }
+    } else {
+        for (int d = 0; d < k; ++d) {
+            const float s0 = a[p.per_point ? d : 0];
+            supported |= s0 > 0.0f;
+            y[d] = ms_finish_dim(y[d], s0, a[s0n + d], metric ? metric[d] : 1.0f, &shift2);
+        }
     }
     const int status = ms_mode_status(supported, shift2, p.tol2);
     p.records[i] = ModeRecord{mode, shift2, status};

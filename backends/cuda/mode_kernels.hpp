@@ -33,6 +33,9 @@ struct FinishParams {
     float tol2 = 0;
     ModeRecord* records = nullptr;     ///< count
     unsigned char* keep = nullptr;     ///< count: 1 when the mode stays active (status Active)
+    /// vMF (PreparedData::sphere_radius > 0): [origin_0 .. origin_{k-1}, radius]; each new position
+    /// is projected onto that sphere before its shift is measured. nullptr: no projection.
+    const float* sphere = nullptr;
 };
 
 /// queries[i·k + d] = positions[active[i]·k + d], i < count.

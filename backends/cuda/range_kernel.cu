@@ -50,7 +50,8 @@ __device__ __forceinline__ void own_row_range(const int* lo, const int* hi, cons
 }
 
 /// KMAX: private array size; EXACT: k == KMAX at compile time (loops unroll, arrays in registers).
-template <int KMAX, bool EXACT, bool PP>
+/// PROF: the weight profile (MS_PROFILE_*, kernels/profiles/profiles.h; vMF runs the Gaussian's).
+template <int KMAX, bool EXACT, bool PP, int PROF>
 __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
 {
     __shared__ int box[2 * MS_MAX_GRID_DIMS];
@@ -80,7 +81,7 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
         const float nsh = PP && p.log2_shift ? -ms_log2_shift(p.log2_shift[valid ? q : p.count - 1]) : 0.0f;
         const int g = p.g;
         if (g == 0) {  // one range [0, n): the union box is all of it
-            ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, p.n, p.start, p.grid_i, p.grid_f, g, box,
+            ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, p.n, p.start, p.grid_i, p.grid_f, g, box,
                           yg, valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
             if (lid == 0 && p.pairs) atomicAdd(p.pairs, static_cast<unsigned long long>(p.n) * min(vppus, p.count - blk * vppus));
         } else {
@@ -129,7 +130,7 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
                     own_row_range<GM>(lo, hi, p.grid_i, p.start, g, r, b, e);
                 else
                     ms_row_range(box, p.grid_i, p.start, g, r, &b, &e);
-                ms_range_pairs(p.points, p.precision, p.log_weight, PP ? 1 : 0, b, e, lane, p.f_load, k, p.cut2, nsh, y,
+                ms_range_pairs(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, b, e, lane, p.f_load, k, p.cut2, nsh, y,
                                t, s0, s1);
             }
             if (lid == 0 && p.pairs) {
@@ -166,19 +167,49 @@ template <bool PP>
 const void* table(int k)
 {
 #define MS_RANGE_EXACT(KK) \
-    if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP>);
+    if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, MS_PROFILE_GAUSSIAN>);
     MS_RANGE_EXACT(1) MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4) MS_RANGE_EXACT(5) MS_RANGE_EXACT(6)
     MS_RANGE_EXACT(7) MS_RANGE_EXACT(8) MS_RANGE_EXACT(9) MS_RANGE_EXACT(10) MS_RANGE_EXACT(11) MS_RANGE_EXACT(12)
     MS_RANGE_EXACT(13) MS_RANGE_EXACT(14) MS_RANGE_EXACT(15) MS_RANGE_EXACT(16)
 #undef MS_RANGE_EXACT
-    if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP>);
-    if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP>);
-    if (k <= kMaxRangeK) return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP>);
+    if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, MS_PROFILE_GAUSSIAN>);
+    if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP, MS_PROFILE_GAUSSIAN>);
+    if (k <= kMaxRangeK) return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP, MS_PROFILE_GAUSSIAN>);
     return nullptr;
+}
+
+/// The compact profiles: fewer instantiations than the Gaussian's table (compile time): exact
+/// k = 1 .. 4 (images, point clouds), then the private-array bounds 16, 64, 512 and kMaxRangeK.
+template <bool PP, int PROF>
+const void* compact_table(int k)
+{
+#define MS_RANGE_EXACT(KK) \
+    if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, PROF>);
+    MS_RANGE_EXACT(1) MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4)
+#undef MS_RANGE_EXACT
+    if (k <= 16) return reinterpret_cast<const void*>(&range_kernel_t<16, false, PP, PROF>);
+    if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, PROF>);
+    if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP, PROF>);
+    if (k <= kMaxRangeK) return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP, PROF>);
+    return nullptr;
+}
+
+template <int PROF>
+const void* compact_kernel(int k, bool per_point)
+{
+    return per_point ? compact_table<true, PROF>(k) : compact_table<false, PROF>(k);
 }
 
 }  // namespace
 
-const void* range_kernel(int k, bool per_point) { return per_point ? table<true>(k) : table<false>(k); }
+const void* range_kernel(int k, bool per_point, int profile)
+{
+    switch (profile) {
+    case MS_PROFILE_FLAT: return compact_kernel<MS_PROFILE_FLAT>(k, per_point);
+    case MS_PROFILE_EPANECHNIKOV: return compact_kernel<MS_PROFILE_EPANECHNIKOV>(k, per_point);
+    case MS_PROFILE_BIWEIGHT: return compact_kernel<MS_PROFILE_BIWEIGHT>(k, per_point);
+    default: return per_point ? table<true>(k) : table<false>(k);  // Gaussian, vMF
+    }
+}
 
 }  // namespace meanshift::cuda

@@ -1,11 +1,17 @@
 #pragma once
 // Internal: the kernel sources embedded at build time (generated opencl_kernels_embedded.cpp,
-// see cmake/EmbedKernels.cmake). The program text is device_header + approx_mode_common +
+// see cmake/EmbedKernels.cmake). The program text is device_header + the profile headers
+// (profile_sources()) + approx_mode_common +
 // one of the kernels (the truncated kernel: + ranges_header + range_modes); the files' own
 // #include lines are skipped by their include guards.
 
 namespace meanshift::detail::opencl_sources {
 const char* device_header();         // kernels/meanshift_device.h
+const char* profile_gaussian();      // kernels/profiles/gaussian.h (weight profiles, shared with CUDA)
+const char* profile_flat();          // kernels/profiles/flat.h
+const char* profile_epanechnikov();  // kernels/profiles/epanechnikov.h
+const char* profile_biweight();      // kernels/profiles/biweight.h
+const char* profiles_header();       // kernels/profiles/profiles.h (MS_PROFILE dispatch)
 const char* approx_mode_common();    // kernels/approx_mode_common.clh
 const char* approx_mode();           // kernels/approx_mode.cl (Alg. 3)
 const char* approx_modes_preload();  // kernels/approx_modes_preload.cl (Alg. 7)

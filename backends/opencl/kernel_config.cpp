@@ -58,6 +58,8 @@ std::string KernelConfig::build_options() const
       << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0) << (nv_ex2 ? " -D MS_NV_EX2=1" : "")
       << (range_wide ? " -D MS_RANGE_WIDE=1" : "") << (log2_shift ? " -D MS_LOG2_SHIFT=1" : "")
       << (gemm_maxpass ? " -D GEMM_MAXPASS=1" : "");
+    if (profile != 0) o << " -D MS_PROFILE=" << profile;  // absent: the Gaussian (the programs as before)
+    if (sphere) o << " -D MS_SPHERE=1";
     if (cpu_vw > 0) o << " -D MS_CPU_VW=" << cpu_vw << " -D MS_CPU_FMA=" << (cpu_fma ? 1 : 0);
     if (cpu_vw > 0 && cpu_dc > 0) o << " -D MS_CPU_DC=" << cpu_dc;
     if (cpu_vw > 0 && cpu_range_modes > 0) o << " -D MS_CPU_RANGE_MODES=" << cpu_range_modes;

@@ -62,6 +62,11 @@ struct KernelConfig {
     bool cpu_fma = false;
     int cpu_range_modes = 0;       ///< range_modes_cpu (ranges with cpu_vw > 0): slots one work-item walks          ///< CPU shape: fma() (CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG), else mad()
     bool cpu_range_block = false;  ///< range_modes_cpu with the modes in the lanes (cpu_plan.hpp, range_modes_cpu.cl)
+    /// Weight profile (MS_PROFILE, kernels/profiles/profiles.h; KernelProfile's value). Compact
+    /// profiles run the range kernels only (their cutoff is the support), never the GEMM ones.
+    int profile = 0;
+    /// vMF: each finished mode is projected onto the sphere the binding passes (MS_SPHERE).
+    bool sphere = false;
     std::string extra_build_options;  ///< appended to build_options()
 
     /// Floats per point record (gpu::record_stride: the one definition).

@@ -26,16 +26,28 @@
 namespace meanshift::detail {
 namespace {
 
+/// The device header and the weight profiles' headers (kernels/profiles/, profiles.h last: it
+/// includes the others only where their text is not there yet), the start of every step program.
+std::string profile_sources()
+{
+    std::string text = opencl_sources::device_header();
+    for (const char* h : {opencl_sources::profile_gaussian(), opencl_sources::profile_flat(),
+                          opencl_sources::profile_epanechnikov(), opencl_sources::profile_biweight(),
+                          opencl_sources::profiles_header()})
+        text.append("\n").append(h);
+    return text;
+}
+
 std::vector<std::string> program_sources(const KernelConfig& c)
 {
     if (c.gemm)
-        return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
+        return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
                 c.gemm_wide ? opencl_sources::gemm_wide() : opencl_sources::gemm_modes()};
     if (c.ranges)
-        return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
+        return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
                 opencl_sources::ranges_header(), "\n", opencl_sources::range_modes(), "\n",
                 opencl_sources::range_modes_cpu()};
-    return {opencl_sources::device_header(), "\n", opencl_sources::approx_mode_common(), "\n",
+    return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
             c.preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
 }
 
@@ -110,6 +122,8 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.per_point = data.model == KernelModel::PerPoint;
     c.form = tune.exponent;
     c.log2_shift = needs_log2_shift(data);  // per-point weights beyond float32's range: per-mode shift
+    c.profile = static_cast<int>(data.profile);
+    c.sphere = data.sphere_radius > 0;  // vMF: modes projected onto the sphere in the step's finish
     if (gemm_for(t, data)) {
         // The GEMM kernel (issue 11): every point against a block of modes, the cutoff as a mask.
         c.gemm = true;
@@ -185,6 +199,10 @@ int OpenCLBackend::cpu_shape_width(const Topology& t, const PreparedData& data) 
 
 bool OpenCLBackend::gemm_for(const Topology& t, const PreparedData& data) const
 {
+    // The GEMM kernels form Gaussian exponents (expanded form): compact profiles run the range
+    // kernels, whose direct-form D² the profile's polynomial takes (resolve_topology refuses
+    // pair_form=gemm for them).
+    if (is_compact(data.profile)) return false;
     switch (options_.pair_form) {
     case PairForm::Direct: return false;
     case PairForm::Gemm: return true;
@@ -284,6 +302,13 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
         throw InvalidArgument("opencl: k = " + std::to_string(data.k()) + " dimensions exceeds the largest k the OpenCL kernels support, " +
                               std::to_string(kMaxDimensions) +
                               " (each PU keeps its modes' state in private memory; docs/backend-opencl.md)");
+    if (is_compact(data.profile) && !(data.cutoff2 <= 1.0))  // the range kernels run them, within the support
+        throw InvalidArgument(std::string("opencl: the ") + profile_name(data.profile) +
+                              " profile needs PreparedData::cutoff2 <= 1 (its support; the driver sets 1), got " +
+                              std::to_string(data.cutoff2));
+    if (is_compact(data.profile) && options_.pair_form == PairForm::Gemm)
+        throw InvalidArgument(std::string("opencl: pair_form=gemm evaluates Gaussian weights only; the ") +
+                              profile_name(data.profile) + " profile runs the direct (range) kernels: use pair_form=direct or auto");
     if (gemm_for(requested, data)) return resolve_gemm_topology(requested, data);
     const ClDeviceEntry& device = dev_->device;
     const bool gpu = dev_->is_gpu();
@@ -355,6 +380,23 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     const KernelConfig& c = config_;
     const ClDeviceEntry& device_entry = dev_->device;
     check_against_device(c, dev_->max_work_group_size, device_entry.info.local_memory, device_entry.info.name);
+    {
+        // vMF: [origin, radius] of the sphere the finish projects the modes onto (MS_SPHERE); one
+        // unused float otherwise.
+        std::vector<float> sphere(1, 0.0f);
+        if (c.sphere) {
+            if (data_->sphere_origin.size() != k_)
+                throw InvalidArgument("opencl: the vMF sphere's origin has " + std::to_string(data_->sphere_origin.size()) +
+                                      " values for k = " + std::to_string(k_));
+            sphere.resize(static_cast<std::size_t>(k_) + 1);
+            for (int d = 0; d < k_; ++d) sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
+            sphere[static_cast<std::size_t>(k_)] = static_cast<float>(data_->sphere_radius);
+        }
+        sphere_ = cl_call("allocating the sphere", [&] {
+            return cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sphere.size() * sizeof(float),
+                              sphere.data());
+        });
+    }
     gpu::TileLayout layout;
     if (!c.ranges) {
         layout = gpu::build_tile_layout(*data_, c.tile, c.form);
@@ -657,6 +699,7 @@ int OpenCLBinding::set_finish_args(cl::Kernel& kern, int i, cl_float tol2f, bool
     kern.setArg(i++, next_list_);
     kern.setArg(i++, counter_);
     kern.setArg(i++, log2_shift_);
+    kern.setArg(i++, sphere_);
     return i;
 }
 

@@ -107,6 +107,7 @@ private:
     cl::Program max_program_;
     cl::Kernel max_kernel_;
     cl::Buffer log2_shift_;
+    cl::Buffer sphere_;  ///< vMF: [origin, radius] (MS_SPHERE), else one unused float
     std::size_t log2_shift_capacity_ = 0;  // bytes
     int max_ps_ = 0, max_ds_ = 0;
     cl::Buffer records_, centres_, radii_;
@@ -143,6 +144,8 @@ public:
 
     std::string name() const override { return "opencl"; }
     bool supports_cutoff() const override { return true; }
+    /// Every profile: compact ones on the range kernels (never GEMM), vMF anywhere (the finish projects).
+    bool supports_profile(KernelProfile) const override { return true; }
     std::vector<DeviceInfo> devices() const override { return {dev_->device.info}; }
     /// Brute-force k-NN (kernels/knn.cl, the body shared with CUDA in meanshift_knn.h).
     int max_neighbours() const override;

@@ -1,0 +1,21 @@
+/* flat.h: the flat (uniform) profile, g(q) = 1 for q <= 1, 0 beyond (its mean shift climbs the
+ * Epanechnikov density; the bandwidth is the radius). Include through profiles.h. */
+#ifndef MEANSHIFT_PROFILE_FLAT_H
+#define MEANSHIFT_PROFILE_FLAT_H
+
+/* g(q) inside the support, for any float type (scalar or OpenCL vector): the caller masks q > 1. */
+#define MS_FACTOR_FLAT(q) (1.0f)
+
+/* 2^c2 · g(q). */
+MS_INLINE float ms_weight_flat(float q, float c2)
+{
+    return q <= 1.0f ? MS_EXP2(c2) : 0.0f;
+}
+
+/* g(q) (c2 = 0: the shared, whitened model): no exp2 at all. */
+MS_INLINE float ms_weight_flat_unit(float q)
+{
+    return q <= 1.0f ? 1.0f : 0.0f;
+}
+
+#endif
