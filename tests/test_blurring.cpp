@@ -26,6 +26,8 @@ struct Reference {
 /// precisions (eq. 5-6), the profile's float64 weight; stops by the library's rule.
 Reference blur(const MatrixD& X0, const MatrixD& H, KernelProfile profile, double tol, int max_it)
 {
+    // VonMisesFisher: exp(κ y·x) ∝ exp(−κ|y − x|²/2) on the unit sphere, then the projection.
+    const bool sphere = profile == KernelProfile::VonMisesFisher;
     const Index n = X0.rows(), k = X0.cols();
     MatrixD X = X0, W = H.cwiseProduct(H).cwiseInverse();
     VectorD c(n);
@@ -45,6 +47,7 @@ Reference blur(const MatrixD& X0, const MatrixD& H, KernelProfile profile, doubl
                 s1.array() += e * W.row(i).array() * X.row(i).array();
             }
             next.row(a) = s1.array() / s0.array();
+            if (sphere) next.row(a).normalize();
             // Shifts in bandwidth units of the first row (the shared case; the rule's scale).
             shift[std::size_t(a)] = ((next.row(a) - X.row(a)).array() / H.row(0).array()).matrix().norm();
             max_shift = std::max(max_shift, shift[std::size_t(a)]);
@@ -155,6 +158,56 @@ TEST_CASE("blurring: cluster() equals the float64 blurring reference (serial, op
     }
 }
 
+TEST_CASE("blurring: the vmf profile keeps the moved points on the unit sphere and follows the reference")
+{
+    MSTEST_SEED_INFO();
+    if (!usable("serial", KernelProfile::VonMisesFisher)) {
+        MESSAGE("serial has no vmf profile yet: skipped");
+        return;
+    }
+    auto rng = mstest::make_rng("blurring-vmf");
+    const auto b = mstest::make_blobs(rng, 3, {40, 40}, {0.15, 0.15}, 1.5, 0.0);
+    MatrixF X = b.data;
+    for (Index i = 0; i < X.rows(); ++i) X.row(i) += Eigen::RowVector3f(0.f, 0.f, 1.f), X.row(i).normalize();
+    const double h = 0.3;
+    const Reference ref = blur(X.cast<double>(), shared(X.rows(), {h, h, h}), KernelProfile::VonMisesFisher, 1e-3, 100);
+    for (const char* name : {"serial", "openmp"}) {
+        INFO("backend " << std::string(name));
+        Options o;
+        o.backend = name;
+        o.bandwidth = Bandwidth::isotropic(h);
+        o.kernel = KernelProfile::VonMisesFisher;
+        o.blurring = true;
+        const Result r = cluster(X, o);
+        CHECK(r.timing.iterations == ref.iterations);
+        CHECK((r.modes.cast<double>() - ref.points).cwiseAbs().maxCoeff() < 1e-4);
+        for (Index i = 0; i < r.modes.rows(); ++i) CHECK(std::abs(r.modes.row(i).norm() - 1.f) < 1e-5f);
+        CHECK(r.cluster_sizes.size() == 2);
+    }
+    Options bad;
+    bad.backend = "serial";
+    bad.kernel = KernelProfile::VonMisesFisher;
+    bad.blurring = true;
+    MatrixF off = X * 2.f;
+    CHECK_THROWS_AS(cluster(off, bad), InvalidArgument);
+}
+
+TEST_CASE("blurring: scikit-learn's grouping of the moved points labels every original point")
+{
+    auto rng = mstest::make_rng("blurring-sklearn");
+    const auto b = mstest::make_blobs(rng, 2, {80, 60}, {0.5, 0.5}, 6.0);
+    Options o;
+    o.backend = "serial";
+    o.bandwidth = Bandwidth::isotropic(0.8);
+    o.blurring = true;
+    o.grouping = GroupingMethod::ScikitLearn;
+    o.merge_eps = 1.0;
+    const Result r = cluster(b.data, o);
+    REQUIRE(r.cluster_sizes.size() == 2);
+    CHECK(r.cluster_sizes == std::vector<Index>{80, 60});  // ranked by intensity: the larger blob first
+    CHECK(mstest::same_partition(r.labels, b.truth));
+}
+
 TEST_CASE("blurring: two separated blobs collapse to two points in far fewer iterations than mean shift")
 {
     MSTEST_SEED_INFO();
@@ -216,7 +269,8 @@ TEST_CASE("blurring: the OpenCL backend (PoCL) follows the float64 reference")
     o.bandwidth = Bandwidth::isotropic(0.9);
     o.blurring = true;
     const Result r = cluster(b.data, o);
-    CHECK(std::abs(r.timing.iterations - ref.iterations) <= 2);
-    CHECK((r.modes.cast<double>() - ref.points).cwiseAbs().maxCoeff() < 1e-2);
+    // float32 on the device: the entropy test may stop an iteration apart; the positions agree.
+    CHECK(std::abs(r.timing.iterations - ref.iterations) <= 1);
+    if (r.timing.iterations == ref.iterations) CHECK((r.modes.cast<double>() - ref.points).cwiseAbs().maxCoeff() < 1e-4);
     CHECK(r.cluster_sizes.size() == 2);
 }

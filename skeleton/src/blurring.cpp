@@ -21,6 +21,20 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 /// Change of the shift entropy below which the iterations stop (Carreira-Perpiñán 2006).
 constexpr double kEntropyChange = 1e-8;
 
+/// VonMisesFisher: one isotropic bandwidth (κ = 1/h²) and unit vectors (|x| = 1 within 1e-3).
+void check_unit_rows(const Bandwidth& bw, const float* data, Index n, int k)
+{
+    if (bw.kind() != BandwidthKind::Isotropic)
+        throw InvalidArgument("blurring with kernel 'vmf' needs an isotropic bandwidth (kappa = 1/h^2)");
+    for (Index i = 0; i < n; ++i) {
+        double s = 0;
+        for (int d = 0; d < k; ++d) s += double(data[i * k + d]) * double(data[i * k + d]);
+        if (!(std::fabs(std::sqrt(s) - 1.0) <= 1e-3))
+            throw InvalidArgument("blurring with kernel 'vmf' takes unit vectors: row " + std::to_string(i) +
+                                  " has norm " + std::to_string(std::sqrt(s)));
+    }
+}
+
 }  // namespace
 
 double shift_entropy(const std::vector<double>& shifts)
@@ -57,13 +71,19 @@ Result run_blurring(PendingBackend& pending, std::unique_ptr<Binding>& binding, 
 {
     if (seeds)
         throw InvalidArgument("blurring mean shift moves the data themselves: explicit seeds are not taken");
-    if (options.kernel == KernelProfile::VonMisesFisher)
-        throw InvalidArgument("blurring mean shift does not run the vmf profile (no sphere projection of the moved data)");
+    const bool vmf = options.kernel == KernelProfile::VonMisesFisher;
+    if (vmf) check_unit_rows(options.bandwidth, data, n, k);
     const auto t_start = Clock::now();
     Result r;
     Prepared prep = prepare(data, n, k, options.bandwidth, weights);
     PreparedData base = std::move(prep.data);
     base.profile = options.kernel;
+    if (vmf) {
+        // The caller's unit sphere in prepared units ((x − centre) · scale, one scale = 1/h): the
+        // backend projects every moved point back onto it after each step, as it does modes.
+        base.sphere_origin = -(prep.centre.array() * prep.scale.array()).matrix();
+        base.sphere_radius = prep.scale[0];
+    }
     r.timing.seconds_validate = seconds_since(t_start);
     r.seeding = "all points (blurring)";
     r.seed_count = n;

@@ -29,7 +29,8 @@ bool blurring_converged(double entropy, double previous_entropy, double max_shif
 /// labelled with its moved position's group. Exact kernel (no neighbour search: the points move
 /// every iteration), so O(n² k) a step. Result::modes = the final points (data units), iterations
 /// = the iterations run for every point. Explicit seeds are refused (InvalidArgument): the data
-/// are their own seeds. VonMisesFisher is refused (no sphere projection of the moved data).
+/// are their own seeds. VonMisesFisher (isotropic h, unit vectors, else InvalidArgument): the
+/// backend projects the moved points back onto the unit sphere each step, as it does modes.
 Result run_blurring(PendingBackend& pending, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
                     const Options& options, const float* weights, const float* seeds);
 
