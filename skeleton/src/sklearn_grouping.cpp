@@ -100,33 +100,45 @@ Grouping group_like_sklearn(const MatrixD& modes, const std::vector<bool>& no_su
     if (modes.cols() != points.cols())
         throw InvalidArgument("scikit-learn grouping: modes and points differ in dimension");
     const Index m = modes.rows(), k = modes.cols();
-    // 1. Intensities over the data; modes without support or without a point in reach are dropped.
-    const std::vector<Index> intensity = count_within(points, modes, 1.0);
-    std::vector<Index> ranked;
-    ranked.reserve(std::size_t(m));
-    for (Index j = 0; j < m; ++j) {
-        const bool none = !no_support.empty() && no_support[std::size_t(j)];
-        if (!none && intensity[std::size_t(j)] > 0) ranked.push_back(j);
-    }
-    if (ranked.empty())
-        throw InvalidArgument("scikit-learn grouping: no data point lies within one bandwidth of any mode "
-                              "(scikit-learn raises ValueError here); use other seeds or a larger bandwidth");
-    // 2. sorted((intensity, centre), reverse=True): intensity descending, then the coordinates
-    //    lexicographically descending. Seeds ending on the same position tie completely; their
-    //    order is immaterial (the later ones are suppressed by the first, at distance 0).
-    std::stable_sort(ranked.begin(), ranked.end(), [&](Index a, Index b) {
-        const Index ia = intensity[std::size_t(a)], ib = intensity[std::size_t(b)];
-        if (ia != ib) return ia > ib;
+    // Seeds that reach the same basin often end on bitwise the same mode (the flat profile's last
+    // step averages the same points): the lexicographic sort that breaks scikit-learn's ties also
+    // gathers those duplicates, so each distinct mode is counted, ranked and tested once.
+    std::vector<Index> order;
+    order.reserve(std::size_t(m));
+    for (Index j = 0; j < m; ++j)
+        if (no_support.empty() || !no_support[std::size_t(j)]) order.push_back(j);
+    auto lex_greater = [&](Index a, Index b) {
         for (Index d = 0; d < k; ++d)
             if (modes(a, d) != modes(b, d)) return modes(a, d) > modes(b, d);
         return false;
-    });
+    };
+    std::sort(order.begin(), order.end(), [&](Index a, Index b) { return lex_greater(a, b) || (!lex_greater(b, a) && a < b); });
+    std::vector<Index> distinct;  // first index of each run of equal modes, lexicographically descending
+    for (std::size_t r = 0; r < order.size(); ++r)
+        if (r == 0 || lex_greater(order[r - 1], order[r])) distinct.push_back(order[r]);
+    MatrixD U(static_cast<Index>(distinct.size()), k);
+    MS_PARALLEL_FOR(U.size())
+    for (Index u = 0; u < U.rows(); ++u) U.row(u) = modes.row(distinct[std::size_t(u)]);
+    // 1. Intensities over the data; modes without a point within one bandwidth are dropped.
+    const std::vector<Index> intensity = count_within(points, U, 1.0);
+    std::vector<Index> ranked;
+    ranked.reserve(distinct.size());
+    for (Index u = 0; u < U.rows(); ++u)
+        if (intensity[std::size_t(u)] > 0) ranked.push_back(u);
+    if (ranked.empty())
+        throw InvalidArgument("scikit-learn grouping: no data point lies within one bandwidth of any mode "
+                              "(scikit-learn raises ValueError here); use other seeds or a larger bandwidth");
+    // 2. sorted((intensity, centre), reverse=True): intensity descending, ties by the coordinates,
+    //    lexicographically descending, which is the order the distinct modes already have.
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [&](Index a, Index b) { return intensity[std::size_t(a)] > intensity[std::size_t(b)]; });
     MatrixD sorted(static_cast<Index>(ranked.size()), k);
     MS_PARALLEL_FOR(sorted.size())
-    for (Index r = 0; r < sorted.rows(); ++r) sorted.row(r) = modes.row(ranked[std::size_t(r)]);
+    for (Index r = 0; r < sorted.rows(); ++r) sorted.row(r) = U.row(ranked[std::size_t(r)]);
     // 3. Greedy suppression. A mode survives iff no earlier survivor lies within eps: that is the
     //    test by which Alg. 6 opens a new group (a mode joins the first group whose representative,
-    //    its first mode, is within eps), so the survivors are the groups' first modes.
+    //    its first mode, is within eps), so the survivors are the groups' first modes. (A duplicate
+    //    of a survivor, at distance 0, never survives: dropping them above changes nothing.)
     const Grouping seq = group_modes(sorted, eps, GroupingMethod::Sequential);
     std::vector<char> seen(seq.sizes.size(), 0);
     std::vector<Index> kept;
