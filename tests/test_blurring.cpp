@@ -132,7 +132,7 @@ TEST_CASE("blurring: cluster() equals the float64 blurring reference (serial, op
         for (const char* name : {"serial", "openmp"}) {
             INFO("backend " << std::string(name));
             if (!usable(name, c.profile)) {
-                MESSAGE(std::string(name) << " has no " << profile_name(c.profile) << " profile yet: skipped");
+                MESSAGE(std::string(name) << " has no " << std::string(profile_name(c.profile)) << " profile yet: skipped");
                 continue;
             }
             Options o;
