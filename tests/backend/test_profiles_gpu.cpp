@@ -104,14 +104,22 @@ MatrixD queries_from(const PreparedData& D, std::mt19937_64& rng, Index m)
     return Q;
 }
 
+/// The GPU backends usable here; MEANSHIFT_PROFILE_TEST_BACKENDS (e.g. "cuda") narrows the list (a
+/// device run that times its OpenCL program builds separately).
 std::vector<std::string> gpu_backends()
 {
+    const char* only = std::getenv("MEANSHIFT_PROFILE_TEST_BACKENDS");
     std::vector<std::string> out;
-    for (const char* name : {"opencl", "cuda"})
+    for (const char* name : {"opencl", "cuda"}) {
+        if (only && std::string(only).find(name) == std::string::npos) continue;
         for (const auto& s : meanshift::list_backends())
             if (s.name == name && mstest::backend_usable(name)) out.push_back(name);
+    }
     return out;
 }
+
+/// MEANSHIFT_PROFILE_TEST_QUICK=1: k = 3 and the default topology only (fewer OpenCL programs to build).
+bool quick() { return std::getenv("MEANSHIFT_PROFILE_TEST_QUICK") != nullptr; }
 
 }  // namespace
 
@@ -125,6 +133,7 @@ TEST_CASE("profiles gpu: compact profiles, one step against the float64 referenc
                 for (bool pp : {false, true})
                     for (bool grid : {false, true})
                         for (const meanshift::Topology& want : {meanshift::Topology{}, mstest::topo(0, 64, 4, 4)}) {
+                            if (quick() && (k != 3 || want.f_vppu != 0)) continue;
                             auto rng = mstest::make_rng("profiles-gpu-" + std::to_string(k) + (pp ? "pp" : "sh"));
                             const PreparedData D = blobs(rng, 600, k, pp, profile, grid && k <= 6);
                             const MatrixD Q = queries_from(D, rng, 70);
