@@ -257,7 +257,8 @@ double probe_pairs_per_s(meanshift::Backend& b, const PreparedData& D, int steps
 //   meanshift_tests -tc='profiles gpu: pairs/s probe' --no-skip
 // Prints one line per backend and profile: truncated (cutoff = 1 bandwidth, cell grid) for every
 // profile including the Gaussian, and exact for the Gaussian and vMF. MEANSHIFT_PROBE_N sets n
-// (default 1,048,576 for the truncated runs, a quarter for the exact ones).
+// (default 1,048,576 for the truncated runs, a quarter for the exact ones); MEANSHIFT_PROBE_CPU=1 also
+// probes CPU-class OpenCL devices (PoCL).
 TEST_CASE("profiles gpu: pairs/s probe" * doctest::skip())
 {
     const char* env_n = std::getenv("MEANSHIFT_PROBE_N");
@@ -265,7 +266,7 @@ TEST_CASE("profiles gpu: pairs/s probe" * doctest::skip())
     for (const std::string& backend : gpu_backends()) {
         auto b = meanshift::make_backend(backend);
         const auto devs = b->devices();
-        if (devs.empty() || devs.front().kind != "gpu") {
+        if (devs.empty() || (devs.front().kind != "gpu" && !std::getenv("MEANSHIFT_PROBE_CPU"))) {
             MESSAGE(backend << ": not a GPU here, probe skipped");
             continue;
         }
