@@ -31,6 +31,12 @@ inline BackendStatus usable_status(std::string name, std::vector<DeviceInfo> dev
     return s;
 }
 
+/// make_backend() for a run with kernel profile `profile`: a named backend without it throws
+/// BackendUnavailable "backend 'cuda' has no kernel profile 'flat' (backends with it: serial,
+/// openmp)"; "auto" takes the fastest usable backend that has it (Backend::supports_profile).
+std::unique_ptr<Backend> make_backend_for_profile(const std::string& name, const BackendOptions& options,
+                                                  KernelProfile profile);
+
 BackendFactory serial_factory();
 #if MEANSHIFT_HAVE_OPENMP
 BackendFactory openmp_factory();

@@ -29,5 +29,18 @@ inline bool finish_mode(const double* s0, std::int64_t s0_step, const double* s1
     return supported;
 }
 
+/// KernelProfile::VonMisesFisher after a step (PreparedData::sphere_origin, sphere_radius): moves y
+/// (k values, prepared units) onto the sphere |y − origin| = radius along its ray from the origin.
+/// A mode exactly at the origin has no direction and is left where it is. radius = 0: no projection.
+inline void project_to_sphere(const double* origin, double radius, double* y, int k)
+{
+    if (!(radius > 0)) return;
+    double s = 0;
+    for (int d = 0; d < k; ++d) s += (y[d] - origin[d]) * (y[d] - origin[d]);
+    if (!(s > 0)) return;
+    const double f = radius / __builtin_sqrt(s);
+    for (int d = 0; d < k; ++d) y[d] = origin[d] + f * (y[d] - origin[d]);
+}
+
 }  // namespace
 }  // namespace meanshift::detail

@@ -19,6 +19,8 @@ HostBinding::HostBinding(std::shared_ptr<const PreparedData> data, const Topolog
     : data_(std::move(data)), topology_(topology)
 {
     if (!data_) throw InvalidArgument("bind: no data (null PreparedData)");
+    if (data_->sphere_radius > 0 && data_->sphere_origin.size() != data_->k())
+        throw InvalidArgument("bind: the vmf profile's sphere_origin must have k entries");
 }
 
 void HostBinding::set_modes(const double* positions, Index m, const double* metric)
@@ -50,6 +52,9 @@ Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double
     std::fill(s1, s1 + k, 0.0);
     ranges.clear();
     const Index rows = block_ranges(y, 1, ranges);
+    // vMF's weights are the Gaussian's (kernel_profile.hpp); the other profiles go through the
+    // float64 reference weight profile_weight().
+    const bool gaussian = D.profile == KernelProfile::Gaussian || D.profile == KernelProfile::VonMisesFisher;
     for (std::size_t rg = 0; rg < ranges.size(); rg += 2)
         for (Index i = ranges[rg]; i < ranges[rg + 1]; ++i) {
             const double* x = D.points.data() + i * k;
@@ -57,7 +62,7 @@ Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double
                 double d2 = 0;
                 for (int d = 0; d < k; ++d) d2 += (y[d] - x[d]) * (y[d] - x[d]);
                 if (d2 > D.cutoff2) continue;
-                const double e = std::exp(-0.5 * d2);
+                const double e = gaussian ? std::exp(-0.5 * d2) : profile_weight(D.profile, d2);
                 for (int d = 0; d < k; ++d) {
                     s0[d] += e;
                     s1[d] += e * x[d];
@@ -67,7 +72,9 @@ Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double
                 double d2 = 0;
                 for (int d = 0; d < k; ++d) d2 += w[d] * (y[d] - x[d]) * (y[d] - x[d]);
                 if (d2 > D.cutoff2) continue;
-                const double e = std::exp(D.log_weight[i] - 0.5 * d2);
+                // Compact profiles: the point's prior weight e^{c_i} times g(D_i²) (eq. 4-6).
+                const double e = gaussian ? std::exp(D.log_weight[i] - 0.5 * d2)
+                                          : std::exp(D.log_weight[i]) * profile_weight(D.profile, d2);
                 for (int d = 0; d < k; ++d) {
                     s0[d] += e * w[d];
                     s1[d] += e * w[d] * x[d];
@@ -134,6 +141,10 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
     report.pairs = pairs_ >= 0 ? pairs_ : static_cast<double>(a) * static_cast<double>(data_->n());
     if (!all_finite(out_.data(), static_cast<std::size_t>(a) * static_cast<std::size_t>(k)))
         throw Error("backend produced non-finite mode positions (a backend defect)");
+    if (data_->sphere_radius > 0)  // vMF: every mode back onto the unit sphere, once for all host forms
+        for (Index j = 0; j < a; ++j)
+            if (supported_[static_cast<std::size_t>(j)])
+                project_to_sphere(data_->sphere_origin.data(), data_->sphere_radius, out_.data() + j * k, k);
 
     report.mode.resize(static_cast<std::size_t>(a));
     report.shift2.resize(static_cast<std::size_t>(a));

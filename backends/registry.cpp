@@ -3,6 +3,7 @@
 #include <meanshift/errors.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
 #include <sstream>
 #include <utility>
@@ -83,8 +84,9 @@ std::vector<BackendStatus> list_backends()
 
 namespace {
 
-// Fastest usable first: CUDA, then OpenCL on a GPU, then OpenMP, then the serial oracle.
-std::string pick_auto(const std::vector<BackendStatus>& all)
+// Fastest usable first: CUDA, then OpenCL on a GPU, then OpenMP, then the serial oracle (always
+// compiled in and usable, so the list is never empty).
+std::vector<std::string> auto_order(const std::vector<BackendStatus>& all)
 {
     auto usable = [&](const std::string& n, bool need_gpu) {
         for (const auto& s : all) {
@@ -95,10 +97,14 @@ std::string pick_auto(const std::vector<BackendStatus>& all)
         }
         return false;
     };
+    std::vector<std::string> order;
     for (auto [name, need_gpu] : {std::pair<const char*, bool>{"cuda", false}, {"opencl", true}, {"openmp", false}})
-        if (usable(name, need_gpu)) return name;
-    return "serial";  // always compiled in and usable
+        if (usable(name, need_gpu)) order.push_back(name);
+    order.push_back("serial");
+    return order;
 }
+
+std::string pick_auto(const std::vector<BackendStatus>& all) { return auto_order(all).front(); }
 
 }  // namespace
 
@@ -133,6 +139,46 @@ std::unique_ptr<Backend> make_backend(const std::string& requested, const Backen
             throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
     }
     return it->create(options);
+}
+
+std::unique_ptr<Backend> detail::make_backend_for_profile(const std::string& requested, const BackendOptions& options,
+                                                          KernelProfile profile)
+{
+    const std::lock_guard<std::recursive_mutex> lock(registry_mutex());
+    if (requested != "auto") {
+        std::unique_ptr<Backend> b = make_backend(requested, options);
+        if (!b->supports_profile(profile)) {
+            // Which backends have it: created once each here (only on this error path).
+            std::string with;
+            for (const auto& s : list_backends()) {
+                if (!s.usable || s.name == b->name()) continue;
+                try {
+                    if (make_backend(s.name, options)->supports_profile(profile))
+                        with += (with.empty() ? "" : ", ") + s.name;
+                } catch (const std::exception&) {
+                    // not creatable with these options: not listed
+                }
+            }
+            throw BackendUnavailable("backend '" + b->name() + "' has no kernel profile '" + profile_name(profile) +
+                                     "' (backends with it: " + (with.empty() ? "none" : with) + ")");
+        }
+        return b;
+    }
+    // "auto": the fastest usable backend that has the profile (the serial oracle has every one).
+    std::exception_ptr first_error;
+    for (const std::string& name : auto_order(list_backends())) {
+        try {
+            // The list's names are usable: created without a second probe, as make_backend("auto") does.
+            auto it = std::find_if(factories().begin(), factories().end(), [&](const auto& f) { return f.name == name; });
+            if (it == factories().end()) continue;
+            std::unique_ptr<Backend> b = it->create(options);
+            if (b->supports_profile(profile)) return b;
+        } catch (...) {
+            if (!first_error) first_error = std::current_exception();
+        }
+    }
+    if (first_error) std::rethrow_exception(first_error);
+    throw BackendUnavailable(std::string("no usable backend has the kernel profile '") + profile_name(profile) + "'");
 }
 
 std::string prepare_backend(const std::string& name, const BackendOptions& options)

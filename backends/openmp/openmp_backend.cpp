@@ -115,6 +115,11 @@ public:
         // The truncated kernel's threshold on −Σ (kernel-unit distance)² = −½·log2(e)·D².
         kd_.cut = std::isfinite(D.cutoff2) ? static_cast<float>(-0.5 * kLog2e * D.cutoff2)
                                            : -std::numeric_limits<float>::infinity();
+        // The kernels' profile (simd_kernel.hpp): vMF weighs as the Gaussian; a compact profile's
+        // support q <= 1 is the mask a >= c2 + cut, so cut is at least −½·log2(e).
+        compact_ = is_compact(D.profile);
+        kd_.profile = compact_ ? static_cast<int>(D.profile) : 0;
+        if (compact_) kd_.cut = std::max(kd_.cut, static_cast<float>(-0.5 * kLog2e));
         // Very wide data (k > kMaxSimdK) take the plain per-mode loop: the SIMD kernels keep k
         // sums per lane, which would need gigabytes of scratch for k = 10^6.
         // The GEMM form: asked for, or Auto at k ≥ the measured crossover with the default one-mode-per-
@@ -135,7 +140,8 @@ public:
         // (Per point: in units of the narrowest bandwidth, √max w.)
         const double extent = n > 0 ? D.points.cwiseAbs().maxCoeff() * (per_point ? std::sqrt(D.precision.maxCoeff()) : 1.0) : 0.0;
         float64_ = !(extent <= kFloat32MaxExtent);
-        const bool gemm = !float64_ && k <= kMaxSimdK && (form == PairForm::Gemm ||
+        // The GEMM forms expand the Gaussian's exponent: compact profiles always take the direct form.
+        const bool gemm = !compact_ && !float64_ && k <= kMaxSimdK && (form == PairForm::Gemm ||
                                              (form == PairForm::Auto && (auto_gemm.value_or(k >= unit->min_k) || wide_weights_) &&
                                               t.f_vppu == 1));
         if (gemm) {
@@ -513,7 +519,8 @@ private:
                         d2 += (per_point ? w[d] : 1.0f) * t * t;
                     }
                     if (d2 > D.cutoff2) continue;
-                    const double e = std::exp((per_point ? D.log_weight_f[i] : 0.0) - 0.5 * d2);
+                    const double c = per_point ? D.log_weight_f[i] : 0.0;
+                    const double e = compact_ ? std::exp(c) * profile_weight(D.profile, d2) : std::exp(c - 0.5 * d2);
                     if (e == 0.0) continue;
                     for (int d = 0; d < k; ++d) {
                         const double ew = per_point ? e * w[d] : e;
@@ -559,6 +566,12 @@ private:
                 }
                 if (per_point) c2_[static_cast<std::size_t>(i)] = static_cast<float>(c_at(i));
             }
+            if (per_point && compact_) {  // 2^c2 per point: the compact profiles' prior weight
+                p2_.resize(static_cast<std::size_t>(n));
+                for (Index i = 0; i < n; ++i) p2_[std::size_t(i)] = static_cast<float>(std::exp2(c_at(i)));
+            }
+            kd_.p2 = per_point && compact_ ? p2_.data() : nullptr;
+            kd_.p2s = nullptr;
             kd_.x = x_.data();
             kd_.sw = per_point ? sw_.data() : nullptr;
             kd_.w = per_point ? w_.data() : nullptr;
@@ -588,6 +601,11 @@ private:
                 }
             if (per_point)
                 for (Index i = 0; i < n; ++i) c2s[i] = static_cast<float>(c_at(i));
+            float* p2s = per_point && compact_ ? zeroed_aligned(p2_, static_cast<std::size_t>(stride)) : nullptr;
+            if (p2s)
+                for (Index i = 0; i < n; ++i) p2s[i] = static_cast<float>(std::exp2(c_at(i)));
+            kd_.p2s = p2s;
+            kd_.p2 = nullptr;
             kd_.stride = stride;
             kd_.xs = xs;
             kd_.sws = sws;
@@ -620,7 +638,8 @@ private:
     std::vector<unsigned char> g_sup_;
     bool fine_cells_ = false;  // grid cells smaller than the search radius in every grid dim
     bool wide_weights_ = false;  // per-point log2 weights beyond [-64, 64]: GEMM form or the float64 loop
-    std::vector<float> x_, sw_, w_, wx_, c2_;  // kernel layout, see build_layout()
+    std::vector<float> x_, sw_, w_, wx_, c2_, p2_;  // kernel layout, see build_layout()
+    bool compact_ = false;  // a compact profile: direct form only, kd_.profile set
     std::vector<unsigned char> scratch_;  // per-thread kernel scratch
     std::vector<unsigned char> gemm_scratch_;  // the GEMM units' per-thread scratch (zero-filled once)
     std::vector<std::vector<Index>> far_modes_;  // GEMM form: each thread's far modes (advance_far)
@@ -679,6 +698,9 @@ public:
     }
 
     bool supports_cutoff() const override { return true; }
+    /// Every profile: the compact ones in the direct SIMD kernels (never the GEMM forms), vMF as the
+    /// Gaussian with the sphere projection of HostBinding::step.
+    bool supports_profile(KernelProfile) const override { return true; }
 
     int max_neighbours() const override { return std::numeric_limits<int>::max(); }
     /// The host search (kd-tree or brute force, detail::HostNearest) with the queries shared
@@ -701,8 +723,9 @@ public:
         const Topology t = resolve_topology(topology, *data);
         // PairForm::Auto with the default lanes: the form (and AMX or Eigen products) measured on this
         // machine (calibration_openmp.hpp), first measured by a run of >= kCalibrateMinPoints points.
+        // (Compact profiles run the direct form only: nothing to calibrate.)
         if (options_.pair_form == PairForm::Auto && t.f_vppu == 1 && t.pus_per_ppu == widest_->width &&
-            data->k() <= kMaxSimdK) {
+            data->k() <= kMaxSimdK && !is_compact(data->profile)) {
             const openmp_detail::AutoForm f = auto_form(t.ppus, data->model == KernelModel::PerPoint, data->k(),
                                                         data->n() >= kCalibrateMinPoints);
             return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, f.amx, f.gemm);

@@ -43,6 +43,15 @@ struct KernelData {
 
     double y_scale = 1.0;  ///< kernel units per prepared unit (σ for Shared, 1 for PerPoint)
 
+    /// Weight profile of the pairs, as the MS_PROFILE_* values (kernels/profiles/profiles.h):
+    /// 0 = Gaussian (also vMF, whose weights are the Gaussian's), 1 = flat, 2 = Epanechnikov,
+    /// 3 = biweight. A compile-time parameter of the kernels, chosen once per block by select().
+    /// Compact profiles weigh a pair 2^c2 · g(q) with q = D² = (c2 − a)·2 ln 2 from the Gaussian's
+    /// log2 weight a, masked to a ≥ c2 + cut where cut ≥ −½·log2(e) (q ≤ 1, their support).
+    int profile = 0;
+    const float* p2 = nullptr;   ///< PerPoint compact profiles, f_vppu = 1: 2^c2 per point (n values)
+    const float* p2s = nullptr;  ///< PerPoint compact profiles, f_vppu > 1: 2^c2 (stride values)
+
     /// Truncated kernel: the block visits only rows [ranges[2r], ranges[2r+1]) for r < nranges
     /// (nullptr = [0, n)), and a pair counts only when its exponent without the log-weight,
     /// −Σ_d (kernel-unit distance)², is ≥ cut (= −½·log2(e)·cutoff²; −inf = exact kernel).

@@ -82,6 +82,34 @@ inline void for_chunks(const KernelData& D, Index chunk, F&& f, Done&& done)
 /// e where a ≥ thr, else 0 (the truncated kernel's mask: one compare, one AND).
 inline vf mask_ge(vf e, vf a, vf thr) { return (vf)((vi)e & (vi)(a >= thr)); }
 
+/// The weight of a pair for profile PF (KernelData::profile) from a = the Gaussian's log2 weight
+/// c2 − Σ_d (kernel-unit distance)², c2 the point's log2 prior weight (vf{} for Shared), p2 = 2^c2
+/// (PerPoint compact profiles only) and thr = c2 + cut, the truncation's threshold on a. Gaussian
+/// (and vMF): 2^a. Compact profiles: q = D² = (c2 − a)·2 ln 2 and 2^c2 · g(q) with g = 1, 1 − q,
+/// (1 − q)² (flat, Epanechnikov, biweight) where a ≥ thr, i.e. q ≤ 1 (bind() keeps cut ≥ −½ log2 e):
+/// no exp2 at all.
+template <int PF, bool PP>
+inline vf pair_weight(vf a, vf c2, vf p2, vf thr)
+{
+    if constexpr (PF == 0) {
+        (void)c2, (void)p2;
+        return mask_ge(exp2_poly(a), a, thr);
+    } else {
+        constexpr float kTwoLn2 = 1.38629436111989061883f;  // D² per unit of −a
+        const vf one = splat(1.0f);
+        const vf in = PP ? one - (c2 - a) * kTwoLn2 : one + a * kTwoLn2;  // 1 − q, ≥ 0 in the support
+        vf g;
+        if constexpr (PF == 1)
+            g = one;
+        else if constexpr (PF == 2)
+            g = (vf)((vi)in & (vi)(in > vf{}));  // max(1 − q, 0): rounding at the edge stays ≥ 0
+        else
+            g = in * in;
+        if constexpr (PP) g *= p2;
+        return mask_ge(g, a, thr);
+    }
+}
+
 inline void zero(double* p, Index count)
 {
     for (Index i = 0; i < count; ++i) p[i] = 0.0;
@@ -106,7 +134,7 @@ inline unsigned char write_mode(const KernelData& D, const double* s0, const dou
 // ----------------------------------------------------------------------------------------------
 // f_vppu = 1: one mode per lane, R vectors of modes, fixed k = K.
 
-template <int K, int R, bool PP>
+template <int PF, int K, int R, bool PP>
 void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
@@ -160,7 +188,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                         const vf t = Y[r][d] - xi[d];
                         a -= t * t;  // a = -|y - x|² in kernel units = log2 of the weight
                     }
-                    const vf e = mask_ge(exp2_poly(a), a, cut);
+                    const vf e = pair_weight<PF, false>(a, vf{}, vf{}, cut);
                     S0[r][0] += e;
 #pragma GCC unroll 16
                     for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
@@ -171,6 +199,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                 const float* wxi = D.wx + i * K;
                 const float ci = D.c2[i];
                 const vf thr = splat(ci) + cut;
+                const vf p2i = PF != 0 ? splat(D.p2[i]) : vf{};
 #pragma GCC unroll 16
                 for (int r = 0; r < R; ++r) {
                     vf a = splat(ci);
@@ -179,7 +208,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
                         const vf t = Y[r][d] * swi[d] - xi[d];  // √w_d (y_d - x_d), one FMA
                         a -= t * t;
                     }
-                    const vf e = mask_ge(exp2_poly(a), a, thr);
+                    const vf e = pair_weight<PF, true>(a, splat(ci), p2i, thr);
 #pragma GCC unroll 16
                     for (int d = 0; d < K; ++d) {
                         S0[r][d] += e * wi[d];
@@ -201,7 +230,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
 
 // f_vppu = 1, any k: the per-dimension vectors live in scratch memory (L1). P points are taken
 // together so that each Y[d] load serves P distances and each S[d] load/store P accumulations.
-template <int P, bool PP>
+template <int PF, int P, bool PP>
 __attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& D, Index i, const vf* Y, vf* S)
 {
     const int k = D.k;
@@ -220,7 +249,11 @@ __attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& 
     vf e[P];
     const vf cut = splat(D.cut);
 #pragma GCC unroll 8
-    for (int j = 0; j < P; ++j) e[j] = mask_ge(exp2_poly(a[j]), a[j], PP ? splat(D.c2[i + j]) + cut : cut);
+    for (int j = 0; j < P; ++j) {
+        const vf c2 = PP ? splat(D.c2[i + j]) : vf{};
+        const vf p2 = PP && PF != 0 ? splat(D.p2[i + j]) : vf{};
+        e[j] = pair_weight<PF, PP>(a[j], c2, p2, PP ? c2 + cut : cut);
+    }
     if constexpr (!PP) {
         vf s0 = S[0];
 #pragma GCC unroll 8
@@ -248,7 +281,7 @@ __attribute__((always_inline)) inline void lanes_any_k_points(const KernelData& 
     }
 }
 
-template <bool PP>
+template <int PF, bool PP>
 void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
@@ -269,8 +302,8 @@ void lanes_any_k(const KernelData& D, const double* pos, int m, double* out, uns
     for_pieces(D, kChunk, [&](Index i0, Index i1) {
         for (int c = 0; c < nc; ++c) S[c] = vf{};
         Index i = i0;
-        for (; i + P <= i1; i += P) lanes_any_k_points<P, PP>(D, i, Y, S);
-        for (; i < i1; ++i) lanes_any_k_points<1, PP>(D, i, Y, S);
+        for (; i + P <= i1; i += P) lanes_any_k_points<PF, P, PP>(D, i, Y, S);
+        for (; i < i1; ++i) lanes_any_k_points<PF, 1, PP>(D, i, Y, S);
         for (int c = 0; c < nc; ++c) flush(acc + c * W, S[c]);
     });
 
@@ -304,7 +337,7 @@ vf pu_mask(int active)
     return mask;
 }
 
-template <int G, int K, bool PP>
+template <int PF, int G, int K, bool PP>
 void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
@@ -337,7 +370,7 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
                 const vf t = Y[d] - x[d];
                 a -= t * t;
             }
-            vf e = mask_ge(exp2_poly(a), a, cut);
+            vf e = pair_weight<PF, false>(a, vf{}, vf{}, cut);
             if constexpr (decltype(masked)::value) e *= mask;
             S0[0] += e;
 #pragma GCC unroll 16
@@ -350,7 +383,8 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
                 const vf t = Y[d] * load_replicated<G>(D.sws + d * stride + base) - x[d];
                 a -= t * t;
             }
-            vf e = mask_ge(exp2_poly(a), a, c2 + cut);
+            const vf p2 = PF != 0 ? load_replicated<G>(D.p2s + base) : vf{};
+            vf e = pair_weight<PF, true>(a, c2, p2, c2 + cut);
             if constexpr (decltype(masked)::value) e *= mask;
 #pragma GCC unroll 16
             for (int d = 0; d < K; ++d) {
@@ -398,7 +432,7 @@ void vppu_fixed_k(const KernelData& D, const double* pos, int m, double* out, un
         sup[j] = write_mode(D, acc + j * G, acc + NS0 * W + j * G, W, pos + j * K, out + j * K);
 }
 
-template <int G, bool PP>
+template <int PF, int G, bool PP>
 void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsigned char* sup, void* scratch)
 {
     [[maybe_unused]] const FlushDenormals ftz;
@@ -432,7 +466,8 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsi
                 t = Y[d] - X[d];
             a -= t * t;
         }
-        const vf e = mask_ge(exp2_poly(a), a, c2 + cut) * mask;
+        const vf p2 = PP && PF != 0 ? load_replicated<G>(D.p2s + base) : vf{};
+        const vf e = pair_weight<PF, PP>(a, c2, p2, c2 + cut) * mask;
         if constexpr (!PP) {
             S[0] += e;
             for (int d = 0; d < k; ++d) S[1 + d] += e * X[d];
@@ -494,62 +529,76 @@ int lane_vectors(const KernelData& D)
     return D.k <= kMaxFixedK && D.regs >= 2 && two_vectors_fit(D.k, D.per_point) ? 2 : 1;
 }
 
-template <int K>
+template <int PF, int K>
 RunBlockFn pick_lanes(const KernelData& D)
 {
     const bool two = lane_vectors(D) == 2;
     if (D.per_point) {
         if constexpr (two_vectors_fit(K, true))
-            if (two) return &lanes_fixed_k<K, 2, true>;
-        return &lanes_fixed_k<K, 1, true>;
+            if (two) return &lanes_fixed_k<PF, K, 2, true>;
+        return &lanes_fixed_k<PF, K, 1, true>;
     }
     if constexpr (two_vectors_fit(K, false))
-        if (two) return &lanes_fixed_k<K, 2, false>;
-    return &lanes_fixed_k<K, 1, false>;
+        if (two) return &lanes_fixed_k<PF, K, 2, false>;
+    return &lanes_fixed_k<PF, K, 1, false>;
 }
 
-template <int G, int K>
+template <int PF, int G, int K>
 RunBlockFn pick_vppu_k(const KernelData& D)
 {
-    return D.per_point ? &vppu_fixed_k<G, K, true> : &vppu_fixed_k<G, K, false>;
+    return D.per_point ? &vppu_fixed_k<PF, G, K, true> : &vppu_fixed_k<PF, G, K, false>;
 }
 
-template <int G>
+template <int PF, int G>
 RunBlockFn pick_vppu(const KernelData& D)
 {
     switch (D.k) {
-    case 1: return pick_vppu_k<G, 1>(D);
-    case 2: return pick_vppu_k<G, 2>(D);
-    case 3: return pick_vppu_k<G, 3>(D);
-    case 4: return pick_vppu_k<G, 4>(D);
-    default: return D.per_point ? &vppu_any_k<G, true> : &vppu_any_k<G, false>;
+    case 1: return pick_vppu_k<PF, G, 1>(D);
+    case 2: return pick_vppu_k<PF, G, 2>(D);
+    case 3: return pick_vppu_k<PF, G, 3>(D);
+    case 4: return pick_vppu_k<PF, G, 4>(D);
+    default: return D.per_point ? &vppu_any_k<PF, G, true> : &vppu_any_k<PF, G, false>;
     }
 }
 
-RunBlockFn select_kernel(const KernelData& D)
+/// The kernel of profile PF for (f_vppu, k, regs, model).
+template <int PF>
+RunBlockFn select_for_profile(const KernelData& D)
 {
     if (D.f_vppu == 1) {
         switch (D.k) {
-        case 1: return pick_lanes<1>(D);
-        case 2: return pick_lanes<2>(D);
-        case 3: return pick_lanes<3>(D);
-        case 4: return pick_lanes<4>(D);
-        case 5: return pick_lanes<5>(D);
-        case 6: return pick_lanes<6>(D);
-        case 7: return pick_lanes<7>(D);
-        case 8: return pick_lanes<8>(D);
-        default: return D.per_point ? &lanes_any_k<true> : &lanes_any_k<false>;
+        case 1: return pick_lanes<PF, 1>(D);
+        case 2: return pick_lanes<PF, 2>(D);
+        case 3: return pick_lanes<PF, 3>(D);
+        case 4: return pick_lanes<PF, 4>(D);
+        case 5: return pick_lanes<PF, 5>(D);
+        case 6: return pick_lanes<PF, 6>(D);
+        case 7: return pick_lanes<PF, 7>(D);
+        case 8: return pick_lanes<PF, 8>(D);
+        default: return D.per_point ? &lanes_any_k<PF, true> : &lanes_any_k<PF, false>;
         }
     }
     switch (D.f_vppu) {
-    case 2: return pick_vppu<2>(D);
-    case 4: return pick_vppu<4>(D);
+    case 2: return pick_vppu<PF, 2>(D);
+    case 4: return pick_vppu<PF, 4>(D);
 #if MS_SIMD_WIDTH >= 8
-    case 8: return pick_vppu<8>(D);
+    case 8: return pick_vppu<PF, 8>(D);
 #endif
 #if MS_SIMD_WIDTH >= 16
-    case 16: return pick_vppu<16>(D);
+    case 16: return pick_vppu<PF, 16>(D);
 #endif
+    default: return nullptr;
+    }
+}
+
+/// Dispatch on the profile once per block (outside the pair loop), then on the shape.
+RunBlockFn select_kernel(const KernelData& D)
+{
+    switch (D.profile) {
+    case 0: return select_for_profile<0>(D);
+    case 1: return select_for_profile<1>(D);
+    case 2: return select_for_profile<2>(D);
+    case 3: return select_for_profile<3>(D);
     default: return nullptr;
     }
 }

@@ -71,6 +71,8 @@ public:
     }
 
     bool supports_cutoff() const override { return true; }
+    /// Every profile, in float64 (HostBinding::mode_sums, profile_weight()).
+    bool supports_profile(KernelProfile) const override { return true; }
 
     int max_neighbours() const override { return std::numeric_limits<int>::max(); }
     /// The host search (kd-tree or brute force, float64 distances) on one thread: the oracle.

@@ -72,6 +72,46 @@ bool exact_is_cheap(const Options& o, Index n, int k, Index seeds)
            double(seeds > 0 ? seeds : n) * double(n) * double(k) <= kExactBudget;
 }
 
+/// Options::kernel = VonMisesFisher takes unit vectors and one isotropic bandwidth h (κ = 1/h²):
+/// throws InvalidArgument naming the option otherwise (kernel_profile.hpp).
+void check_vmf_input(const Options& o, const float* data, Index n, int k)
+{
+    if (o.kernel != KernelProfile::VonMisesFisher) return;
+    const Bandwidth& bw = o.bandwidth;
+    const std::vector<double>& h = bw.parameters();
+    const bool isotropic = bw.kind() == BandwidthKind::Isotropic ||
+                           (bw.kind() == BandwidthKind::Diagonal && !h.empty() &&
+                            std::all_of(h.begin(), h.end(), [&](double v) { return v == h.front(); }));
+    if (!isotropic)
+        throw InvalidArgument("kernel 'vmf' (Options::kernel) needs an isotropic bandwidth (one h, kappa = 1/h^2); "
+                              "per-point, diagonal and exponential bandwidths are not von Mises-Fisher kernels");
+    for (Index i = 0; i < n; ++i) {
+        double s = 0;
+        for (int d = 0; d < k; ++d) s += double(data[i * k + d]) * double(data[i * k + d]);
+        const double norm = std::sqrt(s);
+        if (!(std::abs(norm - 1.0) <= 1e-3)) {
+            std::ostringstream msg;
+            msg << "kernel 'vmf' (Options::kernel) takes unit vectors (|x| = 1 within 1e-3): row " << i
+                << " has norm " << norm;
+            throw InvalidArgument(msg.str());
+        }
+    }
+}
+
+/// PreparedData's profile fields for Options::kernel: the profile and, for VonMisesFisher, the
+/// unit sphere of the caller's coordinates in prepared units (prepared = (x − centre) · scale, so
+/// its centre is −centre · scale and its radius scale = 1/h).
+void set_profile(detail::Prepared& prep, const Options& o)
+{
+    prep.data.profile = o.kernel;
+    prep.data.sphere_origin = VectorD();
+    prep.data.sphere_radius = 0;
+    if (o.kernel == KernelProfile::VonMisesFisher) {
+        prep.data.sphere_origin = -(prep.centre.array() * prep.scale.array()).matrix();
+        prep.data.sphere_radius = prep.scale[0];
+    }
+}
+
 Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
            const Options& requested, const float* weights, const float* seeds, Index m)
 {
@@ -94,6 +134,7 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
 
     Result r;
     const bool exact = options.exact;
+    check_vmf_input(options, data, n, k);
     detail::Prepared prep = detail::prepare(data, n, k, options.bandwidth, weights);
     r.timing.seconds_validate = seconds_since(t_start);
     const auto t_seeding = Clock::now();
@@ -108,12 +149,20 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     r.seed_count = m;
     r.timing.seconds_seeding = seconds_since(t_seeding);
 
-    // Truncation and neighbour search (rows sorted by cell: PreparedData::original).
-    const bool truncate = !exact && std::isfinite(options.cutoff) && pending.supports_cutoff();
-    prep.data.cutoff2 = truncate ? options.cutoff * options.cutoff : std::numeric_limits<double>::infinity();
-    r.cutoff = truncate ? options.cutoff : std::numeric_limits<double>::infinity();
+    set_profile(prep, options);
+    // Truncation and neighbour search (rows sorted by cell: PreparedData::original). A compact
+    // profile runs with its support as the cutoff whatever Options::cutoff and exact say: pairs
+    // beyond it weigh 0, so its truncation and the search's pruning are exact.
+    const bool compact = is_compact(options.kernel);
+    const bool truncate = (compact || (!exact && std::isfinite(options.cutoff))) && pending.supports_cutoff();
+    const double cutoff = compact ? profile_support(options.kernel) : options.cutoff;
+    prep.data.cutoff2 = truncate ? cutoff * cutoff : std::numeric_limits<double>::infinity();
+    r.cutoff = truncate || compact ? cutoff : std::numeric_limits<double>::infinity();
     const auto t_search = Clock::now();
-    if (!exact && std::isfinite(options.cutoff) && !pending.supports_cutoff()) {
+    if (truncate && compact) {
+        detail::build_search(prep.data, options.search, r.search, options.lattice ? &*options.lattice : nullptr);
+        r.search += std::string("; the ") + profile_name(options.kernel) + " profile's support (radius 1 bandwidth)";
+    } else if (!exact && std::isfinite(options.cutoff) && !pending.supports_cutoff()) {
         prep.data.grid.reset();
         prep.data.original.clear();
         r.search = "exact (backend has no truncated kernel yet)";
@@ -154,6 +203,9 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     Backend& backend = pending.get();
     if (truncate && !backend.supports_cutoff())
         throw Error("backend '" + backend.name() + "' has no truncated kernel, which its creation promised");
+    if (!backend.supports_profile(options.kernel))  // PendingBackend chose by profile: a defect
+        throw BackendUnavailable("backend '" + backend.name() + "' has no kernel profile '" +
+                                 profile_name(options.kernel) + "'");
     r.backend = backend.name();
     r.topology = backend.resolve_topology(options.topology, *D);
     binding.reset();  // release the previous run's device buffers first
@@ -294,7 +346,7 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
 Result cluster(const float* data, Index n, int k, const Options& options, const float* seeds, Index m)
 {
     validate_options(options);
-    detail::PendingBackend backend(options.backend, options.backend_options);
+    detail::PendingBackend backend(options.backend, options.backend_options, options.kernel);
     std::unique_ptr<Binding> binding;
     return run(backend, binding, data, n, k, options, nullptr, seeds, m);
 }
@@ -303,7 +355,7 @@ Result cluster(const float* data, Index n, int k, const Options& options, const 
                Index m)
 {
     validate_options(options);
-    detail::PendingBackend backend(options.backend, options.backend_options);
+    detail::PendingBackend backend(options.backend, options.backend_options, options.kernel);
     std::unique_ptr<Binding> binding;
     return run(backend, binding, data, n, k, options, weights, seeds, m);
 }
@@ -324,7 +376,7 @@ Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, co
 Clusterer::Clusterer(Options options) : options_(std::move(options))
 {
     validate_options(options_);
-    backend_ = std::make_unique<detail::PendingBackend>(options_.backend, options_.backend_options);
+    backend_ = std::make_unique<detail::PendingBackend>(options_.backend, options_.backend_options, options_.kernel);
 }
 Clusterer::~Clusterer() = default;
 Clusterer::Clusterer(Clusterer&&) noexcept = default;

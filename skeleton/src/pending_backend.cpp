@@ -1,5 +1,7 @@
 #include "pending_backend.hpp"
 
+#include "backends/factory.hpp"
+
 #include <meanshift/errors.hpp>
 #include <meanshift/registry.hpp>
 
@@ -18,12 +20,14 @@ bool created_on_a_thread(const std::string& name)
 
 }  // namespace
 
-PendingBackend::PendingBackend(const std::string& name, const BackendOptions& options)
+PendingBackend::PendingBackend(const std::string& name, const BackendOptions& options, KernelProfile profile)
 {
-    if (created_on_a_thread(name))
-        creating_ = std::async(std::launch::async, [name, options] { return make_backend(name, options); });
-    else
-        backend_ = make_backend(name, options);
+    if (created_on_a_thread(name)) {
+        creating_ = std::async(std::launch::async,
+                               [name, options, profile] { return make_backend_for_profile(name, options, profile); });
+    } else {
+        backend_ = make_backend_for_profile(name, options, profile);
+    }
 }
 
 PendingBackend::~PendingBackend()

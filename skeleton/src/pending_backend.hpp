@@ -19,8 +19,11 @@ public:
     /// Starts make_backend(name, options): on a thread for "cuda" (and "auto" in a build with CUDA),
     /// here for the others (the CPU backends cost a probe; OpenCL's PoCL is kept off helper threads,
     /// whose exit its LLVM signal stack upsets under AddressSanitizer). A name that is not compiled
-    /// in throws BackendUnavailable here, as make_backend() does.
-    PendingBackend(const std::string& name, const BackendOptions& options);
+    /// in throws BackendUnavailable here, as make_backend() does. `profile` (Options::kernel): a named
+    /// backend without it throws BackendUnavailable, "auto" takes one that has it
+    /// (detail::make_backend_for_profile).
+    PendingBackend(const std::string& name, const BackendOptions& options,
+                   KernelProfile profile = KernelProfile::Gaussian);
     ~PendingBackend();
     PendingBackend(const PendingBackend&) = delete;
     PendingBackend& operator=(const PendingBackend&) = delete;
