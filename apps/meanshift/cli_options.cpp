@@ -105,8 +105,9 @@ void ConvergenceOptions::add_to(CLI::App& app)
         ->check(non_negative())
         ->capture_default_str();
     app.add_option("--grouping", grouping,
-                   "sequential (Alg. 6: join the first group within eps) or components (transitive)")
-        ->check(CLI::IsMember({"sequential", "components"}))
+                   "sequential (Alg. 6: join the first group within eps), components (transitive) or sklearn "
+                   "(scikit-learn's: modes ranked by support, near ones dropped, points to the nearest kept mode)")
+        ->check(CLI::IsMember({"sequential", "components", "sklearn"}))
         ->capture_default_str();
 }
 
@@ -117,6 +118,7 @@ void ConvergenceOptions::apply(meanshift::Options& o) const
     if (fixed_iterations > 0) o.fixed_iterations = fixed_iterations;
     o.merge_eps = merge_eps;
     o.grouping = grouping == "components" ? meanshift::GroupingMethod::ConnectedComponents
+                 : grouping == "sklearn"  ? meanshift::GroupingMethod::ScikitLearn
                                           : meanshift::GroupingMethod::Sequential;
 }
 
@@ -174,9 +176,43 @@ void ApproximationOptions::apply(meanshift::Options& o) const
     if (no_refine) o.refine_boundaries = false;
 }
 
-void print_method(const meanshift::Result& r)
+void ProfileOptions::add_to(CLI::App& app)
 {
-    if (std::isfinite(r.cutoff)) std::printf("kernel      truncated Gaussian, cutoff %g bandwidths\n", r.cutoff);
+    std::string names;
+    for (meanshift::KernelProfile p : meanshift::kernel_profiles())
+        names += (names.empty() ? "" : ", ") + std::string(meanshift::profile_name(p));
+    app.add_option("--kernel", kernel,
+                   "kernel profile: " + names +
+                       " (gaussian: bandwidth = sigma; flat, epanechnikov, biweight: bandwidth = radius, exact, "
+                       "no cutoff; vmf: unit vectors, isotropic bandwidth, kappa = 1/h^2)")
+        ->check([](const std::string& t) -> std::string {
+            try {
+                meanshift::parse_profile(t);
+            } catch (const std::exception& e) {
+                return e.what();
+            }
+            return {};
+        })
+        ->capture_default_str();
+    app.add_flag("--blurring", blurring,
+                 "blurring mean shift: the data themselves move every iteration (Carreira-Perpinan 2006)");
+}
+
+void ProfileOptions::apply(meanshift::Options& o) const
+{
+    o.kernel = meanshift::parse_profile(kernel);
+    o.blurring = blurring;
+}
+
+void print_method(const meanshift::Result& r, meanshift::KernelProfile profile)
+{
+    if (meanshift::is_compact(profile))
+        std::printf("kernel      %s, radius 1 bandwidth (exact)\n", meanshift::profile_name(profile));
+    else if (profile == meanshift::KernelProfile::VonMisesFisher && std::isfinite(r.cutoff))
+        std::printf("kernel      truncated vmf, cutoff %g bandwidths\n", r.cutoff);
+    else if (profile == meanshift::KernelProfile::VonMisesFisher)
+        std::printf("kernel      exact vmf\n");
+    else if (std::isfinite(r.cutoff)) std::printf("kernel      truncated Gaussian, cutoff %g bandwidths\n", r.cutoff);
     else std::printf("kernel      exact Gaussian\n");
     std::printf("search      %s\n", r.search.c_str());
     std::printf("seeding     %s\n", r.seeding.c_str());

@@ -68,8 +68,19 @@ struct ApproximationOptions {
     void apply(meanshift::Options& options) const;
 };
 
+/// The kernel profile and the mean-shift variant (--kernel NAME, --blurring): Options::kernel (the
+/// library's parse_profile() names: gaussian, flat, epanechnikov, biweight, vmf) and Options::blurring.
+struct ProfileOptions {
+    std::string kernel = "gaussian";
+    bool blurring = false;
+
+    void add_to(CLI::App& app);
+    void apply(meanshift::Options& options) const;
+};
+
 /// The lines saying which method ran (search, seeding, cutoff), as `cluster` and `segment` print them.
-void print_method(const meanshift::Result& r);
+void print_method(const meanshift::Result& r,
+                  meanshift::KernelProfile profile = meanshift::KernelProfile::Gaussian);
 
 /// --bandwidth VALUE: a number (isotropic Gaussian σ, data units) or a rule computed from the data
 /// (bandwidth_selection.hpp): auto (= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth

@@ -37,6 +37,7 @@ struct ClusterArgs {
     RunOptions run;
     ConvergenceOptions conv;
     ApproximationOptions approx;
+    ProfileOptions profile;
     MemoryOption memory;
     bool json = false;  // --json: the run's stages as one JSON object on the last line
     std::string mpi_strategy = "auto";  // under mpirun only (docs/mpi.md)
@@ -158,6 +159,7 @@ void run_cluster_mpi(const ClusterArgs& a)
     a.run.apply(opt);
     a.conv.apply(opt);
     a.approx.apply(opt);
+    a.profile.apply(opt);
 
     // Contiguous blocks of rows, the first n % R ranks one row more.
     std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
@@ -365,6 +367,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     a.run.apply(opt);
     a.conv.apply(opt);
     a.approx.apply(opt);
+    a.profile.apply(opt);
     opt.max_memory = a.memory.library_budget();
     // Not waited for: cluster() creates the backend again on a thread while it prepares the data
     // (the registry serialises the two creations; the second finds the driver initialised), and
@@ -401,7 +404,7 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     std::printf("points      %lld x %d\n", static_cast<long long>(n), k);
     std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s)\n", r.backend.c_str(), r.topology.to_string().c_str());
-    print_method(r);
+    print_method(r, opt.kernel);
     std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
     for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
         std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
@@ -474,6 +477,7 @@ void add_cluster_command(CLI::App& app, Mode mode)
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
     a->approx.add_to(*sub);
+    a->profile.add_to(*sub);
     a->memory.add_to(*sub);
     sub->callback([a, h, hs, pp, mode] {
         if (h->count() + hs->count() + pp->count() == 0)

@@ -61,6 +61,7 @@ struct SegmentArgs {
     MemoryOption memory;
     RunOptions run;
     ConvergenceOptions conv;
+    ProfileOptions profile;
 };
 
 // The largest --adaptive-window whose (2r+1)^2 pixels an int counts, and that count.
@@ -208,6 +209,7 @@ void run_segment(const SegmentArgs& a, Mode mode)
     so.adaptive.window = static_cast<int>(a.adaptive_window);
     a.run.apply(so.meanshift);
     a.conv.apply(so.meanshift);
+    a.profile.apply(so.meanshift);
     if (a.exact) so.meanshift.exact = true;
     if (a.own_cutoff) so.meanshift.cutoff = a.cutoff;
 
@@ -517,6 +519,7 @@ void add_segment_command(CLI::App& app, Mode mode)
         ->capture_default_str();
     a->run.add_to(*sub);
     a->conv.add_to(*sub);
+    a->profile.add_to(*sub);
     // The truncated kernel's switches, unless the shared option groups already carry them.
     CLI::Option* exact = sub->get_option_no_throw("--exact");
     if (exact == nullptr)

@@ -111,9 +111,22 @@ class MeanShift(ClusterMixin, BaseEstimator):
         A mode stops when its shift is at most ``tol`` bandwidths.
     merge_eps : float, default=0.5
         Modes closer than this many bandwidths form one cluster.
-    grouping : {'sequential', 'components'}, default='sequential'
+    grouping : {'sequential', 'components', 'sklearn'}, default='sequential'
         'sequential': a mode joins the first cluster whose first mode lies within ``merge_eps``
-        (Alg. 6); 'components': connected components of the "closer than merge_eps" graph.
+        (Alg. 6); 'components': connected components of the "closer than merge_eps" graph;
+        'sklearn': scikit-learn's MeanShift grouping (modes ranked by their support, a mode
+        within ``merge_eps`` of a kept one dropped, every sample to its nearest kept mode).
+    kernel : {'gaussian', 'flat', 'epanechnikov', 'biweight', 'vmf'}, default='gaussian'
+        Weight profile of the mean-shift step. 'gaussian': ``bandwidth`` is the kernel's sigma;
+        'flat' (scikit-learn's kernel: the mean of the points within the radius), 'epanechnikov'
+        and 'biweight': ``bandwidth`` is the radius, exact (``cutoff`` does not apply); 'vmf':
+        von Mises-Fisher on unit vectors (rows of norm 1 within 1e-3), one isotropic
+        ``bandwidth`` h with concentration kappa = 1/h**2, modes kept on the unit sphere.
+        A backend without the profile raises ``meanshift.BackendUnavailableError``; 'auto'
+        picks one that has it.
+    blurring : bool, default=False
+        Blurring mean shift (Carreira-Perpinan 2006): the samples themselves move every
+        iteration; the moved samples are then grouped like modes.
     backend : {'auto', 'serial', 'openmp', 'opencl', 'cuda'}, default='auto'
         Where it runs; ``meanshift.backends()`` lists what is usable here. An unusable one raises
         ``meanshift.BackendUnavailableError``.
@@ -175,6 +188,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
         tol=1e-3,
         merge_eps=0.5,
         grouping="sequential",
+        kernel="gaussian",
+        blurring=False,
         backend="auto",
         device=None,
         n_jobs=None,
@@ -198,6 +213,8 @@ class MeanShift(ClusterMixin, BaseEstimator):
         self.tol = tol
         self.merge_eps = merge_eps
         self.grouping = grouping
+        self.kernel = kernel
+        self.blurring = blurring
         self.backend = backend
         self.device = device
         self.n_jobs = n_jobs
@@ -220,15 +237,21 @@ class MeanShift(ClusterMixin, BaseEstimator):
             raise ValueError(f"search must be 'auto', 'grid', 'tree' or 'brute', got {self.search!r}")
         if self.assign not in ("ascent", "nearest"):
             raise ValueError(f"assign must be 'ascent' or 'nearest', got {self.assign!r}")
-        if self.grouping not in ("sequential", "components"):
-            raise ValueError(f"grouping must be 'sequential' or 'components', got {self.grouping!r}")
-        return library_options(
+        if self.grouping not in ("sequential", "components", "sklearn"):
+            raise ValueError(f"grouping must be 'sequential', 'components' or 'sklearn', got {self.grouping!r}")
+        if not isinstance(self.kernel, str):
+            raise ValueError(f"kernel must be a profile name (gaussian, flat, epanechnikov, biweight, vmf), got {self.kernel!r}")
+        o = library_options(
             backend=self.backend, device=self.device, n_jobs=self.n_jobs, tune=self.tune,
             max_iter=self.max_iter, tol=self.tol, merge_eps=self.merge_eps, grouping=self.grouping,
             cutoff=self.cutoff, exact=self.exact, search=self.search,
             seeding="bins" if self.bin_seeding else "all", bin_size=self.bin_size,
             min_bin_freq=self.min_bin_freq, bin_data=self.bin_data,
             refine_boundaries=self.refine_boundaries, max_memory=self.max_memory)
+        # Passed through by name: the library parses them (unknown names raise ValueError there).
+        o["kernel"] = self.kernel
+        o["blurring"] = bool(self.blurring)
+        return o
 
     def _bandwidth(self, X: np.ndarray, opts=None):
         """The library's bandwidth argument: a float, a (k,) or an (n, k) float64 array."""

@@ -74,7 +74,8 @@ meanshift::GroupingMethod grouping(const std::string& g)
 {
     if (g == "sequential") return meanshift::GroupingMethod::Sequential;
     if (g == "components") return meanshift::GroupingMethod::ConnectedComponents;
-    throw meanshift::InvalidArgument("grouping must be 'sequential' or 'components', got '" + g + "'");
+    if (g == "sklearn") return meanshift::GroupingMethod::ScikitLearn;
+    throw meanshift::InvalidArgument("grouping must be 'sequential', 'components' or 'sklearn', got '" + g + "'");
 }
 
 meanshift::NeighbourSearch search(const std::string& s)
@@ -101,6 +102,9 @@ void apply(const nb::dict& d, meanshift::Options& o)
         o.fixed_iterations = nb::cast<int>(d["fixed_iterations"]);
     o.merge_eps = get<double>(d, "merge_eps", o.merge_eps);
     o.grouping = grouping(get<std::string>(d, "grouping", "sequential"));
+    // Kernel profile by the library's names (parse_profile: InvalidArgument lists the known ones).
+    o.kernel = meanshift::parse_profile(get<std::string>(d, "kernel", "gaussian"));
+    o.blurring = get<bool>(d, "blurring", o.blurring);
     o.cutoff = get<double>(d, "cutoff", o.cutoff);
     o.exact = get<bool>(d, "exact", o.exact);
     o.search = search(get<std::string>(d, "search", "auto"));

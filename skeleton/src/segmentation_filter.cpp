@@ -37,7 +37,8 @@ namespace {
 bool applies(const Options& o)
 {
     const bool finite_cut = o.cutoff > 0 && std::isfinite(o.cutoff);
-    return !o.exact && finite_cut && o.bandwidth.shared() &&
+    // (The banded ascent binds Gaussian data: other kernel profiles and blurring go through cluster().)
+    return !o.exact && finite_cut && o.bandwidth.shared() && o.kernel == KernelProfile::Gaussian && !o.blurring &&
            (o.search == NeighbourSearch::Auto || o.search == NeighbourSearch::Lattice) && o.max_iterations >= 1 &&
            std::isfinite(o.tolerance) && o.tolerance >= 0 && (!o.fixed_iterations || *o.fixed_iterations >= 1) &&
            std::isfinite(o.merge_eps) && o.merge_eps >= 0 && o.bin_size > 0 && std::isfinite(o.bin_size) &&

@@ -192,7 +192,9 @@ ms(fail "--adaptive-window: must be at most 23169 \\(a window of \\(2r\\+1\\)\\^
    segment two.ppm --adaptive --adaptive-window 100000 -o x.png)
 
 ms(ok "\"pairs_per_s\"" bench --n 300 --dims 3 --iterations 2 --backend serial)
-ms(ok "\"kernel\":\"diagonal\"" bench --n 300 --dims 2 --iterations 2 --kernel diagonal)
+ms(ok "\"bandwidth_model\":\"diagonal\"" bench --n 300 --dims 2 --iterations 2 --bandwidth-model diagonal)
+ms(ok "\"kernel\":\"epanechnikov\"" bench --n 300 --dims 2 --iterations 2 --kernel epanechnikov)
+ms(fail "unknown kernel profile" bench --n 300 --dims 2 --iterations 2 --kernel triangle)
 ms(fail "" bench --n 0)
 ms(ok "auto -> " backends)
 ms(ok "\"backends\"" backends --json)
