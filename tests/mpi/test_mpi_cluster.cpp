@@ -498,6 +498,50 @@ bool test_weights()
         "sample weights", "weights on one rank only");
 }
 
+// Kernel profiles: the flat profile (compact support) and von Mises-Fisher (unit vectors, every
+// mode projected back onto the sphere) give one process's answer under every strategy; the ring
+// moves the modes itself, so it must project them too.
+bool test_profiles()
+{
+    const meanshift::Index n = 1202;
+    const meanshift::MatrixF planar = blobs(n);
+    meanshift::MatrixF sphere(n, 3);  // the blobs lifted onto the unit sphere
+    for (meanshift::Index i = 0; i < n; ++i) {
+        const float x = 0.08f * planar(i, 0), y = 0.08f * planar(i, 1), r = std::sqrt(x * x + y * y + 1.0f);
+        sphere(i, 0) = x / r;
+        sphere(i, 1) = y / r;
+        sphere(i, 2) = 1.0f / r;
+    }
+    meanshift::Index first = 0, count = 0;
+    share(n, first, count);
+    struct Case {
+        meanshift::KernelProfile kernel;
+        double h;
+        const meanshift::MatrixF* all;
+    };
+    for (const Case& c : {Case{meanshift::KernelProfile::Flat, 2.5, &planar},
+                          Case{meanshift::KernelProfile::VonMisesFisher, 0.08, &sphere}}) {
+        meanshift::Options opt = options();
+        opt.kernel = c.kernel;
+        opt.bandwidth = meanshift::Bandwidth::isotropic(c.h);
+        const Eigen::Ref<const meanshift::MatrixF> seeds(*c.all);
+        const meanshift::Result ref = meanshift::cluster(*c.all, opt, &seeds);
+        if (ref.centres.rows() != 4) return fail(std::string(meanshift::profile_name(c.kernel)) + ": 4 clusters expected");
+        const meanshift::MatrixF mine = c.all->middleRows(first, count);
+        for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
+                       meanshift::mpi::Strategy::Ring}) {
+            const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, s);
+            const std::string name = std::string(meanshift::profile_name(c.kernel)) + ", " + meanshift::mpi::to_string(s);
+            if (r.strategy != s) return fail(name + ": strategy");
+            if (!matches(ref, r, first, count, name, 5e-3 * c.h)) return false;
+            if (c.kernel == meanshift::KernelProfile::VonMisesFisher)
+                for (meanshift::Index i = 0; i < count; ++i)
+                    if (std::abs(r.modes.row(i).norm() - 1.0f) > 1e-5f) return fail(name + ": a mode off the sphere");
+        }
+    }
+    return true;
+}
+
 // Per-point diagonal H_i: each rank passes its rows' standard deviations; both strategies give one
 // process's labels (the domain halo uses the largest sigma, the shifts are measured in one process's
 // units). Sec. IV's model runs replicated; the decomposition refuses it on every rank.
@@ -780,6 +824,8 @@ int main(int argc, char** argv)
             ok = test_ring_opencl();
         } else if (mode == "perpoint") {
             ok = test_per_point();
+        } else if (mode == "profiles") {
+            ok = test_profiles();
         } else if (mode == "bins") {
             ok = test_bins();
         } else if (mode == "refine") {

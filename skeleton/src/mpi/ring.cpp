@@ -148,6 +148,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     }
 
     const bool fixed = options.fixed_iterations.has_value();
+    const bool sphere = options.kernel == KernelProfile::VonMisesFisher;
+    std::vector<double> ynew(ku);
     const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
     const double tol2 = options.tolerance * options.tolerance;
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
@@ -320,13 +322,23 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
                 out.no_support[static_cast<std::size_t>(q)] = true;
                 continue;
             }
-            double shift2 = 0;
             for (int d = 0; d < k; ++d) {
                 const double den = s0[per_point ? d : 0];
-                const double yn = den > 0 ? s1[d] / den : y[d];  // a dimension without support keeps y_d
-                const double dy = yn - y[d];
+                ynew[std::size_t(d)] = den > 0 ? s1[d] / den : y[d];  // a dimension without support keeps y_d
+            }
+            // von Mises-Fisher: the new mode goes back onto the caller's unit sphere (data units here)
+            // before its shift is measured, as the bindings do for the other strategies.
+            if (sphere) {
+                double norm2 = 0;
+                for (int d = 0; d < k; ++d) norm2 += ynew[std::size_t(d)] * ynew[std::size_t(d)];
+                if (norm2 > 0)
+                    for (int d = 0; d < k; ++d) ynew[std::size_t(d)] /= std::sqrt(norm2);
+            }
+            double shift2 = 0;
+            for (int d = 0; d < k; ++d) {
+                const double dy = ynew[std::size_t(d)] - y[d];
                 shift2 += dy * dy * scale[std::size_t(d)] * scale[std::size_t(d)];
-                y[d] = yn;
+                y[d] = ynew[std::size_t(d)];
             }
             if (settled && settled(y)) {
                 out.converged[static_cast<std::size_t>(q)] = true;
