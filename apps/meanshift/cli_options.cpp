@@ -183,7 +183,7 @@ void ProfileOptions::add_to(CLI::App& app)
         names += (names.empty() ? "" : ", ") + std::string(meanshift::profile_name(p));
     app.add_option("--kernel", kernel,
                    "kernel profile: " + names +
-                       " (gaussian: bandwidth = sigma; flat, epanechnikov, biweight: bandwidth = radius, exact, "
+                       " (gaussian: bandwidth = sigma; the compact ones (flat, epanechnikov, biweight, triweight): bandwidth = radius, exact, "
                        "no cutoff; vmf: unit vectors, isotropic bandwidth, kappa = 1/h^2)")
         ->check([](const std::string& t) -> std::string {
             try {

@@ -208,6 +208,7 @@ const void* range_kernel(int k, bool per_point, int profile)
     case MS_PROFILE_FLAT: return compact_kernel<MS_PROFILE_FLAT>(k, per_point);
     case MS_PROFILE_EPANECHNIKOV: return compact_kernel<MS_PROFILE_EPANECHNIKOV>(k, per_point);
     case MS_PROFILE_BIWEIGHT: return compact_kernel<MS_PROFILE_BIWEIGHT>(k, per_point);
+    case MS_PROFILE_TRIWEIGHT: return compact_kernel<MS_PROFILE_TRIWEIGHT>(k, per_point);
     default: return per_point ? table<true>(k) : table<false>(k);  // Gaussian, vMF
     }
 }

@@ -11,6 +11,7 @@ const char* profile_gaussian();      // kernels/profiles/gaussian.h (weight prof
 const char* profile_flat();          // kernels/profiles/flat.h
 const char* profile_epanechnikov();  // kernels/profiles/epanechnikov.h
 const char* profile_biweight();      // kernels/profiles/biweight.h
+const char* profile_triweight();     // kernels/profiles/triweight.h
 const char* profiles_header();       // kernels/profiles/profiles.h (MS_PROFILE dispatch)
 const char* approx_mode_common();    // kernels/approx_mode_common.clh
 const char* approx_mode();           // kernels/approx_mode.cl (Alg. 3)

@@ -33,6 +33,7 @@ std::string profile_sources()
     std::string text = opencl_sources::device_header();
     for (const char* h : {opencl_sources::profile_gaussian(), opencl_sources::profile_flat(),
                           opencl_sources::profile_epanechnikov(), opencl_sources::profile_biweight(),
+                          opencl_sources::profile_triweight(),
                           opencl_sources::profiles_header()})
         text.append("\n").append(h);
     return text;

@@ -103,8 +103,12 @@ inline vf pair_weight(vf a, vf c2, vf p2, vf thr)
             g = one;
         else if constexpr (PF == 2)
             g = (vf)((vi)in & (vi)(in > vf{}));  // max(1 − q, 0): rounding at the edge stays ≥ 0
-        else
+        else if constexpr (PF == 3)
             g = in * in;
+        else {
+            const vf c = (vf)((vi)in & (vi)(in > vf{}));  // triweight: an odd power, so clamp as above
+            g = c * c * c;
+        }
         if constexpr (PP) g *= p2;
         return mask_ge(g, a, thr);
     }
@@ -599,6 +603,7 @@ RunBlockFn select_kernel(const KernelData& D)
     case 1: return select_for_profile<1>(D);
     case 2: return select_for_profile<2>(D);
     case 3: return select_for_profile<3>(D);
+    case 5: return select_for_profile<5>(D);
     default: return nullptr;
     }
 }

@@ -25,6 +25,7 @@
 #define MS_PROFILE_EPANECHNIKOV 2
 #define MS_PROFILE_BIWEIGHT 3
 #define MS_PROFILE_VMF 4
+#define MS_PROFILE_TRIWEIGHT 5
 
 /* The OpenCL host prepends these headers' text (their guards are then defined): include them only
  * where they are not there yet. */
@@ -40,6 +41,9 @@
 #ifndef MEANSHIFT_PROFILE_BIWEIGHT_H
 #include "biweight.h"
 #endif
+#ifndef MEANSHIFT_PROFILE_TRIWEIGHT_H
+#include "triweight.h"
+#endif
 
 /* The profile an OpenCL program evaluates (-D MS_PROFILE=n). */
 #ifndef MS_PROFILE
@@ -48,7 +52,8 @@
 
 /* 1 for the profiles whose weights vanish beyond q = 1 (a constant expression). */
 #define MS_PROFILE_IS_COMPACT(p) \
-    ((p) == MS_PROFILE_FLAT || (p) == MS_PROFILE_EPANECHNIKOV || (p) == MS_PROFILE_BIWEIGHT)
+    ((p) == MS_PROFILE_FLAT || (p) == MS_PROFILE_EPANECHNIKOV || (p) == MS_PROFILE_BIWEIGHT || \
+     (p) == MS_PROFILE_TRIWEIGHT)
 
 /* 2^c2 · g(q) of `profile` (a compile-time constant at every call; vMF: the Gaussian). */
 MS_INLINE float ms_profile_weight(int profile, float q, float c2)
@@ -56,6 +61,7 @@ MS_INLINE float ms_profile_weight(int profile, float q, float c2)
     return profile == MS_PROFILE_FLAT           ? ms_weight_flat(q, c2)
            : profile == MS_PROFILE_EPANECHNIKOV ? ms_weight_epanechnikov(q, c2)
            : profile == MS_PROFILE_BIWEIGHT     ? ms_weight_biweight(q, c2)
+           : profile == MS_PROFILE_TRIWEIGHT    ? ms_weight_triweight(q, c2)
                                                 : ms_weight_gaussian(q, c2);
 }
 
@@ -65,6 +71,7 @@ MS_INLINE float ms_profile_weight_unit(int profile, float q)
     return profile == MS_PROFILE_FLAT           ? ms_weight_flat_unit(q)
            : profile == MS_PROFILE_EPANECHNIKOV ? ms_weight_epanechnikov_unit(q)
            : profile == MS_PROFILE_BIWEIGHT     ? ms_weight_biweight_unit(q)
+           : profile == MS_PROFILE_TRIWEIGHT    ? ms_weight_triweight_unit(q)
                                                 : ms_weight_gaussian_unit(q);
 }
 
@@ -76,6 +83,8 @@ MS_INLINE float ms_profile_weight_unit(int profile, float q)
 #define MS_PROFILE_FACTOR(q) MS_FACTOR_EPANECHNIKOV(q)
 #elif MS_PROFILE == MS_PROFILE_BIWEIGHT
 #define MS_PROFILE_FACTOR(q) MS_FACTOR_BIWEIGHT(q)
+#elif MS_PROFILE == MS_PROFILE_TRIWEIGHT
+#define MS_PROFILE_FACTOR(q) MS_FACTOR_TRIWEIGHT(q)
 #endif
 
 #endif

@@ -12,7 +12,7 @@ const std::vector<KernelProfile>& kernel_profiles()
 {
     static const std::vector<KernelProfile> all{KernelProfile::Gaussian, KernelProfile::Flat,
                                                 KernelProfile::Epanechnikov, KernelProfile::Biweight,
-                                                KernelProfile::VonMisesFisher};
+                                                KernelProfile::VonMisesFisher, KernelProfile::Triweight};
     return all;
 }
 
@@ -24,6 +24,7 @@ const char* profile_name(KernelProfile profile) noexcept
     case KernelProfile::Epanechnikov: return "epanechnikov";
     case KernelProfile::Biweight: return "biweight";
     case KernelProfile::VonMisesFisher: return "vmf";
+    case KernelProfile::Triweight: return "triweight";
     }
     return "unknown";
 }
@@ -48,7 +49,8 @@ double profile_support(KernelProfile profile) noexcept
     switch (profile) {
     case KernelProfile::Flat:
     case KernelProfile::Epanechnikov:
-    case KernelProfile::Biweight: return 1.0;
+    case KernelProfile::Biweight:
+    case KernelProfile::Triweight: return 1.0;
     case KernelProfile::Gaussian:
     case KernelProfile::VonMisesFisher: break;
     }
@@ -63,6 +65,7 @@ double profile_weight(KernelProfile profile, double q) noexcept
     case KernelProfile::Flat: return q <= 1.0 ? 1.0 : 0.0;
     case KernelProfile::Epanechnikov: return q <= 1.0 ? 1.0 - q : 0.0;
     case KernelProfile::Biweight: return q <= 1.0 ? (1.0 - q) * (1.0 - q) : 0.0;
+    case KernelProfile::Triweight: return q <= 1.0 ? (1.0 - q) * (1.0 - q) * (1.0 - q) : 0.0;
     }
     return 0.0;
 }

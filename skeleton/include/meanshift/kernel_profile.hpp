@@ -14,6 +14,7 @@
 /// | Flat             | 1 for q ≤ 1                    | q ≤ 1   | Epanechnikov        | the radius (scikit-learn's `bandwidth`) |
 /// | Epanechnikov     | 1 − q for q ≤ 1                | q ≤ 1   | biweight            | the radius        |
 /// | Biweight         | (1 − q)² for q ≤ 1             | q ≤ 1   | triweight           | the radius        |
+/// | Triweight        | (1 − q)³ for q ≤ 1             | q ≤ 1   | quadweight          | the radius        |
 /// | VonMisesFisher   | exp(κ y·x) on the unit sphere  | none    | von Mises–Fisher    | κ = 1/h²          |
 ///
 /// Compact profiles (support q ≤ 1) are exact under the truncated search: pairs beyond the
@@ -37,13 +38,14 @@ enum class KernelProfile : int {
     Epanechnikov = 2,
     Biweight = 3,
     VonMisesFisher = 4,
+    Triweight = 5,
 };
 
 /// Every profile, in the order above.
 MEANSHIFT_API const std::vector<KernelProfile>& kernel_profiles();
 
 /// The profile's name as the CLI (--kernel), Python (kernel=) and reports write it: "gaussian",
-/// "flat", "epanechnikov", "biweight", "vmf".
+/// "flat", "epanechnikov", "biweight", "vmf", "triweight".
 MEANSHIFT_API const char* profile_name(KernelProfile profile) noexcept;
 
 /// Parses a name written by profile_name() (case-insensitive; "von-mises-fisher" and "uniform" are
@@ -53,7 +55,7 @@ MEANSHIFT_API KernelProfile parse_profile(const std::string& name);
 /// Radius of the profile's support in bandwidth units (1 for compact profiles, infinity otherwise).
 MEANSHIFT_API double profile_support(KernelProfile profile) noexcept;
 
-/// True when the weights vanish beyond profile_support() (Flat, Epanechnikov, Biweight).
+/// True when the weights vanish beyond profile_support() (Flat, Epanechnikov, Biweight, Triweight).
 inline bool is_compact(KernelProfile profile) noexcept
 {
     return profile_support(profile) < std::numeric_limits<double>::infinity();
