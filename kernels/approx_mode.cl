@@ -40,7 +40,7 @@ void approx_mode(MS_APPROX_MODE_PARAMS)
 }
 
 #if defined(MS_CPU_VW)
-/* ---- CPU-class devices (issue 12): approx_mode_cpu ------------------------------------------
+/* ---- CPU-class devices: approx_mode_cpu ------------------------------------------
  * PoCL and other CPU runtimes run a work-group as a loop over its work-items; they vectorize
  * across work-items only when that loop is innermost, which the point loop above prevents. So
  * each work-item here advances its R = MODES_PER_PU modes (scalars) against MS_CPU_VW points at

@@ -1,4 +1,4 @@
-/* gemm_modes.cl: one mean-shift step (Alg. 3) for high-dimensional data (issue 11) as a fused,
+/* gemm_modes.cl: one mean-shift step (Alg. 3) for high-dimensional data as a fused,
  * register-blocked matrix product in OpenCL C 1.2, flash-attention style: the BM × BN weights of
  * a block of modes against a tile of points live only in local memory, never in global memory.
  *

@@ -237,7 +237,7 @@ MS_INLINE void ms_fold_per_point(const float* rmq, const float* s0, const float*
     }
 }
 
-/* ---- per-mode log2 shift of the per-point weights (issue 14) ------------------------------
+/* ---- per-mode log2 shift of the per-point weights ------------------------------
  * The per-point weights e = 2^(L c_i - L/2 D²) span |H_i|^-1/2, which in high dimensions reaches
  * far below float32's range (2^-126): relative to the global maximum c = 0 every weight of a wide
  * cluster's point underflows. Where the host sees that the c_i may do so (L min c_i < -64,

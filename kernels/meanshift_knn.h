@@ -1,4 +1,4 @@
-/* meanshift_knn.h: the k-nearest-neighbour search of the bandwidth selection (issue 14: adaptive
+/* meanshift_knn.h: the k-nearest-neighbour search of the bandwidth selection (adaptive
  * per-point bandwidths from the distance to the K-th nearest neighbour) by brute force on a GPU,
  * one source for the CUDA (backends/cuda/knn_kernel.cu) and OpenCL (kernels/knn.cl) kernels. Same
  * language subset as meanshift_device.h.

@@ -145,7 +145,7 @@ void range_modes_wide(__global const float* points, __global const float* precis
 #endif /* MS_RANGE_WIDE */
 
 #if defined(MS_CPU_VW) && !MS_CPU_RANGE_BLOCK /* MS_CPU_RANGE_BLOCK: range_modes_cpu.cl's */
-/* ---- CPU-class devices (issue 12): range_modes_cpu -------------------------------------------
+/* ---- CPU-class devices: range_modes_cpu -------------------------------------------
  * The truncated kernel without local memory or barriers: one work-item per group walks
  * MS_CPU_RANGE_MODES consecutive slots, each mode with its own box (so fewer candidates than the
  * group's union box), and visits the candidates MS_CPU_VW at a time in float vectors. The host

@@ -125,7 +125,7 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 /// Which kernel runs a bound configuration, and with what.
 struct Plan {
     bool fast = false;
-    bool gemm = false;   // GEMM form (issue 11)
+    bool gemm = false;   // GEMM form
     GemmKernel gemm_kernel;
     bool shift = false;  // per-mode log2 shift of the per-point weights (a max pass before each step)
     const void* max_kernel = nullptr;  // the GEMM kernel's max pass (shift with gemm)

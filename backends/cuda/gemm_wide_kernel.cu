@@ -1,4 +1,4 @@
-// The GEMM form of the step for the shared model at high k (issue 27: k = 257 … 1,024; any k the
+// The GEMM form of the step for the shared model at high k (k = 257 … 1,024; any k the
 // device's shared memory holds), the same arithmetic as gemm_f16_kernel.cu
 //   −½|q − p|² = q·p − ½|q|² − ½|p|²,   S0 = Σ e,   S1 = E·P − q S0,
 // on fp16 tensor cores (mma.sync m16n8k16, operands split x = hi + lo: hi·hi + hi·lo + lo·hi, about
@@ -433,7 +433,7 @@ GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit)
     // traffic and twice the products between two barriers; above, their sums would not fit the
     // registers), 32 beyond and where the device's shared memory is smaller; 32-point tiles at
     // k = 513-640. Kernel probe on one H100 (n = 131,072): k = 384 / 512 / 640 4.59 / 3.31 / 2.07e10
-    // pairs/s against 3.54 / 2.79 / 1.96e10 for 32 × 16 (apps/bench/cuda_wide_probe.cu).
+    // pairs/s against 3.54 / 2.79 / 1.96e10 for 32 × 16 (the probe apps/bench/cuda_wide_probe.cu, removed in c456a0f).
     GemmKernel g;
     if (k <= 256) g = entry<256, 32, 16>(truncated);  // where the fp16 kernel does not fit the device
     else if (k <= 384) g = entry<384, 64, 16>(truncated);
@@ -449,7 +449,7 @@ GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit)
 GemmKernel gemm_wide_kernel_shape(int k, int modes, int points, int threads);  // the probe's declaration
 GemmKernel gemm_wide_kernel_shape(int k, int modes, int points, int threads)
 {
-    // Block shapes the kernel probe compares (apps/bench/cuda_wide_probe.cu), exact kernel only.
+    // Block shapes the kernel probe compares (the probe apps/bench/cuda_wide_probe.cu, removed in c456a0f), exact kernel only.
     // (8 warps with two blocks per SM, WideShape<.., 8>, measured 0.78-0.94× of 64 × 16 at k = 384-512.)
     if (threads != 512) return {};
     if (modes == 32 && points == 16) {

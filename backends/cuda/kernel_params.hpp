@@ -84,7 +84,7 @@ constexpr int kMaxRangeGridDims = 16;
 /// Largest k of the range kernels (registers for k ≤ 16, thread-local arrays up to this).
 constexpr int kMaxRangeK = 4096;
 
-/// "GEMM" family (issue 11): exponents through tensor-core matrix products for high k, exact or
+/// "GEMM" family: exponents through tensor-core matrix products for high k, exact or
 /// truncated (cut_log2), points in the prepared row-major layout (gemm_kernel.cu).
 struct GemmParams {
     const float* points = nullptr;      ///< n × k
@@ -172,7 +172,7 @@ inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, in
 /// The default preload tile of a topology launch: τ points, halved until the launch's shared memory
 /// fits `smem` bytes (the device's opt-in limit); 0 where not even one point fits (then no staging).
 /// At k = 384 a tile of 256 points needs 393,248 bytes, more than any GPU has: the default shrinks
-/// instead of failing (issue 27); an explicit preload_size is taken as given.
+/// instead of failing; an explicit preload_size is taken as given.
 inline int topology_tile(int k, bool per_point, int threads, unsigned long smem)
 {
     int tile = threads;

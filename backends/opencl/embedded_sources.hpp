@@ -22,5 +22,5 @@ const char* range_modes_cpu();       // kernels/range_modes_cpu.cl (the same, CP
 const char* gemm_modes();
 const char* gemm_wide();             // kernels/gemm_wide.cl (high k, dimension-tiled sums)
 const char* knn_header();            // kernels/meanshift_knn.h (k-NN search, shared with CUDA)
-const char* knn();                   // kernels/knn.cl            // kernels/gemm_modes.cl (high k: fused matrix products, issue 11)
+const char* knn();                   // kernels/knn.cl            // kernels/gemm_modes.cl (high k: fused matrix products)
 }  // namespace meanshift::detail::opencl_sources

@@ -52,7 +52,7 @@ struct KernelConfig {
     /// (GEMM_MAXPASS, gemm_modes.cl), a second program of the same sources.
     bool log2_shift = false;
     bool gemm_maxpass = false;
-    /// CPU-class devices (issue 12): > 0 builds approx_mode_cpu (approx_mode.cl), each PU's r
+    /// CPU-class devices: > 0 builds approx_mode_cpu (approx_mode.cl), each PU's r
     /// modes against cpu_vw points at once in explicit float vectors, over records stored
     /// point-transposed in blocks of cpu_vw points; 0 = the GPU shape.
     int cpu_vw = 0;
@@ -99,11 +99,11 @@ struct KernelConfig {
 };
 
 /// Smallest k at which PairForm::Auto takes the GEMM kernel (OpenCLTuning::gemm_min_k overrides;
-/// docs/backend-opencl.md, "High-dimensional kernel (issue 11)"). Measured one step, kernel pairs/s,
+/// docs/backend-opencl.md, "High-dimensional kernel"). Measured one step, kernel pairs/s,
 /// GEMM vs direct with preloading: H100 (NVIDIA OpenCL) shared H k = 64 6.3e10 vs 9.1e10, k = 128
 /// 2.8e10 vs 0.08e10; per-point k = 32 7.7e10 vs 9.1e10, k = 64 3.3e10 vs 0.12e10 (the direct
 /// kernels unroll K only up to 64 and spill beyond). PoCL (2 cores): GEMM faster than the GPU
-/// shape from k = 16 on, but slower than the CPU shape at every k (issue 12): on CPU devices Auto
+/// shape from k = 16 on, but slower than the CPU shape at every k: on CPU devices Auto
 /// takes GEMM only where the CPU shape does not apply (cutoff, direct form, preloading asked for).
 constexpr int kGemmMinKGpuShared = 65;
 constexpr int kGemmMinKGpuPerPoint = 33;
@@ -144,7 +144,7 @@ void validate_tuning(const OpenCLTuning& t);
 /// k = 3 gives r = 4 for a shared H, and for per-point H r = 2 with preloading, 4 without).
 int default_modes_per_pu(int k, bool per_point, bool preload);
 
-/// CPU shape (issue 12): float vector width from CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT (4, 8
+/// CPU shape: float vector width from CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT (4, 8
 /// or 16 lanes; 0 below 4) and the default r: the tile sums of the r modes, r · (NS0 + k)
 /// vectors, within half the vector registers (16 of AVX-512's 32 at 16 lanes, 8 of AVX2's 16).
 int cpu_vector_width(unsigned preferred_float_width);

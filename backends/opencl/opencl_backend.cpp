@@ -126,7 +126,7 @@ KernelConfig OpenCLBackend::make_config(const Topology& t, const PreparedData& d
     c.profile = static_cast<int>(data.profile);
     c.sphere = data.sphere_radius > 0;  // vMF: modes projected onto the sphere in the step's finish
     if (gemm_for(t, data)) {
-        // The GEMM kernel (issue 11): every point against a block of modes, the cutoff as a mask.
+        // The GEMM kernel: every point against a block of modes, the cutoff as a mask.
         c.gemm = true;
         c.gemm_cut = std::isfinite(data.cutoff2);
         c.form = ExponentForm::Expanded;  // its records: [p', -L/2|p'|²] / [A, B, C]
@@ -316,7 +316,7 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
     Topology t = requested;
     // Truncated kernel: vPPUs of 4 PUs share a mode's candidates (H100, china.jpg: 18 ms for 5
     // iterations against 26 ms with f_vppu = 1 at τ = 32; docs/truncated-kernel-gpu.md).
-    // CPU devices (issue 12): the CPU shapes, f_vppu = 1, tau = 8 (range_modes_cpu: 1).
+    // CPU devices: the CPU shapes, f_vppu = 1, tau = 8 (range_modes_cpu: 1).
     const bool cpu_shape = cpu_shape_width(t, data) > 0;
     if (t.f_vppu == 0) t.f_vppu = std::isfinite(data.cutoff2) && !cpu_shape ? 4 : 1;
     if (cpu_shape && t.pus_per_ppu == 0)

@@ -164,7 +164,7 @@ public:
     /// PairForm::Gemm, or Auto with k >= the crossover, f_vppu = f_load = 1 and a usable tau.
     bool gemm_for(const Topology& t, const PreparedData& data) const;
 
-    /// Vector width of the CPU shape (approx_mode_cpu, issue 12) for topology `t` (requested or
+    /// Vector width of the CPU shape (approx_mode_cpu) for topology `t` (requested or
     /// resolved), 0 for the GPU shape: CPU and accelerator devices with a preferred float width
     /// >= 4, the exact kernel, the expanded exponent, f_vppu = f_load = 1, no preloading asked
     /// for, not the GEMM kernel.

@@ -1,5 +1,5 @@
 #pragma once
-// Internal interface of the OpenMP backend's GEMM form of the step (issue 11): the exponents of a
+// Internal interface of the OpenMP backend's GEMM form of the step: the exponents of a
 // block of modes against tiles of points come from matrix products, fused with exp and the
 // weighted sums, which beats the direct SIMD loop at high k (docs/backend-openmp.md, "GEMM form").
 // Like the SIMD kernels, gemm_step_impl.hpp is compiled once per instruction set (gemm_step.cpp,

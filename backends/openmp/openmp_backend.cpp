@@ -38,7 +38,7 @@ constexpr double kLog2e = 1.44269504088896340736;
 constexpr int kMaxSimdK = 4096;
 /// PairForm::Auto takes the GEMM form (gemm_step.hpp) from the unit's GemmTable::min_k on. Measured on
 /// the 2-core AMD EPYC (Zen 3, AVX2) development machine, 2026-11-23, one exact step of n = 16384
-/// bench blobs, 1 thread, CPU time (docs/backend-openmp.md "GEMM form (issue 11)"): GEMM / direct
+/// bench blobs, 1 thread, CPU time (docs/backend-openmp.md "GEMM form"): GEMM / direct
 /// pairs per second = 0.51, 1.02, 0.72, 0.91, 0.97, 0.97, 1.25, 1.98 (shared) and 0.71, 1.03, 0.98,
 /// 0.90, 0.91, 1.05, 1.66, 2.90 (per point) at k = 4, 8, 12, 16, 24, 32, 64, 128: even at 32, ahead
 /// from 64 on: 32 for the Eigen units. The AMX unit's (2-core Sapphire Rapids, 2026-11-24, CLI
@@ -653,7 +653,7 @@ public:
         if (options.threads < 0)
             throw InvalidArgument("openmp backend: threads must be >= 0 (0 = all), got " +
                                   std::to_string(options.threads));
-        // 100,000 threads overflowed libgomp's stack in GOMP_parallel (issue 26): refuse up front.
+        // 100,000 threads overflowed libgomp's stack in GOMP_parallel: refuse up front.
         check_thread_count("openmp backend", "threads", options.threads);
         widest_ = widest_allowed(options.openmp.isa);
         // AMX: by default where usable (it needs the AVX-512 kernels); "amx" insists, any other isa forbids it.

@@ -103,7 +103,7 @@ BackendFactory serial_factory()
     f.probe = [] { return usable_status("serial", {SerialBackend::host_device()}); };
     f.create = [](const BackendOptions& o) {
         // threads only sizes the library's host passes here, but a value no machine can start is
-        // refused as the openmp backend refuses it (issue 26).
+        // refused as the openmp backend refuses it.
         check_thread_count("serial backend", "threads", o.threads);
         return std::unique_ptr<Backend>(new SerialBackend());
     };

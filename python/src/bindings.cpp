@@ -183,7 +183,7 @@ nb::dict result_dict(meanshift::Result&& r)
     t["iterations"] = r.timing.iterations;
     t["pair_interactions"] = r.timing.pair_interactions;
     // Every stage in run order (Timing::stages(): validate, seeding, search, bind, order, iterate,
-    // grouping, label) and the process's peak resident memory (issue 27).
+    // grouping, label) and the process's peak resident memory.
     nb::dict stages;
     for (const auto& [name, seconds] : r.timing.stages()) stages[name] = seconds;
     t["stages"] = stages;

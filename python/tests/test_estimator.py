@@ -313,7 +313,7 @@ def test_tree_search_and_gemm_form_agree_with_exact():
 
 
 def test_result_reports_every_stage_and_peak_memory():
-    # Issue 27: the Python estimator reports each stage of the run and the peak memory.
+    # The Python estimator reports each stage of the run and the peak memory.
     X = np.vstack([np.random.RandomState(4).normal(c, 0.3, (60, 2)) for c in (0.0, 5.0)])
     t = MeanShift(bandwidth=1.0).fit(X).result_["timing"]
     assert list(t["stages"]) == ["validate", "seeding", "search", "bind", "order", "iterate", "grouping", "label"]

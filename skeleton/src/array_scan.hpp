@@ -80,7 +80,7 @@ inline void column_range(const MatrixD& A, Index cols, Eigen::RowVectorXd& lo, E
 ///
 /// No per-thread copies on the stack: an OpenMP array reduction (`reduction(min : l[:cols])`)
 /// keeps one copy of lo and hi per thread on that thread's stack, which overflowed it for one row
-/// of 1,500,000 columns (issue 26, item 1). Narrow rows give each thread a heap copy of lo/hi
+/// of 1,500,000 columns. Narrow rows give each thread a heap copy of lo/hi
 /// (at most kWideColumns values each); wide rows are split by columns instead, so no thread
 /// needs a copy at all and the extra memory stays O(threads · kWideColumns) for any width.
 inline bool float_column_range(const float* x, std::size_t rows, std::size_t cols, std::vector<float>& lo,

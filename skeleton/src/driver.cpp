@@ -172,7 +172,7 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
         if (truncate && options.search == NeighbourSearch::Auto && !prep.data.grid && !prep.data.tree) {
             // No search structure prunes here (high k, or a cutoff that spans the data): the truncated
             // kernel would visit every pair as the exact one does, and only lose accuracy; the exact
-            // kernel also opens the GEMM forms at high k (issue 27: "approximate only where it pays").
+            // kernel also opens the GEMM forms at high k ("approximate only where it pays").
             prep.data.cutoff2 = std::numeric_limits<double>::infinity();
             r.cutoff = std::numeric_limits<double>::infinity();
             r.search += "; nothing to prune, so the exact kernel runs";

@@ -76,7 +76,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
     SeedPlan p;
     const bool exact = options.exact;
     // Bins whose integer keys would overflow (a tiny bandwidth or bin_size, a huge coordinate):
-    // no binning at all, every point seeds its own ascent, which is exact's seeding (issue 26).
+    // no binning at all, every point seeds its own ascent, which is exact's seeding.
     // The boundary refinement bins at bin_size / 4, so that side must fit too.
     std::string declined;
     const bool want_bin_data = !exact && options.bin_data && !seeds && options.bandwidth.shared();
@@ -111,7 +111,7 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
     } else if (want_bins && declined.empty()) {
         // Bins of fewer than two points on average (high k, or a bandwidth small against the
         // spread): seeding from them saves under half the ascents, and their boundary refinement
-        // re-seeds most points again at a quarter of the side (issue 27: 41 s of an 84 s run at
+        // re-seeds most points again at a quarter of the side (41 s of an 84 s run at
         // 20,000 x 384). Every point seeds its own ascent instead, as with the exact options. The
         // bins are counted before they are made: making them only to find singletons took 0.89 s
         // of a 3.3 s run at 100,000 x 384 on one H100's host.

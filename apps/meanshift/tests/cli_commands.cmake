@@ -63,7 +63,7 @@ file(WRITE ${WORK}/h_short.csv "1,1\n")
 file(WRITE ${WORK}/blobs.npy "not an npy file")
 
 ms(ok "backend +serial" cluster blobs.csv --bandwidth 1 --backend serial -o labels.csv)
-# Every stage accounted for (issue 27): the summary's stages line and the --json object's stages,
+# Every stage accounted for: the summary's stages line and the --json object's stages,
 # wall time and peak memory.
 ms(ok "stages +read [0-9.]+, bandwidth [0-9.]+, validate [0-9.]+, seeding [0-9.]+, search [0-9.]+, bind [0-9.]+, order [0-9.]+, iterate [0-9.]+, grouping [0-9.]+, label [0-9.]+, write [0-9.]+ s; wall [0-9.]+ s, peak memory [0-9.]+ [kMG]B\n.*\n\\{\"command\":\"cluster\",\"n\":27,\"k\":2,.*\"clusters\":3,.*\"stages\":\\{\"read\":[0-9.e-]+,.*\"write\":[0-9.e-]+\\},\"peak_memory_bytes\":[1-9][0-9]+\\}\n$"
    cluster blobs.csv --bandwidth 1 --backend serial -o labels_json.csv --json)
