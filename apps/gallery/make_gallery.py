@@ -8,7 +8,8 @@ photo back); the photo is data/china.jpg (apps/fetch-china.sh).
 Panels:
   gallery_segmentation.png  china.jpg: the photo, each segment painted with its mean colour, the labels
   gallery_clusters.png      2-D blobs and touching blobs: points coloured by cluster, centres marked
-  gallery_profiles.png      the same data under each kernel profile (`--kernel`), where the tool has it
+  gallery_profiles.png      the same data under each kernel profile (`--kernel`), two bandwidths; vmf on
+                            the circle; the weight profiles
 """
 import argparse
 import os
@@ -88,19 +89,35 @@ def profiles(tool, out, tmp):
         return
     rng = np.random.default_rng(11)
     X = blobs(rng, np.array([[0, 0], [5, 0], [2.5, 4.5], [9, 5]]), np.array([1.0, 1.0]), 700)
-    names = ["gaussian", "flat", "epanechnikov", "biweight"]
-    fig, axes = plt.subplots(1, len(names) + 1, figsize=(16, 3.6))
-    for ax, name in zip(axes, names):
-        h = "1" if name == "gaussian" else "2.5"
-        labels, centres = cluster(tool, X, tmp, "--kernel", name, "--bandwidth", h)
-        scatter(ax, X, labels, centres, f"{name}, h = {h}: {len(centres)} clusters")
+    names = ["gaussian", "flat", "epanechnikov", "biweight", "triweight"]
+    # Row 1: bandwidths that find the four blobs; row 2: small bandwidths, where the profiles differ.
+    rows = [{"gaussian": "1", "compact": "2.5"}, {"gaussian": "0.35", "compact": "0.9"}]
+    fig, axes = plt.subplots(2, len(names) + 1, figsize=(19, 6.6))
+    for r, hs in enumerate(rows):
+        for ax, name in zip(axes[r], names):
+            h = hs["gaussian"] if name == "gaussian" else hs["compact"]
+            labels, centres = cluster(tool, X, tmp, "--kernel", name, "--bandwidth", h)
+            what = "σ" if name == "gaussian" else "radius"
+            scatter(ax, X, labels, centres, f"{name}, {what} {h}: {len(centres)} clusters")
     # von Mises-Fisher on the circle: unit vectors around 5 directions.
     ang = np.concatenate([a + 0.18 * rng.standard_normal(500) for a in (0.3, 1.5, 2.6, 3.9, 5.2)])
     U = np.stack([np.cos(ang), np.sin(ang)], 1)
     labels, centres = cluster(tool, U, tmp, "--kernel", "vmf", "--bandwidth", "0.25")
-    scatter(axes[-1], U, labels, centres, f"vmf, κ = 16: {len(centres)} clusters")
+    scatter(axes[0][-1], U, labels, centres, f"vmf on the circle, κ = 16: {len(centres)} clusters")
+    # The weight profiles g(q) against the distance r = sqrt(q) in bandwidths.
+    ax = axes[1][-1]
+    r = np.linspace(0, 3, 300)
+    q = r * r
+    inside = q <= 1
+    curves = {"gaussian": np.exp(-q / 2), "flat": inside * 1.0, "epanechnikov": inside * (1 - q),
+              "biweight": inside * (1 - q) ** 2, "triweight": inside * (1 - q) ** 3}
+    for name, g in curves.items():
+        ax.plot(r, g, label=name)
+    ax.set_xlabel("distance (bandwidths)", fontsize=8)
+    ax.set_title("weight g(q) of a point", fontsize=9)
+    ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(os.path.join(out, "gallery_profiles.png"), dpi=80)
+    fig.savefig(os.path.join(out, "gallery_profiles.png"), dpi=72)
 
 
 def main():

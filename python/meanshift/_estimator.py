@@ -116,10 +116,10 @@ class MeanShift(ClusterMixin, BaseEstimator):
         (Alg. 6); 'components': connected components of the "closer than merge_eps" graph;
         'sklearn': scikit-learn's MeanShift grouping (modes ranked by their support, a mode
         within ``merge_eps`` of a kept one dropped, every sample to its nearest kept mode).
-    kernel : {'gaussian', 'flat', 'epanechnikov', 'biweight', 'vmf'}, default='gaussian'
+    kernel : {'gaussian', 'flat', 'epanechnikov', 'biweight', 'triweight', 'vmf'}, default='gaussian'
         Weight profile of the mean-shift step. 'gaussian': ``bandwidth`` is the kernel's sigma;
-        'flat' (scikit-learn's kernel: the mean of the points within the radius), 'epanechnikov'
-        and 'biweight': ``bandwidth`` is the radius, exact (``cutoff`` does not apply); 'vmf':
+        'flat' (scikit-learn's kernel: the mean of the points within the radius), 'epanechnikov',
+        'biweight' and 'triweight': ``bandwidth`` is the radius, exact (``cutoff`` does not apply); 'vmf':
         von Mises-Fisher on unit vectors (rows of norm 1 within 1e-3), one isotropic
         ``bandwidth`` h with concentration kappa = 1/h**2, modes kept on the unit sphere.
         A backend without the profile raises ``meanshift.BackendUnavailableError``; 'auto'
