@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
@@ -56,11 +57,23 @@ void check_like_exact(const MatrixF& X, Options o, const std::string& what, cons
     CHECK(fast.cluster_sizes.size() == exact.cluster_sizes.size());
 }
 
-/// The peak resident memory (bytes) of `body` run in a child process (fork: this process's own
-/// peak does not count). Returns -1 when the child failed.
+/// This process's resident memory now (bytes), from /proc/self/statm; 0 where it cannot be read.
+long long resident_bytes()
+{
+    std::ifstream statm("/proc/self/statm");
+    long long pages = 0, resident = 0;
+    if (!(statm >> pages >> resident)) return 0;
+    return resident * static_cast<long long>(sysconf(_SC_PAGESIZE));
+}
+
+/// The peak resident memory (bytes) that `body` adds, run in a child process (fork: this
+/// process's own peak does not count). Returns -1 when the child failed.
 template <class F>
 long long child_peak_bytes(F&& body)
 {
+    // The child starts with the parent's resident pages (all earlier tests, and ASan's shadow and
+    // quarantine); only what the body adds is its own.
+    const long long inherited = resident_bytes();
     const pid_t pid = fork();
     if (pid == 0) {
         int rc = 0;
@@ -74,7 +87,7 @@ long long child_peak_bytes(F&& body)
     int status = 0;
     struct rusage ru {};
     if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-    return static_cast<long long>(ru.ru_maxrss) * 1024;  // Linux: kB
+    return std::max(1LL, static_cast<long long>(ru.ru_maxrss) * 1024 - inherited);  // Linux: kB
 }
 
 }  // namespace
