@@ -241,7 +241,7 @@ MS_INLINE void ms_fold_per_point(const float* rmq, const float* s0, const float*
  * The per-point weights e = 2^(L c_i - L/2 D²) span |H_i|^-1/2, which in high dimensions reaches
  * far below float32's range (2^-126): relative to the global maximum c = 0 every weight of a wide
  * cluster's point underflows. Where the host sees that the c_i may do so (L min c_i < -64,
- * backends/partial_sums.hpp), each mode q gets a shift m_q = max_i (L c_i - L/2 D²_qi) over its
+ * backends/common/partial_sums.hpp), each mode q gets a shift m_q = max_i (L c_i - L/2 D²_qi) over its
  * candidates (pairs within the cutoff), found by a max-only pass over the points first, and the
  * kernels weigh by 2^(L c_i - L/2 D² - m_q): the largest weight is 1, so a mode has support
  * wherever float64 has it. Every block of a mode subtracts the same m_q, so sums of point slices

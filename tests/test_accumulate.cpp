@@ -2,7 +2,7 @@
 // backends S1/S0 is the oracle's step (openmp: through its SIMD kernels, float32 terms), sums of disjoint point sets add up to the sums of their
 // union, per-point data give k S0 columns; the GPU bindings (opencl, cuda: each of their kernel
 // families) give the float64 sums within float32 accumulation and leave the modes of set_modes alone.
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 #include "step_support.hpp"
 #include "test_support.hpp"
 

@@ -1,7 +1,7 @@
-// The one-pass scans of skeleton/src/array_scan.hpp against Eigen's definitions.
+// The one-pass scans of skeleton/src/core/array_scan.hpp against Eigen's definitions.
 #include "test_support.hpp"
 
-#include "skeleton/src/array_scan.hpp"
+#include "skeleton/src/core/array_scan.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,11 +1,11 @@
-// make_bins (skeleton/src/seeding.hpp) and the radix sort behind it: the bins are the distinct
+// make_bins (skeleton/src/approx/seeding.hpp) and the radix sort behind it: the bins are the distinct
 // cells of the rows in lexicographic order, whichever sort path (packed 64-bit keys or the
 // comparison sort for cell ranges wider than 64 bits) ran.
 #include "test_support.hpp"
 
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/radix_sort.hpp"
-#include "skeleton/src/seeding.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/radix_sort.hpp"
+#include "skeleton/src/approx/seeding.hpp"
 
 #include <doctest/doctest.h>
 

@@ -5,7 +5,7 @@
 #include "test_data.hpp"
 #include "test_support.hpp"
 
-#include "skeleton/src/blurring.hpp"
+#include "skeleton/src/core/blurring.hpp"
 
 #include <meanshift/meanshift.hpp>
 

@@ -3,8 +3,8 @@
 // units, the raw-pointer overload and strided input.
 #include "checks.hpp"
 
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/seeding.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/seeding.hpp"
 
 #include <meanshift/meanshift.hpp>
 

@@ -12,7 +12,7 @@
 
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 #include "step_support.hpp"
 #include "test_support.hpp"
 

@@ -5,10 +5,10 @@
 #include "test_data.hpp"
 #include "test_support.hpp"
 
-#include "skeleton/src/array_scan.hpp"
-#include "skeleton/src/boundary_bins.hpp"
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/seeding.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/seeding.hpp"
 
 #include <meanshift/meanshift.hpp>
 #include <meanshift/registry.hpp>

@@ -4,7 +4,7 @@
 #include "test_data.hpp"
 #include "test_support.hpp"
 
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/meanshift.hpp>
 #include <meanshift/registry.hpp>

@@ -1,11 +1,11 @@
-// The host preparation (skeleton/src/prepare.cpp, Bandwidth::per_point) on the host threads: the
+// The host preparation (skeleton/src/core/prepare.cpp, Bandwidth::per_point) on the host threads: the
 // prepared data are bit-identical for 1 and several threads, and equal to the serial float64
 // formulas (Eigen's whole-matrix expressions, as the preparation computed them on one thread);
 // refused inputs name the first bad row for any thread count.
 #include "test_support.hpp"
 
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -2,7 +2,7 @@
 // pruning of a speck into its most similar neighbour, region fusion of near-equal colours only,
 // the filtered image of a flat image, label invariants, bad input.
 #include "test_support.hpp"
-#include "skeleton/src/segmentation_filter.hpp"
+#include "skeleton/src/clients/segmentation_filter.hpp"
 
 #include <meanshift/segmentation.hpp>
 

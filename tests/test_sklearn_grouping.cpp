@@ -1,4 +1,4 @@
-// GroupingMethod::ScikitLearn: the kd-tree implementation (skeleton/src/sklearn_grouping.cpp)
+// GroupingMethod::ScikitLearn: the kd-tree implementation (skeleton/src/core/sklearn_grouping.cpp)
 // against a direct float64 transcription of sklearn.cluster.MeanShift's fit() written here (flat
 // ascent from every point, intensities, reverse sort of (intensity, centre), greedy suppression,
 // nearest-centre labels), on its edge cases and on blobs; and end to end through cluster() with
@@ -6,7 +6,7 @@
 #include "test_data.hpp"
 #include "test_support.hpp"
 
-#include "skeleton/src/sklearn_grouping.hpp"
+#include "skeleton/src/core/sklearn_grouping.hpp"
 
 #include <meanshift/meanshift.hpp>
 

@@ -1,7 +1,7 @@
-// The spatial orderings of skeleton/src/spatial_order.hpp: permutations, and compact runs.
+// The spatial orderings of skeleton/src/approx/spatial_order.hpp: permutations, and compact runs.
 #include "test_support.hpp"
 
-#include "skeleton/src/spatial_order.hpp"
+#include "skeleton/src/approx/spatial_order.hpp"
 
 #include <doctest/doctest.h>
 

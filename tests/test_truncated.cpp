@@ -4,7 +4,7 @@
 #include "checks.hpp"
 #include "test_data.hpp"
 
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/meanshift.hpp>
 

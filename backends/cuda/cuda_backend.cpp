@@ -30,8 +30,8 @@
 #include "backends/gpu/rebindable.hpp"
 #include "backends/gpu/step_report.hpp"
 #include "backends/gpu/tile_layout.hpp"
-#include "backends/partial_sums.hpp"
-#include "skeleton/src/parallel.hpp"
+#include "backends/common/partial_sums.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -10,7 +10,7 @@
 //       block `stage`; returns when the copy is complete (the stage is free again). Throws DeviceError.
 
 #include "backends/cuda/cuda_check.hpp"
-#include "skeleton/src/parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <algorithm>
 #include <cstddef>

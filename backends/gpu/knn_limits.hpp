@@ -2,7 +2,7 @@
 // Internal: what both GPU backends' brute-force k-NN search (kernels/meanshift_knn.h) takes, and how
 // they split the queries, in one place for CUDA and OpenCL.
 
-#include "skeleton/src/host_nearest.hpp"
+#include "skeleton/src/core/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -1,7 +1,7 @@
 // The range kernels' grid arrays (range_grid.hpp): offsets narrowed on the host threads.
 #include "backends/gpu/range_grid.hpp"
 
-#include "skeleton/src/parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -1,7 +1,7 @@
 // The GPU step report's host side (step_report.hpp): one parallel pass over the device's records.
 #include "backends/gpu/step_report.hpp"
 
-#include "skeleton/src/parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

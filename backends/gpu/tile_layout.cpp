@@ -1,7 +1,7 @@
 #include "backends/gpu/tile_layout.hpp"
 
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/spatial_order.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/spatial_order.hpp"
 
 #include "meanshift_device.h"  // MS_LOG2E, MS_PAD_LOG2W: the device's constants, the only definitions
 

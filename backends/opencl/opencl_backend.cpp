@@ -10,8 +10,8 @@
 #include "backends/gpu/knn_limits.hpp"
 #include "backends/gpu/step_report.hpp"
 #include "backends/gpu/tile_layout.hpp"
-#include "backends/partial_sums.hpp"
-#include "skeleton/src/parallel.hpp"
+#include "backends/common/partial_sums.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include "meanshift_device.h"  // MS_SHIFT_EMPTY: the log2 shift buffer's "no candidate" bytes
 

@@ -4,13 +4,13 @@
 //   vPPU = f_vppu consecutive lanes; f_load of them share the n-loop.
 // Threads take blocks of modes dynamically; the SIMD kernels (kernel_*.cpp) advance one block.
 // See docs/backend-openmp.md.
-#include "backends/host_binding.hpp"
-#include "backends/partial_sums.hpp"
+#include "backends/common/host_binding.hpp"
+#include "backends/common/partial_sums.hpp"
 #include "backends/factory.hpp"
 #include "backends/openmp/calibration_openmp.hpp"
 #include "backends/openmp/cpu_features.hpp"
 #include "backends/openmp/gemm_step.hpp"
-#include "skeleton/src/host_nearest.hpp"
+#include "skeleton/src/core/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -16,7 +16,7 @@
 // sums are added into float64 accumulators, so n = millions of points keeps ~1e-6 relative
 // accuracy instead of the ~n·ε drift of one long float32 sum.
 
-#include "backends/finish_mode.hpp"
+#include "backends/common/finish_mode.hpp"
 #include "simd_exp2.hpp"
 #include "simd_kernel.hpp"
 

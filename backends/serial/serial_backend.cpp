@@ -1,8 +1,8 @@
 // serial: a plain float64 implementation of Alg. 1 driven by Alg. 4. It is the oracle every other
 // backend is tested against, so it favours clarity and accuracy over speed.
-#include "backends/host_binding.hpp"
+#include "backends/common/host_binding.hpp"
 #include "backends/factory.hpp"
-#include "skeleton/src/host_nearest.hpp"
+#include "skeleton/src/core/host_nearest.hpp"
 
 #include <meanshift/errors.hpp>
 

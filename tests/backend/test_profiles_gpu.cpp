@@ -7,7 +7,7 @@
 // skipped with a message.
 #include "step_support.hpp"
 #include "test_support.hpp"
-#include "skeleton/src/prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/meanshift.hpp>
 

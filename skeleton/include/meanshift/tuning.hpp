@@ -4,7 +4,7 @@
 /// for the device class and kernel model (docs/tuning.md lists the measurements behind each
 /// default); set a field only to override it (benchmarks, experiments, tests). There are no
 /// environment variables: the one text form of an override is BackendOptions::set("key", "value"),
-/// parsed in one place (skeleton/src/tuning.cpp), which the CLI's `--tune key=value` uses.
+/// parsed in one place (skeleton/src/core/tuning.cpp), which the CLI's `--tune key=value` uses.
 
 #include <meanshift/export.hpp>
 #include <meanshift/types.hpp>

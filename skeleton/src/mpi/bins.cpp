@@ -3,7 +3,7 @@
 // units, a seed at the mean of every bin with ≥ min_bin_count points, smaller bins labelled by the
 // nearest seed), with the bins counted on every rank and merged on rank 0.
 #include "common.hpp"
-#include "../boundary_bins.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
 
 #include <algorithm>
 #include <cmath>

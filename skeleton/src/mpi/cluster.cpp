@@ -7,7 +7,7 @@
 // boundary rule of the bin seeding's refinement (boundary_bins.hpp), so both re-seed the same bins.
 #include "common.hpp"
 
-#include "../boundary_bins.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
 
 #include <algorithm>
 #include <chrono>

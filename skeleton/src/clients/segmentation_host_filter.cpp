@@ -4,11 +4,11 @@
 // lane per pixel; exp by a polynomial, no library call). The disc holds π/4 of the square
 // window and the run needs no gather: the generic SIMD kernel's blocks read the union of 16-32
 // modes' square windows through a cell grid.
-#include "segmentation_host_filter.hpp"
-#include "segmentation_filter.hpp"
-#include "stopwatch.hpp"
+#include "skeleton/src/clients/segmentation_host_filter.hpp"
+#include "skeleton/src/clients/segmentation_filter.hpp"
+#include "skeleton/src/core/stopwatch.hpp"
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

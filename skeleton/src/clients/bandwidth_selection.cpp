@@ -5,7 +5,7 @@
 #include <meanshift/errors.hpp>
 #include <meanshift/registry.hpp>
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>

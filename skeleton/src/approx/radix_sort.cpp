@@ -1,6 +1,6 @@
-#include "radix_sort.hpp"
+#include "skeleton/src/approx/radix_sort.hpp"
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <cstddef>
 

@@ -2,10 +2,10 @@
 // filtering by the library's ascent, then union-find over pixels and regions, then pruning.
 #include <meanshift/segmentation.hpp>
 
-#include "parallel.hpp"
-#include "stopwatch.hpp"
-#include "segmentation_filter.hpp"
-#include "segmentation_regions.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/core/stopwatch.hpp"
+#include "skeleton/src/clients/segmentation_filter.hpp"
+#include "skeleton/src/clients/segmentation_regions.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,13 +1,13 @@
 // Alg. 4 (mean shift clustering): the iteration driver shared by every backend. It owns
 // per-mode convergence (Alg. 5 distance vs t_d, m_it), the active set (converged modes stop
 // costing work), and the final groupModes (Alg. 6) on the host.
-#include "blurring.hpp"
-#include "pending_backend.hpp"
-#include "prepare.hpp"
-#include "parallel.hpp"
-#include "seeding.hpp"
-#include "sklearn_grouping.hpp"
-#include "spatial_order.hpp"
+#include "skeleton/src/core/blurring.hpp"
+#include "skeleton/src/core/pending_backend.hpp"
+#include "skeleton/src/core/prepare.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/seeding.hpp"
+#include "skeleton/src/core/sklearn_grouping.hpp"
+#include "skeleton/src/approx/spatial_order.hpp"
 
 #include <meanshift/meanshift.hpp>
 

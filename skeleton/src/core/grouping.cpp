@@ -6,9 +6,9 @@
 // c groups, runs on all threads: through a hashed cell grid at small k (mode_grid.hpp), through
 // GEMM tiles |y|² + |r|² − 2 y·r at larger k, with every candidate the tile admits re-tested in
 // the direct form, so the expanded form's rounding can never change a decision.
-#include "array_scan.hpp"
-#include "mode_grid.hpp"
-#include "parallel.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/core/mode_grid.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 #include <meanshift/grouping.hpp>

@@ -4,7 +4,7 @@
 // (intensities and labels are counted over the data), so cluster() calls it instead of
 // group_modes().
 
-#include "prepare.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/grouping.hpp>
 #include <meanshift/types.hpp>

@@ -1,8 +1,8 @@
 // HostBinding: mode storage, Alg. 5 shifts and active-set compaction of the host backends.
-#include "backends/host_binding.hpp"
-#include "backends/partial_sums.hpp"
-#include "skeleton/src/array_scan.hpp"
-#include "skeleton/src/prepare.hpp"
+#include "backends/common/host_binding.hpp"
+#include "backends/common/partial_sums.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/errors.hpp>
 

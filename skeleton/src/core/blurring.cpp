@@ -1,9 +1,9 @@
 // Blurring mean shift (blurring.hpp): X <- D^-1 W X each iteration, on any backend through
 // Backend::bind + Binding::set_modes/step/read_modes, then the moved points grouped like modes.
-#include "blurring.hpp"
+#include "skeleton/src/core/blurring.hpp"
 
-#include "prepare.hpp"
-#include "sklearn_grouping.hpp"
+#include "skeleton/src/core/prepare.hpp"
+#include "skeleton/src/core/sklearn_grouping.hpp"
 
 #include <meanshift/errors.hpp>
 

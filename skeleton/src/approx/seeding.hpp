@@ -3,8 +3,8 @@
 // scikit-learn's bin seeding, or binned data), and how every data point is then labelled from the
 // seeds' ascents (docs/truncated-kernel.md).
 
-#include "boundary_bins.hpp"
-#include "prepare.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include <meanshift/meanshift.hpp>
 

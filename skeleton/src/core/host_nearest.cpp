@@ -1,7 +1,7 @@
 // The host k-nearest-neighbour search (host_nearest.hpp): nanoflann's kd-tree or brute force.
-#include "skeleton/src/host_nearest.hpp"
+#include "skeleton/src/core/host_nearest.hpp"
 
-#include "skeleton/src/array_scan.hpp"
+#include "skeleton/src/core/array_scan.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -1,10 +1,10 @@
 // Seeding of Alg. 4 (every point, scikit-learn's bin seeding, binned data) and the labelling of
 // every data point from its seed's ascent (docs/truncated-kernel.md).
-#include "seeding.hpp"
+#include "skeleton/src/approx/seeding.hpp"
 
-#include "boundary_bins.hpp"
-#include "parallel.hpp"
-#include "spatial_order.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/spatial_order.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 #include <meanshift/bandwidth.hpp>
 #include <meanshift/errors.hpp>
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <cfloat>
 #include <cmath>

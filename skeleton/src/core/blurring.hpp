@@ -3,7 +3,7 @@
 // clustering with Gaussian blurring mean-shift", ICML 2006), run through the Backend/Binding API so
 // every backend and every profile it supports runs it.
 
-#include "pending_backend.hpp"
+#include "skeleton/src/core/pending_backend.hpp"
 
 #include <meanshift/meanshift.hpp>
 

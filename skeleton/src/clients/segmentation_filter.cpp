@@ -5,12 +5,12 @@
 // gives its pixels the ascents of the whole image. The generic driver keeps ~300 bytes per pixel
 // alive at once (prepared points float64 + float32, the kernel layout, modes float64 three times
 // over, orderings, per-mode statuses); here they exist for one band only.
-#include "segmentation_filter.hpp"
-#include "stopwatch.hpp"
+#include "skeleton/src/clients/segmentation_filter.hpp"
+#include "skeleton/src/core/stopwatch.hpp"
 
-#include "parallel.hpp"
-#include "segmentation_host_filter.hpp"
-#include "prepare.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/clients/segmentation_host_filter.hpp"
+#include "skeleton/src/core/prepare.hpp"
 
 #include "backends/gpu/rebindable.hpp"
 

@@ -1,4 +1,4 @@
-#include "pending_backend.hpp"
+#include "skeleton/src/core/pending_backend.hpp"
 
 #include "backends/factory.hpp"
 

@@ -1,7 +1,7 @@
-#include "skeleton/src/spatial_order.hpp"
-#include "skeleton/src/array_scan.hpp"
-#include "skeleton/src/parallel.hpp"
-#include "skeleton/src/radix_sort.hpp"
+#include "skeleton/src/approx/spatial_order.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -1,8 +1,8 @@
 // GroupingMethod::ScikitLearn (sklearn_grouping.hpp): sklearn.cluster.MeanShift's ranking,
 // suppression and labelling, with kd-trees instead of its per-mode radius queries in Python.
-#include "sklearn_grouping.hpp"
+#include "skeleton/src/core/sklearn_grouping.hpp"
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -3,7 +3,7 @@
 // the modes stay in a float64 matrix here and the active set is compacted in place; a backend
 // only implements advance() (Alg. 3 for a contiguous block of modes).
 
-#include "backends/finish_mode.hpp"
+#include "backends/common/finish_mode.hpp"
 
 #include <meanshift/backend.hpp>
 

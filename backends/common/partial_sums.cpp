@@ -1,6 +1,6 @@
 // Binding::accumulate's shared parts (partial_sums.hpp).
-#include "backends/partial_sums.hpp"
-#include "skeleton/src/array_scan.hpp"
+#include "backends/common/partial_sums.hpp"
+#include "skeleton/src/core/array_scan.hpp"
 
 #include "meanshift_device.h"  // ms_log2_shift: the kernels' own decoding of the shift
 

@@ -1,6 +1,6 @@
-#include "prepare.hpp"
-#include "array_scan.hpp"
-#include "parallel.hpp"
+#include "skeleton/src/core/prepare.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -4,11 +4,11 @@
 // bin (fixed chunks of rows, or a bin's rows contiguous once sorted: no atomics). The result does
 // not depend on the thread count: the chunks are fixed by the sizes, and sorted bins sum their rows
 // in increasing row order (the sort is stable).
-#include "array_scan.hpp"
-#include "boundary_bins.hpp"
-#include "parallel.hpp"
-#include "radix_sort.hpp"
-#include "seeding.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/approx/boundary_bins.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/radix_sort.hpp"
+#include "skeleton/src/approx/seeding.hpp"
 
 #include <algorithm>
 #include <cmath>

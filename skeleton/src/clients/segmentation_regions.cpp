@@ -4,8 +4,8 @@
 // seams between bands are joined afterwards, and the components, hence the regions, are those of
 // the graph whatever the thread count. Everything after the pixel level works on regions (numbered
 // in scan order of their first pixel), never on pixels.
-#include "segmentation_regions.hpp"
-#include "stopwatch.hpp"
+#include "skeleton/src/clients/segmentation_regions.hpp"
+#include "skeleton/src/core/stopwatch.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -1,7 +1,7 @@
 // The kd-tree neighbour search (neighbours.hpp): nanoflann builds the tree (its splits and its
 // index permutation vAcc); we copy it into a flat preorder array with reach boxes, which is all the
 // host backends' block_ranges() walk.
-#include "kdtree.hpp"
+#include "skeleton/src/approx/kdtree.hpp"
 
 #include <meanshift/errors.hpp>
 

@@ -1,11 +1,11 @@
 // The uniform cell grid of the truncated kernel (neighbours.hpp) and its construction (prepare.hpp):
 // choice of the grid dimensions, sorting of the prepared rows by cell or kd-tree leaf (kdtree.cpp),
 // and the Auto decision.
-#include "prepare.hpp"
-#include "parallel.hpp"
-#include "kdtree.hpp"
-#include "array_scan.hpp"
-#include "radix_sort.hpp"
+#include "skeleton/src/core/prepare.hpp"
+#include "skeleton/src/core/parallel.hpp"
+#include "skeleton/src/approx/kdtree.hpp"
+#include "skeleton/src/core/array_scan.hpp"
+#include "skeleton/src/approx/radix_sort.hpp"
 
 #include <meanshift/errors.hpp>
 #include <meanshift/neighbours.hpp>

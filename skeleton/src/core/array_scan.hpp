@@ -3,7 +3,7 @@
 // matrix one column at a time (k passes over n × k values: 41 ms of the preparation of 65,536 × 64
 // points), and allFinite() did not vectorise; these read each value once, in memory order.
 
-#include "parallel.hpp"
+#include "skeleton/src/core/parallel.hpp"
 
 #include <meanshift/types.hpp>
 
