@@ -68,8 +68,7 @@ std::vector<BackendStatus> list_backends()
 {
     std::vector<BackendStatus> out;
     for (const char* name : kKnown) {
-        auto it = std::find_if(factories().begin(), factories().end(),
-                               [&](const auto& f) { return f.name == name; });
+        auto it = std::find_if(factories().begin(), factories().end(), [&](const auto& f) { return f.name == name; });
         if (it != factories().end()) {
             out.push_back(probe_safely(*it));
         } else {
@@ -104,7 +103,10 @@ std::vector<std::string> auto_order(const std::vector<BackendStatus>& all)
     return order;
 }
 
-std::string pick_auto(const std::vector<BackendStatus>& all) { return auto_order(all).front(); }
+std::string pick_auto(const std::vector<BackendStatus>& all)
+{
+    return auto_order(all).front();
+}
 
 }  // namespace
 
@@ -119,8 +121,7 @@ std::unique_ptr<Backend> make_backend(const std::string& requested, const Backen
     // "auto" probes every backend once and picks a usable one: no second probe of the choice.
     const bool is_auto = requested == "auto";
     const std::string name = is_auto ? pick_auto(list_backends()) : requested;
-    auto it = std::find_if(factories().begin(), factories().end(),
-                           [&](const auto& f) { return f.name == name; });
+    auto it = std::find_if(factories().begin(), factories().end(), [&](const auto& f) { return f.name == name; });
     if (it == factories().end()) {
         std::ostringstream msg;
         const bool known = std::find(std::begin(kKnown), std::end(kKnown), name) != std::end(kKnown);
@@ -135,8 +136,7 @@ std::unique_ptr<Backend> make_backend(const std::string& requested, const Backen
     }
     if (!is_auto) {
         const BackendStatus status = probe_safely(*it);
-        if (!status.usable)
-            throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
+        if (!status.usable) throw BackendUnavailable("backend '" + name + "' is not usable here: " + status.reason);
     }
     return it->create(options);
 }
@@ -169,7 +169,8 @@ std::unique_ptr<Backend> detail::make_backend_for_profile(const std::string& req
     for (const std::string& name : auto_order(list_backends())) {
         try {
             // The list's names are usable: created without a second probe, as make_backend("auto") does.
-            auto it = std::find_if(factories().begin(), factories().end(), [&](const auto& f) { return f.name == name; });
+            auto it =
+                std::find_if(factories().begin(), factories().end(), [&](const auto& f) { return f.name == name; });
             if (it == factories().end()) continue;
             std::unique_ptr<Backend> b = it->create(options);
             if (b->supports_profile(profile)) return b;

@@ -50,12 +50,13 @@ constexpr double kFarBandwidths = 16;
 
 class Header {
 public:
-    Header(const std::uint8_t* data, std::size_t size)
-    {
-        std::memcpy(b_, data, std::min(size, kHeader));
-    }
+    Header(const std::uint8_t* data, std::size_t size) { std::memcpy(b_, data, std::min(size, kHeader)); }
     std::uint8_t u8() { return pos_ < kHeader ? b_[pos_++] : 0; }
-    std::uint16_t u16() { const unsigned lo = u8(); return static_cast<std::uint16_t>(lo | (unsigned(u8()) << 8)); }
+    std::uint16_t u16()
+    {
+        const unsigned lo = u8();
+        return static_cast<std::uint16_t>(lo | (unsigned(u8()) << 8));
+    }
 
 private:
     std::uint8_t b_[kHeader] = {};
@@ -75,7 +76,11 @@ public:
         i_ = i_ + 1 == n_ ? 0 : i_ + 1;
         return v;
     }
-    std::uint16_t u16() { const unsigned lo = u8(); return static_cast<std::uint16_t>(lo | (unsigned(u8()) << 8)); }
+    std::uint16_t u16()
+    {
+        const unsigned lo = u8();
+        return static_cast<std::uint16_t>(lo | (unsigned(u8()) << 8));
+    }
     float raw_float()
     {
         std::uint32_t u = 0;
@@ -96,8 +101,8 @@ private:
 /// always finite and within ±1e30.
 float coordinate(Pool& pool, double scale)
 {
-    static const float special[16] = {0.0f, -0.0f, 1e30f, -1e30f, 1e19f, -1e19f, 1e-38f, 1.4e-45f,
-                                      1e10f, 3e29f, 1.0f, -1.0f, 0.5f, 16777216.0f, 16777217.0f, 1e-30f};
+    static const float special[16] = {0.0f,  -0.0f, 1e30f, -1e30f, 1e19f, -1e19f,      1e-38f,      1.4e-45f,
+                                      1e10f, 3e29f, 1.0f,  -1.0f,  0.5f,  16777216.0f, 16777217.0f, 1e-30f};
     const std::uint8_t b = pool.u8();
     if (b < 0xC0) return static_cast<float>(double(int(b % 33) - 16) * scale);
     if (b < 0xF0) return special[(b - 0xC0) % 16];
@@ -109,8 +114,8 @@ float coordinate(Pool& pool, double scale)
 /// A bandwidth (standard deviation) in [1e-300, 1e300]: a palette or log-uniform.
 double bandwidth_value(Pool& pool)
 {
-    static const double palette[16] = {1, 0.5, 2, 0.1, 10, 1e-3, 1e3, 1e-300, 1e300, 1e-20, 1e20, 1e-150, 1e150,
-                                       1e-38, 1e38, 0.25};
+    static const double palette[16] = {1,     0.5,   2,    0.1,    10,    1e-3,  1e3,  1e-300,
+                                       1e300, 1e-20, 1e20, 1e-150, 1e150, 1e-38, 1e38, 0.25};
     const std::uint8_t b = pool.u8();
     if (b < 0x80) return palette[b % 16];
     const int e = -300 + int(pool.u16() % 600);  // 10^-300 .. 10^299, times a mantissa in [1, 2)
@@ -160,11 +165,12 @@ Case decode(const std::uint8_t* data, std::size_t size)
                  : g % 4 == 2 ? meanshift::GroupingMethod::None
                               : meanshift::GroupingMethod::Sequential;
     o.merge_eps = pick(h.u8(), {0.5, 0.5, 0.5, 0, 0.1, 1, 3, 1e-300, 1e300, 100});
-    o.cutoff = pick(h.u8(), {meanshift::kDefaultCutoff, meanshift::kDefaultCutoff, std::numeric_limits<double>::infinity(),
-                             1, 0.5, 4, 10, 1e-300, 1e300, 2});
+    o.cutoff = pick(h.u8(), {meanshift::kDefaultCutoff, meanshift::kDefaultCutoff,
+                             std::numeric_limits<double>::infinity(), 1, 0.5, 4, 10, 1e-300, 1e300, 2});
     o.bin_size = pick(h.u8(), {meanshift::kDefaultBinSize, meanshift::kDefaultBinSize, meanshift::kDefaultBinSize, 1,
                                0.125, 0.01, 1e-300, 1e300, 2, 1e-20});
-    o.data_bin_size = pick(h.u8(), {0, 0, 0, -1, std::numeric_limits<double>::infinity(), 0.125, 0.5, 1e-300, 1e300, 4});
+    o.data_bin_size =
+        pick(h.u8(), {0, 0, 0, -1, std::numeric_limits<double>::infinity(), 0.125, 0.5, 1e-300, 1e300, 4});
     o.min_bin_count = h.u8() % 8 == 7 ? 2 : 1;
     const std::uint8_t it = h.u8();
     o.max_iterations = 100 - it % 100;  // 0 -> 100 (the default)
@@ -176,7 +182,7 @@ Case decode(const std::uint8_t* data, std::size_t size)
                : s % 4 == 2 ? meanshift::NeighbourSearch::Tree
                             : meanshift::NeighbourSearch::Auto;
     const std::uint8_t pf = h.u8();
-    o.backend_options.pair_form = pf % 3 == 0 ? meanshift::PairForm::Auto
+    o.backend_options.pair_form = pf % 3 == 0   ? meanshift::PairForm::Auto
                                   : pf % 3 == 1 ? meanshift::PairForm::Direct
                                                 : meanshift::PairForm::Gemm;
     o.backend_options.openmp.isa = (pf >> 2) % 4 == 0 ? "generic" : (pf >> 2) % 4 == 1 ? "avx2" : "auto";
@@ -193,19 +199,19 @@ Case decode(const std::uint8_t* data, std::size_t size)
     const bool wrong_shape = (bw >> 4) == 0xF;
     const int kb = wrong_shape ? c.k + 1 : c.k;
     switch (bw % 3) {
-        case 0: o.bandwidth = meanshift::Bandwidth::isotropic(bandwidth_value(pool)); break;
-        case 1: {
-            std::vector<double> hd(static_cast<std::size_t>(kb));
-            for (double& v : hd) v = bandwidth_value(pool);
-            o.bandwidth = meanshift::Bandwidth::diagonal(std::move(hd));
-            break;
-        }
-        default: {
-            meanshift::MatrixD hp(c.n, kb);
-            for (Index i = 0; i < c.n; ++i)
-                for (int d = 0; d < kb; ++d) hp(i, d) = bandwidth_value(pool);
-            o.bandwidth = meanshift::Bandwidth::per_point(std::move(hp));
-        }
+    case 0: o.bandwidth = meanshift::Bandwidth::isotropic(bandwidth_value(pool)); break;
+    case 1: {
+        std::vector<double> hd(static_cast<std::size_t>(kb));
+        for (double& v : hd) v = bandwidth_value(pool);
+        o.bandwidth = meanshift::Bandwidth::diagonal(std::move(hd));
+        break;
+    }
+    default: {
+        meanshift::MatrixD hp(c.n, kb);
+        for (Index i = 0; i < c.n; ++i)
+            for (int d = 0; d < kb; ++d) hp(i, d) = bandwidth_value(pool);
+        o.bandwidth = meanshift::Bandwidth::per_point(std::move(hp));
+    }
     }
     if (weights % 4 == 3) {  // sample weights, some 0 or extreme
         c.weights.resize(static_cast<std::size_t>(c.n));
@@ -267,11 +273,9 @@ std::vector<int> far_apart_partition(const Case& c)
     std::vector<double> hmax(static_cast<std::size_t>(k)), hmin(static_cast<std::size_t>(k));
     for (int d = 0; d < k; ++d) {
         switch (bw.kind()) {
-            case meanshift::BandwidthKind::Isotropic: hmax[d] = hmin[d] = bw.parameters()[0]; break;
-            case meanshift::BandwidthKind::Diagonal: hmax[d] = hmin[d] = bw.parameters()[std::size_t(d)]; break;
-            default:
-                hmax[d] = bw.per_point_values().col(d).maxCoeff();
-                hmin[d] = bw.per_point_values().col(d).minCoeff();
+        case meanshift::BandwidthKind::Isotropic: hmax[d] = hmin[d] = bw.parameters()[0]; break;
+        case meanshift::BandwidthKind::Diagonal: hmax[d] = hmin[d] = bw.parameters()[std::size_t(d)]; break;
+        default: hmax[d] = bw.per_point_values().col(d).maxCoeff(); hmin[d] = bw.per_point_values().col(d).minCoeff();
         }
     }
     // Largest centred coordinate in bandwidth units, per dimension: float32 resolves differences
@@ -373,8 +377,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const meanshift::Options& o = c.opt;
     // merge_eps below 1e-6 groups only modes equal to the last bits: copies of one point seeded in
     // different SIMD lanes or blocks may round differently (openmp, found at merge_eps = 0).
-    const bool applies = !c.wide && !o.exact && o.grouping != meanshift::GroupingMethod::None &&
-                         o.merge_eps >= 1e-6 && o.merge_eps <= 4 &&
+    const bool applies = !c.wide && !o.exact && o.grouping != meanshift::GroupingMethod::None && o.merge_eps >= 1e-6 &&
+                         o.merge_eps <= 4 &&
                          (o.seeding == meanshift::Seeding::AllPoints || (o.bin_size <= 1 && o.min_bin_count == 1)) &&
                          (!o.bin_data || o.bin_size <= 1) && o.data_bin_size <= 1 &&
                          std::none_of(c.weights.begin(), c.weights.end(), [](float w) { return w == 0; });

@@ -34,7 +34,10 @@ using namespace meanshift;
 /// The backend under test (set once by main()).
 const std::string& backend();
 
-inline double step_tolerance(double R) { return 1e-4 + 1e-5 * R; }
+inline double step_tolerance(double R)
+{
+    return 1e-4 + 1e-5 * R;
+}
 
 /// Largest |coordinate| of data and queries, in prepared units.
 inline double extent(const MatrixD& a, const MatrixD& b)
@@ -63,7 +66,7 @@ inline std::vector<Topology> topologies(const Backend& be, const PreparedData& D
     if (tau % 2 == 0) asks.push_back(req(0, 2, 1));
     if (tau % 4 == 0) asks.push_back(req(0, tau / 2, tau / 4));
     asks.push_back(req(3, 0, 0));  // a few PPUs that must loop over many modes
-    if (tau % 2 == 0) {            // a narrower PPU (τ/2), e.g. a smaller work-group or block
+    if (tau % 2 == 0) {  // a narrower PPU (τ/2), e.g. a smaller work-group or block
         Topology t = req(0, 1, 1);
         t.pus_per_ppu = tau / 2;
         asks.push_back(t);

@@ -50,7 +50,10 @@ void check_against_oracle(const Result& got, const Result& want, const std::vect
     }
 }
 
-double mode_tolerance(double t_d, double R) { return 4.0 * (t_d + conf::step_tolerance(R)); }
+double mode_tolerance(double t_d, double R)
+{
+    return 4.0 * (t_d + conf::step_tolerance(R));
+}
 
 /// Runs blobs through the backend under test and the oracle; checks known modes and agreement.
 void run_blobs(const Blobs& b, const std::vector<double>& sigma, const Bandwidth& bw, const std::vector<double>& h,
@@ -80,7 +83,8 @@ TEST_CASE("conformance cluster: known modes of 3-5 isotropic blobs, one at the o
         // mode of the kernel density estimate and not a cloud of isolated points.
         const std::vector<double> sigma(std::size_t(nb), std::min(0.7, 1.4 / std::sqrt(double(k))));
         INFO("k = " << k << ", " << nb << " blobs");
-        run_blobs(make_blobs(rng, k, sizes, sigma, 12.0), sigma, Bandwidth::isotropic(1.0), std::vector<double>(std::size_t(k), 1.0));
+        run_blobs(make_blobs(rng, k, sizes, sigma, 12.0), sigma, Bandwidth::isotropic(1.0),
+                  std::vector<double>(std::size_t(k), 1.0));
     }
 }
 
@@ -175,8 +179,8 @@ TEST_CASE("conformance cluster: fixed-iteration mode, every mode exactly N itera
         check_against_oracle(got, want, {1, 1}, tol);
         // And directly against plain Gaussian mean shift written in the test (reference.hpp).
         const MatrixD x = b.data.cast<double>();
-        const MatrixD var = bw.shared() ? ref::variances_shared(x.rows(), {1.0, 1.0})
-                                        : ref::variances_per_point(bw.per_point_values());
+        const MatrixD var =
+            bw.shared() ? ref::variances_shared(x.rows(), {1.0, 1.0}) : ref::variances_per_point(bw.per_point_values());
         const ref::Run r = ref::run(ref::Model(x, var), x, N, -1, {1, 1});
         INFO("against the independent reference, tolerance " << tol << " bandwidths");
         CHECK(max_abs_diff(got.modes, r.modes) <= tol);
@@ -217,8 +221,9 @@ TEST_CASE("conformance cluster: every accepted topology gives the oracle's answe
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         // A stand-in PreparedData of the same shape to ask the backend which topologies it takes.
         const PreparedData shape = random_prepared(rng, b.data.rows(), 3, model);
-        const Bandwidth bw = model == KernelModel::Shared ? Bandwidth::isotropic(1.0)
-                                                          : Bandwidth::per_point(MatrixD::Constant(b.data.rows(), 3, 1.1));
+        const Bandwidth bw = model == KernelModel::Shared
+                                 ? Bandwidth::isotropic(1.0)
+                                 : Bandwidth::per_point(MatrixD::Constant(b.data.rows(), 3, 1.1));
         const Result want = cluster(b.data, conf::options(bw, "serial"));
         for (const Topology& t : conf::topologies(*be, shape)) {
             INFO("topology " << t.to_string());

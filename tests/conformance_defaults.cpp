@@ -82,8 +82,10 @@ TEST_CASE("conformance defaults: small sets (20-300 points) give the exact clust
         double sigma, spacing;
     };
     // Far-apart blobs, and blobs 3-4 bandwidths apart where the cutoff and the bins moved centres.
-    const std::vector<Case> cases{{2, {12, 8}, 0.7, 10.0},   {2, {60, 50, 40}, 1.0, 4.0},
-                                  {3, {90, 80, 70, 60}, 0.8, 3.5}, {5, {40, 35, 25}, 0.9, 4.0},
+    const std::vector<Case> cases{{2, {12, 8}, 0.7, 10.0},
+                                  {2, {60, 50, 40}, 1.0, 4.0},
+                                  {3, {90, 80, 70, 60}, 0.8, 3.5},
+                                  {5, {40, 35, 25}, 0.9, 4.0},
                                   {1, {30, 20}, 0.6, 3.0}};
     for (const Case& c : cases) {
         INFO("k = " << c.k << ", spacing " << c.spacing);

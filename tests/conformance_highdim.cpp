@@ -13,7 +13,10 @@ using namespace mstest;
 
 namespace {
 
-std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+std::string model_name(KernelModel m)
+{
+    return m == KernelModel::Shared ? "shared" : "per-point";
+}
 
 /// The pair forms to test: the default, and Gemm forced. A backend that refuses Gemm for this data
 /// (InvalidArgument: a documented limit, e.g. a largest k) is tested with the default only.
@@ -128,8 +131,8 @@ TEST_CASE("conformance highdim: one step, k = 16, 64, 128, shared and per-point,
                     PreparedData D = random_prepared(rng, n, k, model);
                     const MatrixD Q = random_queries(rng, D, n == 67 ? 130 : 37);
                     if (cut) D.cutoff2 = clear_cutoff2(D, Q, 9.0);
-                    INFO(model_name(model) << ", k = " << k << ", n = " << n << ", count = " << Q.rows()
-                                           << ", cutoff2 = " << D.cutoff2);
+                    INFO(model_name(model)
+                         << ", k = " << k << ", n = " << n << ", count = " << Q.rows() << ", cutoff2 = " << D.cutoff2);
                     for (const auto& [form, bo] : pair_forms()) check_step(form, bo, D, Q, n == 67 ? 1000 : 2);
                 }
 }
@@ -200,7 +203,8 @@ TEST_CASE("conformance highdim: modes without support keep their position and ar
                     StepReport report, oracle_report;
                     auto binding = be->bind(share(D), Topology{});
                     const MatrixD got = conf::step(*binding, Q, &report);
-                    const MatrixD want = conf::step(*make_backend("serial")->bind(share(D), Topology{}), Q, &oracle_report);
+                    const MatrixD want =
+                        conf::step(*make_backend("serial")->bind(share(D), Topology{}), Q, &oracle_report);
                     for (int d = 0; d < k; ++d) CHECK(got(0, d) == Q(0, d));
                     REQUIRE(report.mode.size() == 70);
                     std::vector<ModeStatus> expect(70, ModeStatus::Active);
@@ -213,7 +217,8 @@ TEST_CASE("conformance highdim: modes without support keep their position and ar
                         INFO("mode " << q);
                         // NoSupport exactly where the oracle says so (Active / Converged may differ
                         // at the tolerance's edge)
-                        CHECK((report.status[j] == ModeStatus::NoSupport) == (expect[std::size_t(q)] == ModeStatus::NoSupport));
+                        CHECK((report.status[j] == ModeStatus::NoSupport) ==
+                              (expect[std::size_t(q)] == ModeStatus::NoSupport));
                         if (report.status[j] == ModeStatus::NoSupport)
                             for (int d = 0; d < k; ++d) CHECK(got(q, d) == Q(q, d));
                     }
@@ -234,7 +239,10 @@ TEST_CASE("conformance highdim: clustering 64-D blobs, exact and truncated, vs t
             Options o = conf::options(Bandwidth::isotropic(1.5));
             o.backend_options = bo;
             o.seeding = Seeding::AllPoints;
-            if (std::isfinite(c)) o.cutoff = c; else o.exact = true;
+            if (std::isfinite(c))
+                o.cutoff = c;
+            else
+                o.exact = true;
             Options w = o;
             w.backend = "serial";
             w.backend_options = BackendOptions{};
@@ -333,7 +341,8 @@ TEST_CASE("conformance highdim: per-point weights |H_i|^-1/2 spanning far beyond
             chunks.pair_form = f;
             chunks.cuda.max_queries = 7;
             chunks.cuda.max_points = 300;
-            const std::string name = std::string(f == PairForm::Gemm ? "gemm" : "direct") + ", chunks of 7 queries, 300 points";
+            const std::string name =
+                std::string(f == PairForm::Gemm ? "gemm" : "direct") + ", chunks of 7 queries, 300 points";
             forms.push_back({name, chunks});
             exact_only.insert(name);
         }
@@ -376,8 +385,9 @@ TEST_CASE("conformance highdim: per-point weights |H_i|^-1/2 spanning far beyond
                     auto binding = be->bind(share(D), t);
                     for (int b = 0; b < 2; ++b) {
                         const double s = b ? sigma_wide : 1.0;
-                        INFO("k = " << k << ", " << std::string(b ? "wide" : "narrow") << " blob (sigma " << s << "), cutoff2 = "
-                                    << D.cutoff2 << ", pair_form " << form << ", topology " << t.to_string());
+                        INFO("k = " << k << ", " << std::string(b ? "wide" : "narrow") << " blob (sigma " << s
+                                    << "), cutoff2 = " << D.cutoff2 << ", pair_form " << form << ", topology "
+                                    << t.to_string());
                         StepReport report;
                         const MatrixD got = conf::step(*binding, Q[b], &report);
                         Index no_support = 0;

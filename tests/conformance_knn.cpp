@@ -37,8 +37,9 @@ double worst_error(const MatrixD& got, const MatrixD& want, double coordinate_sc
     double worst = 0;
     for (Index i = 0; i < got.rows(); ++i)
         for (Index c = 0; c < got.cols(); ++c) {
-            const double allowed = 1e-12 + 4e-6 * want(i, c) + 4.0 * k * coordinate_scale * std::ldexp(1.0, -24) *
-                                                                   (std::sqrt(want(i, c)) + coordinate_scale * std::ldexp(1.0, -24));
+            const double allowed = 1e-12 + 4e-6 * want(i, c) +
+                                   4.0 * k * coordinate_scale * std::ldexp(1.0, -24) *
+                                       (std::sqrt(want(i, c)) + coordinate_scale * std::ldexp(1.0, -24));
             worst = std::max(worst, std::abs(got(i, c) - want(i, c)) / allowed);
         }
     return worst;
@@ -92,7 +93,8 @@ TEST_CASE("conformance knn: adaptive bandwidths and knn_distances through the ba
         const std::vector<double> got = knn_distances(b.data, k, {}, conf::backend());
         REQUIRE(got.size() == host.size());
         double worst = 0;
-        for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - host[i]) / (1e-6 + host[i]));
+        for (std::size_t i = 0; i < got.size(); ++i)
+            worst = std::max(worst, std::abs(got[i] - host[i]) / (1e-6 + host[i]));
         CHECK(worst <= 1e-4);
     }
     // The default rank of 600 points (25: the exact search) and a sampled one (200 > sample_k = 50).

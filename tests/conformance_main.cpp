@@ -17,7 +17,10 @@ std::string g_backend;
 constexpr int kSkip = 77;
 }  // namespace
 
-const std::string& conf::backend() { return g_backend; }
+const std::string& conf::backend()
+{
+    return g_backend;
+}
 
 int main(int argc, char** argv)
 {

@@ -128,7 +128,8 @@ void compare(const MatrixF& data, KernelProfile p, const Bandwidth& bw, double h
 
 }  // namespace
 
-TEST_CASE("conformance profiles: flat, Epanechnikov, biweight, Gaussian x shared and per-point x exact and default vs the oracle")
+TEST_CASE("conformance profiles: flat, Epanechnikov, biweight, Gaussian x shared and per-point x exact and default vs "
+          "the oracle")
 {
     auto rng = make_rng("conf-profiles-blobs");
     MSTEST_SEED_INFO();
@@ -150,8 +151,8 @@ TEST_CASE("conformance profiles: k = 3 and 5 blobs, compact profiles, shared ban
     auto rng = make_rng("conf-profiles-k");
     MSTEST_SEED_INFO();
     for (int k : {3, 5})
-        for (KernelProfile p : {KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight,
-                                KernelProfile::Triweight}) {
+        for (KernelProfile p :
+             {KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight, KernelProfile::Triweight}) {
             if (!backend_has(p)) continue;
             const double h = 2.0;
             const Blobs b = make_blobs(rng, k, {150, 110, 80}, {0.5, 0.45, 0.4}, 7.0);

@@ -8,12 +8,16 @@ using namespace mstest;
 
 namespace {
 
-std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+std::string model_name(KernelModel m)
+{
+    return m == KernelModel::Shared ? "shared" : "per-point";
+}
 
 /// Steps Q on D with the backend under test in every topology, compares with the oracle and the
 /// reference. Per-point test bandwidths are within e^{±0.35} of 1 (sqrt of e^{±0.7} precision), so
 /// the tolerance in prepared units is step_tolerance(R) × 1.5.
-void check_step(Backend& be, Backend& oracle, const PreparedData& D, const MatrixD& Q, std::size_t max_topologies = 1000)
+void check_step(Backend& be, Backend& oracle, const PreparedData& D, const MatrixD& Q,
+                std::size_t max_topologies = 1000)
 {
     const auto shared = share(D);
     const MatrixD want = conf::step(*oracle.bind(shared, Topology{}), Q);
@@ -150,7 +154,8 @@ TEST_CASE("conformance step: topologies under test (listed for the log)")
         const PreparedData D = random_prepared(rng, 1000, 3, model);
         const auto ts = conf::topologies(*be, D);
         CHECK_FALSE(ts.empty());
-        for (const Topology& t : ts) MESSAGE(conf::backend() << ", " << model_name(model) << ", n = 1000, k = 3: " << t.to_string());
+        for (const Topology& t : ts)
+            MESSAGE(conf::backend() << ", " << model_name(model) << ", n = 1000, k = 3: " << t.to_string());
     }
 }
 

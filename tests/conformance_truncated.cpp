@@ -12,7 +12,10 @@ using namespace mstest;
 
 namespace {
 
-bool backend_truncates() { return make_backend(conf::backend())->supports_cutoff(); }
+bool backend_truncates()
+{
+    return make_backend(conf::backend())->supports_cutoff();
+}
 
 /// |got − want| of mode (i, d) over what is allowed: tol bandwidths (data units / h) plus float32
 /// output rounding.
@@ -37,7 +40,10 @@ void check_close(const Result& got, const Result& want, double h, double tol)
 /// side of the cutoff than float64 adds or drops a weight e^{-c²/2} at distance c. Against a mode's
 /// total weight of at least 10 (the blobs here have >= 30 points near each mode) that moves the
 /// mode by at most c·e^{-c²/2}/10 bandwidths (seen: 4.5e-3 at c = 2.5, k = 16, openmp vs serial).
-double boundary_allowance(double c) { return std::isfinite(c) ? 0.1 * c * std::exp(-0.5 * c * c) : 0.0; }
+double boundary_allowance(double c)
+{
+    return std::isfinite(c) ? 0.1 * c * std::exp(-0.5 * c * c) : 0.0;
+}
 
 /// check_close for densities with many nearby maxima (per-point sigmas down to 0.05 bandwidths): a
 /// seed that starts near the boundary between two basins can be carried to either neighbouring
@@ -94,7 +100,8 @@ Options truncated(const Bandwidth& bw, double cutoff, NeighbourSearch s, const s
 
 }  // namespace
 
-TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid, kd-tree and brute force, cutoff 2.5 and 3 vs the oracle")
+TEST_CASE(
+    "conformance truncated: blobs k = 1, 2, 3, 5, 16, grid, kd-tree and brute force, cutoff 2.5 and 3 vs the oracle")
 {
     const bool trunc = backend_truncates();
     auto rng = make_rng("conf-truncated-blobs");
@@ -106,8 +113,9 @@ TEST_CASE("conformance truncated: blobs k = 1, 2, 3, 5, 16, grid, kd-tree and br
                 INFO("k = " << k << ", cutoff " << c << ", search " << int(s));
                 const Options o = truncated(Bandwidth::isotropic(1.0), c, s);
                 const Result got = cluster(b.data, o);
-                const Options oo = trunc ? truncated(Bandwidth::isotropic(1.0), c, s, "serial")
-                                         : truncated(Bandwidth::isotropic(1.0), std::numeric_limits<double>::infinity(), s, "serial");
+                const Options oo =
+                    trunc ? truncated(Bandwidth::isotropic(1.0), c, s, "serial")
+                          : truncated(Bandwidth::isotropic(1.0), std::numeric_limits<double>::infinity(), s, "serial");
                 const Result want = cluster(b.data, oo);
                 INFO("search: " << got.search);
                 if (trunc) {
@@ -173,7 +181,8 @@ TEST_CASE("conformance truncated: per-point H_i whose sigmas differ by 100x, gri
         Options o = truncated(Bandwidth::per_point(h), 3.0, s);
         o.max_iterations = 100;
         const Result got = cluster(b.data, o);
-        Options oo = truncated(Bandwidth::per_point(h), trunc ? 3.0 : std::numeric_limits<double>::infinity(), s, "serial");
+        Options oo =
+            truncated(Bandwidth::per_point(h), trunc ? 3.0 : std::numeric_limits<double>::infinity(), s, "serial");
         oo.max_iterations = 100;
         const Result want = cluster(b.data, oo);
         INFO("search: " << got.search);
@@ -204,7 +213,8 @@ TEST_CASE("conformance weighted: sample weights, exact and truncated, shared and
     // Weights = 2 for every point give the unweighted answer.
     std::vector<float> two(w.size(), 2.0f);
     const Options o = truncated(Bandwidth::isotropic(1.0), 3.0, NeighbourSearch::Auto);
-    check_close(cluster(b.data, o, two.data()), cluster(b.data, o), 1.0, 4.0 * (o.tolerance + conf::step_tolerance(12.0)));
+    check_close(cluster(b.data, o, two.data()), cluster(b.data, o), 1.0,
+                4.0 * (o.tolerance + conf::step_tolerance(12.0)));
 }
 
 TEST_CASE("conformance truncated: bin seeding and binned data vs the oracle")

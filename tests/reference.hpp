@@ -31,7 +31,10 @@ inline MatrixD variances_shared(Index n, const std::vector<double>& h)
 }
 
 /// n × k variances from per-point standard deviations.
-inline MatrixD variances_per_point(const MatrixD& h) { return h.array().square().matrix(); }
+inline MatrixD variances_per_point(const MatrixD& h)
+{
+    return h.array().square().matrix();
+}
 
 /// Sec. IV of the paper: H_i,dd = sigma_d exp(x_i,k-1) for d < k-1, H_i,k-1 = sigma_{k-1}; x in data units.
 inline MatrixD variances_exponential_last(const MatrixD& x, const std::vector<double>& sigma)
@@ -91,8 +94,7 @@ struct Run {
 
 /// Runs every seed (row of `seeds`) either exactly `iterations` steps (tolerance < 0) or until its
 /// shift, measured as sqrt(Σ_d (Δ_d / scale_d)²), is ≤ tolerance (at most `iterations` steps).
-inline Run run(const Model& M, const MatrixD& seeds, int iterations, double tolerance,
-               const std::vector<double>& scale)
+inline Run run(const Model& M, const MatrixD& seeds, int iterations, double tolerance, const std::vector<double>& scale)
 {
     Run r;
     r.modes = seeds;

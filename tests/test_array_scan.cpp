@@ -11,8 +11,7 @@
 
 using namespace meanshift;
 
-TEST_CASE_TEMPLATE("all_finite: NaN, +Inf and -Inf found at every position of short and long arrays", T, float,
-                   double)
+TEST_CASE_TEMPLATE("all_finite: NaN, +Inf and -Inf found at every position of short and long arrays", T, float, double)
 {
     for (std::size_t n : {1u, 7u, 16u, 33u, 1000u}) {
         std::vector<T> x(n, T(1.5));

@@ -123,7 +123,8 @@ TEST_CASE("bad input: singular H_i reached only through the data")
             MatrixD hh = MatrixD::Ones(5, 2);
             hh(4, 0) = h;
             o.bandwidth = Bandwidth::per_point(hh);
-            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "out of range", "bandwidth", "of point 4");
+            CHECK_THROWS_KEYWORD(InvalidArgument, cluster(small_data(5, 2), o), "out of range", "bandwidth",
+                                 "of point 4");
         }
     }
     SUBCASE("shared bandwidth whose variance is zero, denormal or infinite")

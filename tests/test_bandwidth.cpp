@@ -94,7 +94,7 @@ TEST_CASE("bandwidth: singular H_i (zero, denormal or overflowing variance) is r
         }
     }
     Bandwidth e = Bandwidth::exponential_last({1.0, 1.0});
-    CHECK_THROWS_KEYWORD(InvalidArgument, diag_of(e, 3, {0.0, 800.0}), "singular");   // e^800 overflows
+    CHECK_THROWS_KEYWORD(InvalidArgument, diag_of(e, 3, {0.0, 800.0}), "singular");  // e^800 overflows
     CHECK_THROWS_KEYWORD(InvalidArgument, diag_of(e, 3, {0.0, -800.0}), "singular");  // e^-800 underflows
     CHECK_THROWS_KEYWORD(InvalidArgument, diag_of(e, 3, {0.0, -720.0}), "singular");  // denormal
     CHECK_NOTHROW(diag_of(e, 3, {0.0, 50.0}));

@@ -60,7 +60,8 @@ TEST_CASE("bandwidth selection: Scott and Silverman against the closed forms")
             CHECK(silver[d] == doctest::Approx(std::pow(n * (k + 2) / 4, -1 / (k + 4)) * s[d]).epsilon(1e-9));
         }
         const double rms = std::sqrt((s[0] * s[0] + s[1] * s[1] + s[2] * s[2]) / 3);
-        CHECK(rule_bandwidth(x, BandwidthRule::Scott) == doctest::Approx(std::pow(n, -1 / (k + 4)) * rms).epsilon(1e-9));
+        CHECK(rule_bandwidth(x, BandwidthRule::Scott) ==
+              doctest::Approx(std::pow(n, -1 / (k + 4)) * rms).epsilon(1e-9));
     }
     SUBCASE("1-D normal: Silverman is 1.06 sigma n^-1/5 (the textbook rule), Scott sigma n^-1/5")
     {
@@ -128,7 +129,8 @@ TEST_CASE("bandwidth selection: k-NN distances against brute force (kd-tree and 
 {
     for (int dims : {1, 2, 5, 20}) {  // 20 > 16: the brute-force path
         CAPTURE(dims);
-        const MatrixF x = normal_sample(400, std::vector<double>(std::size_t(dims), 1.0), "bwsel-knn" + std::to_string(dims));
+        const MatrixF x =
+            normal_sample(400, std::vector<double>(std::size_t(dims), 1.0), "bwsel-knn" + std::to_string(dims));
         for (int k : {1, 7, 50}) {
             CAPTURE(k);
             const auto got = knn_distances(x, k);
@@ -175,11 +177,13 @@ TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
         double inv_sum = 0;
         for (Index i = 0; i < 300; ++i) {
             for (Index j = 0; j < 300; ++j)
-                if (j != i) nb[std::size_t(i)].push_back(std::hypot(double(x(i, 0)) - x(j, 0), double(x(i, 1)) - x(j, 1)));
+                if (j != i)
+                    nb[std::size_t(i)].push_back(std::hypot(double(x(i, 0)) - x(j, 0), double(x(i, 1)) - x(j, 1)));
             std::sort(nb[std::size_t(i)].begin(), nb[std::size_t(i)].end());
             nb[std::size_t(i)].resize(k);
             double l = 0;
-            for (int j = 0; j + 1 < k; ++j) l += std::log(nb[std::size_t(i)][k - 1] / nb[std::size_t(i)][std::size_t(j)]);
+            for (int j = 0; j + 1 < k; ++j)
+                l += std::log(nb[std::size_t(i)][k - 1] / nb[std::size_t(i)][std::size_t(j)]);
             inv_sum += l / (k - 1);
         }
         const double dhat = std::clamp(300 / inv_sum, 1.0, 2.0);
@@ -241,7 +245,8 @@ TEST_CASE("bandwidth selection: adaptive per-point bandwidths")
         o.intrinsic_dimension = 1000;  // the density term 1.6 · 1000^-0.8 · d_8 is far below the floor
         const AdaptiveBandwidths got = adaptive_bandwidths_detailed(x, o);
         CHECK(got.intrinsic_dimension == 1000);
-        CHECK(got.sigma(0, 0) == doctest::Approx(kAdaptiveSelfWeightFactor / std::sqrt(2 * std::log(8.0))).epsilon(1e-9));
+        CHECK(got.sigma(0, 0) ==
+              doctest::Approx(kAdaptiveSelfWeightFactor / std::sqrt(2 * std::log(8.0))).epsilon(1e-9));
         CHECK(got.self_weight_share == 1.0);
     }
     SUBCASE("defaults: k = round(sqrt(n)), at least 5, at most n - 1")
@@ -424,7 +429,8 @@ TEST_CASE("bandwidth selection: Abramson's pilot-density bandwidths")
         o.pilot = std::numeric_limits<double>::infinity();
         CHECK_THROWS_AS(abramson_bandwidths(x, o), InvalidArgument);
         CHECK_THROWS_AS(abramson_bandwidths(MatrixF(0, 1), {}), InvalidArgument);
-        CHECK_THROWS_WITH_AS(abramson_bandwidths(MatrixF::Zero(1, 2), {}), doctest::Contains("n >= 2"), InvalidArgument);
+        CHECK_THROWS_WITH_AS(abramson_bandwidths(MatrixF::Zero(1, 2), {}), doctest::Contains("n >= 2"),
+                             InvalidArgument);
         CHECK_THROWS_WITH_AS(abramson_bandwidths(MatrixF::Constant(5, 2, 1.0f), {}), doctest::Contains("the same"),
                              InvalidArgument);
         MatrixF c(10, 2);

@@ -55,18 +55,18 @@ TEST_CASE("radix_sort: sorts by key, stable, any key width; sorted input unchang
     std::mt19937_64 rng(3);
     // 5000 rows: one thread; 200,000: the parallel passes (per-thread digit counts, slices in order).
     for (std::size_t rows : {std::size_t{5000}, std::size_t{200000}})
-    for (int bits : {1, 11, 12, 33, 64}) {
-        INFO("bits = " << bits << ", rows = " << rows);
-        const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
-        std::vector<std::pair<std::uint64_t, Index>> keyed(rows);
-        for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {rng() & mask & (i % 3 ? mask : 7), Index(i)};
-        auto want = keyed;
-        std::stable_sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.first < b.first; });
-        detail::radix_sort(keyed, bits);
-        CHECK(keyed == want);
-        detail::radix_sort(keyed, bits);
-        CHECK(keyed == want);
-    }
+        for (int bits : {1, 11, 12, 33, 64}) {
+            INFO("bits = " << bits << ", rows = " << rows);
+            const std::uint64_t mask = bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+            std::vector<std::pair<std::uint64_t, Index>> keyed(rows);
+            for (std::size_t i = 0; i < keyed.size(); ++i) keyed[i] = {rng() & mask & (i % 3 ? mask : 7), Index(i)};
+            auto want = keyed;
+            std::stable_sort(want.begin(), want.end(), [](auto& a, auto& b) { return a.first < b.first; });
+            detail::radix_sort(keyed, bits);
+            CHECK(keyed == want);
+            detail::radix_sort(keyed, bits);
+            CHECK(keyed == want);
+        }
 }
 
 TEST_CASE("make_bins: lexicographic bins, counts, means and find() on both sort paths")
@@ -128,8 +128,9 @@ TEST_CASE("make_bins: sums over fixed chunks of rows, the same for any thread co
         }
         Index zero = 0;
         for (Index j = 0; j < B; ++j) {
-            const Eigen::RowVectorXd want =
-                ws[j] > 0 ? Eigen::RowVectorXd(sum.row(j) / ws[j]) : Eigen::RowVectorXd(plain.row(j) / double(b.count[std::size_t(j)]));
+            const Eigen::RowVectorXd want = ws[j] > 0
+                                                ? Eigen::RowVectorXd(sum.row(j) / ws[j])
+                                                : Eigen::RowVectorXd(plain.row(j) / double(b.count[std::size_t(j)]));
             zero += ws[j] > 0 ? 0 : 1;
             CHECK((b.mean.row(j) - want).norm() <= 1e-12 * (1 + want.norm()));
             CHECK(b.weight[j] == doctest::Approx(ws[j]).epsilon(1e-12));

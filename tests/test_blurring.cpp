@@ -132,7 +132,8 @@ TEST_CASE("blurring: cluster() equals the float64 blurring reference (serial, op
         for (const char* name : {"serial", "openmp"}) {
             INFO("backend " << std::string(name));
             if (!usable(name, c.profile)) {
-                MESSAGE(std::string(name) << " has no " << std::string(profile_name(c.profile)) << " profile yet: skipped");
+                MESSAGE(std::string(name)
+                        << " has no " << std::string(profile_name(c.profile)) << " profile yet: skipped");
                 continue;
             }
             Options o;
@@ -233,8 +234,9 @@ TEST_CASE("blurring: two separated blobs collapse to two points in far fewer ite
         // Every moved point sits on its cluster's centre (collapsed), the centres near the blobs'.
         for (Index i = 0; i < blurred.modes.rows(); ++i)
             CHECK((blurred.modes.row(i) - blurred.centres.row(blurred.labels[std::size_t(i)])).norm() < 1e-2);
-        MESSAGE(std::string(name) << ": blurring " << blurred.timing.iterations << " iterations, " << blurred.timing.seconds_total
-                     << " s; mean shift " << plain.timing.iterations << " iterations, " << plain.timing.seconds_total << " s");
+        MESSAGE(std::string(name) << ": blurring " << blurred.timing.iterations << " iterations, "
+                                  << blurred.timing.seconds_total << " s; mean shift " << plain.timing.iterations
+                                  << " iterations, " << plain.timing.seconds_total << " s");
         CHECK(blurred.timing.iterations * 2 < plain.timing.iterations);
     }
 }
@@ -262,8 +264,8 @@ TEST_CASE("blurring: the OpenCL backend (PoCL) follows the float64 reference")
     }
     auto rng = mstest::make_rng("blurring-opencl");
     const auto b = mstest::make_blobs(rng, 3, {50, 40}, {0.4, 0.5}, 4.0, 1.0);
-    const Reference ref = blur(b.data.cast<double>(), shared(b.data.rows(), {0.9, 0.9, 0.9}), KernelProfile::Gaussian,
-                               1e-3, 100);
+    const Reference ref =
+        blur(b.data.cast<double>(), shared(b.data.rows(), {0.9, 0.9, 0.9}), KernelProfile::Gaussian, 1e-3, 100);
     Options o;
     o.backend = "opencl";
     o.bandwidth = Bandwidth::isotropic(0.9);
@@ -271,6 +273,7 @@ TEST_CASE("blurring: the OpenCL backend (PoCL) follows the float64 reference")
     const Result r = cluster(b.data, o);
     // float32 on the device: the entropy test may stop an iteration apart; the positions agree.
     CHECK(std::abs(r.timing.iterations - ref.iterations) <= 1);
-    if (r.timing.iterations == ref.iterations) CHECK((r.modes.cast<double>() - ref.points).cwiseAbs().maxCoeff() < 1e-4);
+    if (r.timing.iterations == ref.iterations)
+        CHECK((r.modes.cast<double>() - ref.points).cwiseAbs().maxCoeff() < 1e-4);
     CHECK(r.cluster_sizes.size() == 2);
 }

@@ -270,7 +270,8 @@ TEST_CASE("label_points_by_seed: the host threads give the one-thread labels, mo
     Index mismatches = 0;
     for (Index i = 0; i < n; ++i) {
         const std::size_t s = std::size_t(point_seed[std::size_t(i)]);
-        mismatches += one.converged[std::size_t(i)] != a.converged[s] || one.no_support[std::size_t(i)] != a.no_support[s] ||
+        mismatches += one.converged[std::size_t(i)] != a.converged[s] ||
+                      one.no_support[std::size_t(i)] != a.no_support[s] ||
                       one.iterations[std::size_t(i)] != a.iterations[s];
     }
     CHECK(mismatches == 0);

@@ -127,8 +127,8 @@ TEST_CASE("cost model: the fit recovers known constants from synthetic times")
     Constants truth;
     truth.value = {1e-9, 3e-10, 2e-9, 5e-10, 1e-8, 4e-9, 2e-8, 1e-5};
     std::vector<Sample> samples;
-    const Topology tops[] = {topo(1, 1, 1, 1), topo(4, 64, 8, 8), topo(4, 64, 8, 6), topo(2, 16, 16, 3),
-                             topo(8, 32, 1, 1), topo(2, 64, 64, 64)};
+    const Topology tops[] = {topo(1, 1, 1, 1),   topo(4, 64, 8, 8), topo(4, 64, 8, 6),
+                             topo(2, 16, 16, 3), topo(8, 32, 1, 1), topo(2, 64, 64, 64)};
     for (Index n : {100, 1000, 5000})
         for (int k : {1, 3, 8})
             for (Index m : {1, 50, 300})
@@ -188,7 +188,7 @@ TEST_CASE("cost model: candidate pairs of the truncated kernel replace m*n in th
     const CostTerms full = cost_terms(w);
     w.candidates = 40.0 * 1000;  // = m·n: unchanged
     CHECK(cost_terms(w).loop == doctest::Approx(full.loop));
-    w.candidates = 40.0 * 250;   // each mode visits a quarter of the points
+    w.candidates = 40.0 * 250;  // each mode visits a quarter of the points
     const CostTerms cut = cost_terms(w);
     CHECK(cut.loop == doctest::Approx(250.0 * 15));
     CHECK(cut.finalize == full.finalize);

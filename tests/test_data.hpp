@@ -28,16 +28,17 @@ inline double clipped_normal(std::mt19937_64& rng, double clip = 3.0)
 }
 
 struct Blobs {
-    MatrixF data;             ///< n × k, shuffled
-    std::vector<int> truth;   ///< n: blob of each point
-    MatrixD centres;          ///< b × k generating centres (data units)
-    std::vector<int> sizes;   ///< b
+    MatrixF data;  ///< n × k, shuffled
+    std::vector<int> truth;  ///< n: blob of each point
+    MatrixD centres;  ///< b × k generating centres (data units)
+    std::vector<int> sizes;  ///< b
     /// Label cluster() must give blob j when the sizes are distinct: rank of its size (largest = 0).
     std::vector<int> expected_label() const
     {
         std::vector<int> order(sizes.size());
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return sizes[std::size_t(a)] > sizes[std::size_t(b)]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int a, int b) { return sizes[std::size_t(a)] > sizes[std::size_t(b)]; });
         std::vector<int> rank(sizes.size());
         for (std::size_t r = 0; r < order.size(); ++r) rank[std::size_t(order[r])] = static_cast<int>(r);
         return rank;
@@ -81,7 +82,8 @@ inline Blobs make_blobs(std::mt19937_64& rng, int k, const std::vector<int>& siz
     for (int i = 0; i < n; ++i) {
         const int j = who[std::size_t(i)];
         for (int d = 0; d < k; ++d)
-            b.data(i, d) = static_cast<float>(b.centres(j, d) + sigma[std::size_t(j)] * s[std::size_t(d)] * clipped_normal(rng));
+            b.data(i, d) =
+                static_cast<float>(b.centres(j, d) + sigma[std::size_t(j)] * s[std::size_t(d)] * clipped_normal(rng));
     }
     return b;
 }

@@ -109,7 +109,10 @@ double smallest_bandwidth(const PreparedData& D)
     return D.model == KernelModel::Shared ? 1.0 : 1.0 / std::sqrt(D.precision.maxCoeff());
 }
 
-std::string model_name(KernelModel m) { return m == KernelModel::Shared ? "shared" : "per-point"; }
+std::string model_name(KernelModel m)
+{
+    return m == KernelModel::Shared ? "shared" : "per-point";
+}
 
 /// Per row of Q: how far the new mode may move when the pairs whose float64 D² lies within float32
 /// rounding of the cutoff are decided the other way. The GEMM form computes D² = |q|² + |x|² − 2q·x
@@ -174,7 +177,7 @@ TEST_CASE("gemm step: matches the serial oracle within 1e-4 bandwidths (k = 16, 
         for (int k : {16, 64, 128})
             for (double h : {1.0, std::sqrt(double(k)) / 2}) {
                 PreparedData D = bench_like(rng, 1500 + 7 * k, k, model, h);  // ragged n: tiles of 256 + rest
-                const MatrixD Q = modes_at_points(rng, D, 301);                // ragged blocks of 128 modes
+                const MatrixD Q = modes_at_points(rng, D, 301);  // ragged blocks of 128 modes
                 for (double cut : {std::numeric_limits<double>::infinity(), 3.0}) {
                     D.cutoff2 = cut * cut;
                     const MatrixD want = mstest::oracle_step(D, Q);
@@ -272,12 +275,16 @@ TEST_CASE("gemm step: pair_form=auto takes the GEMM form at k = 64 with a full b
         const PreparedData hi = bench_like(rng, 600, 64, model, 4.0);
         // 2 threads: a full block each is ≥ 256 modes (≥ 512 with AMX, whose blocks are 256)
         const MatrixD many = modes_at_points(rng, hi, 600), few = modes_at_points(rng, hi, 50);
-        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, many), step(*openmp(PairForm::Gemm, "auto", 2), hi, many)));
-        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, few), step(*openmp(PairForm::Direct, "auto", 2), hi, few)));
-        CHECK(same(step(*openmp(PairForm::Auto, "auto", 1), hi, few), step(*openmp(PairForm::Direct, "auto", 1), hi, few)));
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, many),
+                   step(*openmp(PairForm::Gemm, "auto", 2), hi, many)));
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), hi, few),
+                   step(*openmp(PairForm::Direct, "auto", 2), hi, few)));
+        CHECK(same(step(*openmp(PairForm::Auto, "auto", 1), hi, few),
+                   step(*openmp(PairForm::Direct, "auto", 1), hi, few)));
         const PreparedData lo = bench_like(rng, 600, 4, model, 1.0);
         const MatrixD Ql = modes_at_points(rng, lo, 300);
-        CHECK(same(step(*openmp(PairForm::Auto, "auto", 2), lo, Ql), step(*openmp(PairForm::Direct, "auto", 2), lo, Ql)));
+        CHECK(
+            same(step(*openmp(PairForm::Auto, "auto", 2), lo, Ql), step(*openmp(PairForm::Direct, "auto", 2), lo, Ql)));
     }
 }
 
@@ -307,8 +314,9 @@ TEST_CASE("gemm step: the AMX unit (openmp.isa=amx) matches the float64 oracle a
                 const double tol = std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q));
                 for (int threads : {1, 2}) {
                     const MatrixD got = step(*openmp(PairForm::Gemm, "amx", threads), D, Q);
-                    INFO(model_name(model) << " k=" << k << " offset=" << offset << " threads=" << threads << ": deviation "
-                                           << mstest::max_abs_diff(got, want) << ", tolerance " << tol);
+                    INFO(model_name(model)
+                         << " k=" << k << " offset=" << offset << " threads=" << threads << ": deviation "
+                         << mstest::max_abs_diff(got, want) << ", tolerance " << tol);
                     CHECK(mstest::max_abs_diff(got, want) <= tol);
                 }
             }
@@ -351,7 +359,8 @@ TEST_CASE("gemm step: the AMX pipeline's per-tile shifts: a later tile far heavi
             const MatrixD got = step(*openmp(PairForm::Gemm, "amx", 1), D, Q, &report);
             INFO(model_name(model) << " cutoff " << cut << ": deviation " << mstest::max_abs_diff(got, want));
             for (std::size_t e = 0; e < report.status.size(); ++e) CHECK(report.status[e] == ModeStatus::Active);
-            CHECK(mstest::max_abs_diff(got, want) <= std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q)));
+            CHECK(mstest::max_abs_diff(got, want) <=
+                  std::min(1e-4 * smallest_bandwidth(D), conformance_tolerance(D, Q)));
         }
     }
 }

@@ -92,7 +92,10 @@ std::vector<int> brute_components(const MatrixD& p, double delta)
 
 const GroupingMethod kMethods[] = {GroupingMethod::Sequential, GroupingMethod::ConnectedComponents};
 
-std::string name(GroupingMethod g) { return g == GroupingMethod::Sequential ? "sequential" : "components"; }
+std::string name(GroupingMethod g)
+{
+    return g == GroupingMethod::Sequential ? "sequential" : "components";
+}
 
 }  // namespace
 
@@ -240,11 +243,11 @@ TEST_CASE("grouping: modes on both sides of a grid-cell boundary or of zero are 
         for (double eps : {0.01, 1.0, 3.0}) {
             INFO("eps = " << eps);
             MatrixD p(6, 2);
-            p << -0.001 * eps, 0.0,   //
-                0.001 * eps, 0.0,     //
-                0.999 * eps, 5.0 * eps, //
-                1.001 * eps, 5.0 * eps, //
-                -7.0 * eps, -0.999 * eps, //
+            p << -0.001 * eps, 0.0,  //
+                0.001 * eps, 0.0,  //
+                0.999 * eps, 5.0 * eps,  //
+                1.001 * eps, 5.0 * eps,  //
+                -7.0 * eps, -0.999 * eps,  //
                 -7.0 * eps, -1.001 * eps;
             Grouping g = group_modes(p, eps, method);
             check_invariants(g, p);
@@ -340,7 +343,7 @@ TEST_CASE("grouping: a mode exactly eps from a representative joins it, also at 
         MatrixD p(2100, k);
         for (Index i = 0; i < p.rows(); ++i) {
             p.row(i).setConstant(base + 4.0 * double(i / 3));  // triples far apart
-            if (i % 3 == 1) p(i, 0) += eps;                      // exactly eps from the first: joins
+            if (i % 3 == 1) p(i, 0) += eps;  // exactly eps from the first: joins
             if (i % 3 == 2) p(i, k - 1) -= eps + 0x1p-30;  // just beyond eps (exact at 2^20): its own group
         }
         const Grouping g = group_modes(p, eps, GroupingMethod::Sequential);

@@ -321,44 +321,45 @@ TEST_CASE("openmp GEMM form: one outlier 1e5..1e16 bandwidths away leaves the ot
     auto rng = mstest::make_rng("hardening-gemm-outlier");
     MSTEST_SEED_INFO();
     for (int k : {6, 64})
-    for (int size : {10, 100}) {
-        // n = 31: one block of modes with 1 thread (no grouping: the outlier's mode shares it);
-        // n = 301 > 128 modes per block x 2 threads, so that Auto takes the GEMM form at k = 64. Blobs
-        // of σ = 0.5 and h = 1 (k = 6) or 4 (k = 64), 8 bandwidths apart.
-        const double h = k == 6 ? 1.0 : 4.0;
-        const auto blobs = mstest::make_blobs(rng, k, {size, size, size}, {0.5, 0.5, 0.5}, 8.0 * h);
-        MatrixF X(blobs.data.rows() + 1, k);
-        X.topRows(blobs.data.rows()) = blobs.data;
-        for (double far : {1e5, 1e6, 1e8, 1e12, 1e16}) {
-            X.row(X.rows() - 1).setZero();
-            X(X.rows() - 1, k / 2) = static_cast<float>(far * h);
-            Options o;
-            o.bandwidth = Bandwidth::isotropic(h);
-            o.backend = "serial";
-            o.exact = true;
-            const Result want = cluster(X, o);
-            // (serial's float64 keeps 2^-53 of the outlier's distance: at 1e16 it, too, rounds the blobs)
-            if (far < 1e15) CHECK(want.cluster_sizes.size() == 4);
-            o.backend = "openmp";
-            for (PairForm form : {PairForm::Gemm, PairForm::Auto})
-                for (int threads : {1, 2}) {
-                    INFO("k = " << k << ", n = " << X.rows() << ", outlier " << far << ", pair form " << (form == PairForm::Gemm ? "gemm" : "auto")
-                                << ", threads " << threads);
-                    o.backend_options.pair_form = form;
-                    o.backend_options.threads = threads;
-                    const Result got = cluster(X, o);
-                    CHECK(got.modes.allFinite());
-                    CHECK(same_partition(got.labels, want.labels));
-                    REQUIRE(got.cluster_sizes.size() == want.cluster_sizes.size());
-                    // float32 resolves the other points' coordinates along the outlier's axis to
-                    // 1e5 · 2^-25 = 0.003 bandwidths (beyond 2^16: float64 sums, as serial)
-                    double worst = 0;
-                    for (Index i = 0; i + 1 < X.rows(); ++i)
-                        for (int d = 0; d < k; ++d) worst = std::max(worst, double(std::abs(got.modes(i, d) - want.modes(i, d))));
-                    CHECK(worst < (far < 1e6 ? 0.1 : 1e-6) * h);
-                }
+        for (int size : {10, 100}) {
+            // n = 31: one block of modes with 1 thread (no grouping: the outlier's mode shares it);
+            // n = 301 > 128 modes per block x 2 threads, so that Auto takes the GEMM form at k = 64. Blobs
+            // of σ = 0.5 and h = 1 (k = 6) or 4 (k = 64), 8 bandwidths apart.
+            const double h = k == 6 ? 1.0 : 4.0;
+            const auto blobs = mstest::make_blobs(rng, k, {size, size, size}, {0.5, 0.5, 0.5}, 8.0 * h);
+            MatrixF X(blobs.data.rows() + 1, k);
+            X.topRows(blobs.data.rows()) = blobs.data;
+            for (double far : {1e5, 1e6, 1e8, 1e12, 1e16}) {
+                X.row(X.rows() - 1).setZero();
+                X(X.rows() - 1, k / 2) = static_cast<float>(far * h);
+                Options o;
+                o.bandwidth = Bandwidth::isotropic(h);
+                o.backend = "serial";
+                o.exact = true;
+                const Result want = cluster(X, o);
+                // (serial's float64 keeps 2^-53 of the outlier's distance: at 1e16 it, too, rounds the blobs)
+                if (far < 1e15) CHECK(want.cluster_sizes.size() == 4);
+                o.backend = "openmp";
+                for (PairForm form : {PairForm::Gemm, PairForm::Auto})
+                    for (int threads : {1, 2}) {
+                        INFO("k = " << k << ", n = " << X.rows() << ", outlier " << far << ", pair form "
+                                    << (form == PairForm::Gemm ? "gemm" : "auto") << ", threads " << threads);
+                        o.backend_options.pair_form = form;
+                        o.backend_options.threads = threads;
+                        const Result got = cluster(X, o);
+                        CHECK(got.modes.allFinite());
+                        CHECK(same_partition(got.labels, want.labels));
+                        REQUIRE(got.cluster_sizes.size() == want.cluster_sizes.size());
+                        // float32 resolves the other points' coordinates along the outlier's axis to
+                        // 1e5 · 2^-25 = 0.003 bandwidths (beyond 2^16: float64 sums, as serial)
+                        double worst = 0;
+                        for (Index i = 0; i + 1 < X.rows(); ++i)
+                            for (int d = 0; d < k; ++d)
+                                worst = std::max(worst, double(std::abs(got.modes(i, d) - want.modes(i, d))));
+                        CHECK(worst < (far < 1e6 ? 0.1 : 1e-6) * h);
+                    }
+            }
         }
-    }
 }
 
 // ---- item 5: memory linear in k ----------------------------------------------------------------
@@ -406,7 +407,8 @@ TEST_CASE("boundary_bins above k = 3: the hashed face lookup agrees with find() 
         const std::vector<char> got = detail::boundary_bins(keys, label, count, 2, k, find);
         for (std::size_t j = 0; j < B; ++j) {  // the definition: 2k faces through find()
             bool bd = count[j] < 2;
-            std::vector<std::int64_t> cell(keys.begin() + std::ptrdiff_t(j * k), keys.begin() + std::ptrdiff_t((j + 1) * k));
+            std::vector<std::int64_t> cell(keys.begin() + std::ptrdiff_t(j * k),
+                                           keys.begin() + std::ptrdiff_t((j + 1) * k));
             for (int d = 0; d < k; ++d)
                 for (int sgn : {-1, 1}) {
                     cell[std::size_t(d)] += sgn;

@@ -180,8 +180,8 @@ TEST_CASE("kdtree: openmp over the tree's ranges vs the serial oracle (blocks of
     MSTEST_SEED_INFO();
     for (int k : {8, 64}) {
         for (double spread : {0.0, 30.0}) {
-            const PreparedData D = blob_data(rng, k, {300, 211, 150}, spread > 0 ? 1.0 : std::sqrt(double(k)) / 2, spread,
-                                             spread > 0 ? 20.0 : 8.0);
+            const PreparedData D = blob_data(rng, k, {300, 211, 150}, spread > 0 ? 1.0 : std::sqrt(double(k)) / 2,
+                                             spread, spread > 0 ? 20.0 : 8.0);
             // Modes in the callers' (shuffled) order: openmp blocks of them span many leaves until
             // set_modes sorts them by leaf.
             const MatrixD y = modes_near(rng, D, 257);

@@ -46,8 +46,7 @@ void check_same(const detail::Prepared& a, const detail::Prepared& b)
     CHECK(same_bits(a.data.log_weight_f, b.data.log_weight_f));
 }
 
-detail::Prepared prepare_with(int threads, const std::vector<float>& x, const Bandwidth& bw,
-                              const float* weights)
+detail::Prepared prepare_with(int threads, const std::vector<float>& x, const Bandwidth& bw, const float* weights)
 {
     const detail::HostThreads scope(threads);
     return detail::prepare(x.data(), kN, kK, bw, weights);

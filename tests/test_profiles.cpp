@@ -173,7 +173,8 @@ TEST_CASE("profiles: symmetric unimodal data have their centre as the mode for e
         }
     MatrixF seeds(1, k);
     for (int d = 0; d < k; ++d) seeds(0, d) = static_cast<float>(c[std::size_t(d)] + 0.2);
-    for (KernelProfile p : {KernelProfile::Gaussian, KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight})
+    for (KernelProfile p :
+         {KernelProfile::Gaussian, KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight})
         for (const std::string& be : host_backends()) {
             INFO("profile " << profile_name(p) << ", backend " << be);
             Options o;
@@ -230,7 +231,8 @@ TEST_CASE("profiles: von Mises-Fisher ascents stay on the unit sphere and match 
         }
         for (const std::string& be : host_backends()) {
             INFO("k = " << k << ", backend " << be);
-            const MatrixF got = one_step(x, seeds, KernelProfile::VonMisesFisher, Bandwidth::isotropic(h), be, iterations);
+            const MatrixF got =
+                one_step(x, seeds, KernelProfile::VonMisesFisher, Bandwidth::isotropic(h), be, iterations);
             CHECK(max_abs_diff(got, want) <= (be == "serial" ? 1e-6 : 1e-4));
             for (Index q = 0; q < got.rows(); ++q) CHECK(std::abs(double(got.row(q).norm()) - 1.0) <= 1e-6);
         }

@@ -14,7 +14,10 @@ using namespace meanshift;
 namespace {
 const char* const kKnown[] = {"serial", "openmp", "opencl", "cuda"};
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s)
+{
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
 }  // namespace
 
 TEST_CASE("registry: compiled_backends and list_backends agree")
@@ -38,7 +41,10 @@ TEST_CASE("registry: compiled_backends and list_backends agree")
         } else {
             CHECK_FALSE(s.reason.empty());
         }
-        MESSAGE("backend " << s.name << ": " << std::string(s.usable ? "usable" : s.compiled_in ? "compiled in, not usable" : "not compiled in")
+        MESSAGE("backend " << s.name << ": "
+                           << std::string(s.usable        ? "usable"
+                                          : s.compiled_in ? "compiled in, not usable"
+                                                          : "not compiled in")
                            << (s.reason.empty() ? "" : " (" + s.reason + ")"));
     }
     CHECK(all[0].usable);  // serial is always usable

@@ -62,7 +62,8 @@ void check_invariants(const Segmentation& s, const std::vector<float>& img)
         CHECK(count[std::size_t(l)] == s.sizes[std::size_t(l)]);
         if (l > 0) CHECK(s.sizes[std::size_t(l)] <= s.sizes[std::size_t(l) - 1]);
         for (int c = 0; c < s.channels; ++c)
-            CHECK(s.colours(l, c) == doctest::Approx(sum[std::size_t(l) * s.channels + c] / double(count[std::size_t(l)])).epsilon(1e-4));
+            CHECK(s.colours(l, c) ==
+                  doctest::Approx(sum[std::size_t(l) * s.channels + c] / double(count[std::size_t(l)])).epsilon(1e-4));
     }
 }
 
@@ -168,7 +169,8 @@ TEST_CASE("segment_image: the filtered image of a flat image is the image")
     CHECK(s.segments() == 1);
     CHECK(s.sizes[0] == w * h);
     for (Index i = 0; i < Index(w) * h; ++i)
-        for (int c = 0; c < C; ++c) CHECK(s.filtered(i, c) == doctest::Approx(img[std::size_t(i) * C + c]).epsilon(1e-5));
+        for (int c = 0; c < C; ++c)
+            CHECK(s.filtered(i, c) == doctest::Approx(img[std::size_t(i) * C + c]).epsilon(1e-5));
 }
 
 TEST_CASE("segment_image: a 1 x 1 image is one segment")
@@ -216,8 +218,8 @@ TEST_CASE("segment_image: bad input is InvalidArgument")
 namespace {
 
 // The definition of SegmentOptions::AdaptiveRange, written out with a full sort.
-std::vector<double> reference_adaptive_hr(const std::vector<float>& img, int h, int w, int C, int win, int k,
-                                          double hr, double floor_fraction, double lo, double hi)
+std::vector<double> reference_adaptive_hr(const std::vector<float>& img, int h, int w, int C, int win, int k, double hr,
+                                          double floor_fraction, double lo, double hi)
 {
     const std::size_t n = std::size_t(h) * w;
     std::vector<double> d(n);
@@ -229,7 +231,8 @@ std::vector<double> reference_adaptive_hr(const std::vector<float>& img, int h, 
                     if ((u == x && v == y) || std::abs(u - x) > win || std::abs(v - y) > win) continue;
                     double s = 0;
                     for (int c = 0; c < C; ++c) {
-                        const double t = double(img[(std::size_t(y) * w + x) * C + c]) - img[(std::size_t(v) * w + u) * C + c];
+                        const double t =
+                            double(img[(std::size_t(y) * w + x) * C + c]) - img[(std::size_t(v) * w + u) * C + c];
                         s += t * t;
                     }
                     all.push_back(std::sqrt(s));

@@ -54,7 +54,8 @@ TEST_CASE("serial vs reference: one step on random data, shared and per-point ke
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         for (Index n : {1, 2, 7, 64, 65, 300}) {
             for (int k : {1, 2, 3, 5, 17, 64}) {
-                INFO("model " << std::string(model == KernelModel::Shared ? "shared" : "per-point") << ", n = " << n << ", k = " << k);
+                INFO("model " << std::string(model == KernelModel::Shared ? "shared" : "per-point") << ", n = " << n
+                              << ", k = " << k);
                 const PreparedData D = random_prepared(rng, n, k, model);
                 const MatrixD Q = random_queries(rng, D, 9);
                 const MatrixD out = run_step(*be, D, Topology{}, Q);  // poisoned: every entry must be written
@@ -125,7 +126,8 @@ TEST_CASE("serial vs reference: cluster() with every bandwidth model, fixed iter
         Blobs b = make_blobs(rng, 2, {40, 30, 20}, {0.8, 0.8, 0.8}, 12.0, 50.0);
         MatrixF seeds(13, 2);
         std::uniform_real_distribution<double> U(-2.0, 2.0);
-        for (Index q = 0; q < seeds.rows(); ++q) seeds.row(q) << float(b.centres(q % 3, 0) + U(rng)), float(b.centres(q % 3, 1) + U(rng));
+        for (Index q = 0; q < seeds.rows(); ++q)
+            seeds.row(q) << float(b.centres(q % 3, 0) + U(rng)), float(b.centres(q % 3, 1) + U(rng));
         const Eigen::Ref<const MatrixF> sr(seeds);
         const MatrixD x = b.data.cast<double>();
         const MatrixD s = seeds.cast<double>();

@@ -50,11 +50,13 @@ inline std::uint64_t fnv1a(const std::string& s)
 }
 
 /// Generator for one test (tag = a name unique to that test).
-inline std::mt19937_64 make_rng(const std::string& tag) { return std::mt19937_64(base_seed() ^ fnv1a(tag)); }
+inline std::mt19937_64 make_rng(const std::string& tag)
+{
+    return std::mt19937_64(base_seed() ^ fnv1a(tag));
+}
 
 /// Prints the seed with any failing assertion of the enclosing scope.
-#define MSTEST_SEED_INFO() \
-    INFO("random data: reproduce with MEANSHIFT_TEST_SEED=" << ::mstest::base_seed())
+#define MSTEST_SEED_INFO() INFO("random data: reproduce with MEANSHIFT_TEST_SEED=" << ::mstest::base_seed())
 
 inline std::string lower(std::string s)
 {
@@ -74,8 +76,7 @@ inline bool contains_any(const std::string& text, std::initializer_list<const ch
 /// Runs f and checks that it throws exactly type E (or a subclass) whose message contains one of
 /// `words`. Any other outcome (no throw, another type) is a failed check, never a crash.
 template <class E, class F>
-void check_throws_with(F&& f, std::initializer_list<const char*> words, const char* expr, const char* file,
-                       int line)
+void check_throws_with(F&& f, std::initializer_list<const char*> words, const char* expr, const char* file, int line)
 {
     INFO("expression: " << std::string(expr) << " (" << std::string(file) << ":" << line << ")");
     try {
@@ -95,7 +96,7 @@ void check_throws_with(F&& f, std::initializer_list<const char*> words, const ch
 }
 
 /// CHECK_THROWS_KEYWORD(meanshift::InvalidArgument, statement, "word1", "word2", ...)
-#define CHECK_THROWS_KEYWORD(E, stmt, ...) \
+#define CHECK_THROWS_KEYWORD(E, stmt, ...)                                                                             \
     ::mstest::check_throws_with<E>([&] { stmt; }, {__VA_ARGS__}, #stmt, __FILE__, __LINE__)
 
 /// Largest |a - b| over all entries (any mix of float and double matrices); infinite where an

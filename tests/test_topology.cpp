@@ -25,12 +25,10 @@ TEST_CASE("topology: every rule violation names the rule and the backend")
         const char* word;
     };
     const Case cases[] = {
-        {topo(0, 64, 8, 8), "PPU"},            {topo(-1, 64, 8, 8), "PPU"},
-        {topo(4, 0, 1, 1), "tau"},             {topo(4, -64, 8, 8), "tau"},
-        {topo(4, 64, 0, 1), "f_vppu"},         {topo(4, 64, -8, 1), "f_vppu"},
-        {topo(4, 64, 3, 1), "divide"},         {topo(4, 64, 128, 1), "f_vppu must"},
-        {topo(4, 6, 4, 1), "divide"},          {topo(4, 64, 8, 0), "f_load"},
-        {topo(4, 64, 8, -2), "f_load"},        {topo(4, 64, 8, 9), "f_load must"},
+        {topo(0, 64, 8, 8), "PPU"},        {topo(-1, 64, 8, 8), "PPU"},          {topo(4, 0, 1, 1), "tau"},
+        {topo(4, -64, 8, 8), "tau"},       {topo(4, 64, 0, 1), "f_vppu"},        {topo(4, 64, -8, 1), "f_vppu"},
+        {topo(4, 64, 3, 1), "divide"},     {topo(4, 64, 128, 1), "f_vppu must"}, {topo(4, 6, 4, 1), "divide"},
+        {topo(4, 64, 8, 0), "f_load"},     {topo(4, 64, 8, -2), "f_load"},       {topo(4, 64, 8, 9), "f_load must"},
         {topo(1, 1, 1, 2), "f_load must"},
     };
     for (const Case& c : cases) {

@@ -332,7 +332,8 @@ TEST_CASE("truncated: data binned for the ascents (Options::data_bin_size): enga
     CHECK_THROWS_AS(cluster(b.data, bad), InvalidArgument);
 }
 
-TEST_CASE("truncated: per-point H_i grid has cells finer than the largest reach, and its boxes hold every reachable point")
+TEST_CASE(
+    "truncated: per-point H_i grid has cells finer than the largest reach, and its boxes hold every reachable point")
 {
     // σ_id from 0.2 to 1 (a largest reach 5x the smallest, as a forest cloud's σ grow with height):
     // the grid's cells are a fraction of c · max σ, and the box of a position still holds every
@@ -372,7 +373,8 @@ TEST_CASE("truncated: per-point H_i grid has cells finer than the largest reach,
             for (Index i = ranges[r]; i < ranges[r + 1]; ++i) in[std::size_t(i)] = 1;
         for (Index i = 0; i < n; ++i) {
             bool reach = true;
-            for (int d = 0; d < 3; ++d) reach = reach && std::abs(y[d] - D.points(i, d)) <= 3.0 / std::sqrt(D.precision(i, d));
+            for (int d = 0; d < 3; ++d)
+                reach = reach && std::abs(y[d] - D.points(i, d)) <= 3.0 / std::sqrt(D.precision(i, d));
             if (reach) CHECK(in[std::size_t(i)]);
         }
     }

@@ -52,7 +52,8 @@ int main(int argc, char** argv)
 {
     if (argc < 5) {
         std::fprintf(stderr, "usage: bench_blobs PREFIX N K H [--exact] [--vs-exact] [--cutoff C] [--bin-size B] "
-                             "[--data-bin-size S] [--bin-data] [--all-points] [--no-refine] [--grid|--tree|--brute-force] [--backend NAME]\n");
+                             "[--data-bin-size S] [--bin-data] [--all-points] [--no-refine] "
+                             "[--grid|--tree|--brute-force] [--backend NAME]\n");
         return 2;
     }
     const std::string prefix = argv[1];
@@ -65,19 +66,34 @@ int main(int argc, char** argv)
     bool vs_exact = false;
     for (int i = 5; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--exact") o.exact = true;
-        else if (a == "--vs-exact") vs_exact = true;
-        else if (a == "--bin-data") o.bin_data = true;
-        else if (a == "--no-refine") o.refine_boundaries = false;
-        else if (a == "--all-points") o.seeding = meanshift::Seeding::AllPoints;
-        else if (a == "--cutoff" && i + 1 < argc) o.cutoff = std::atof(argv[++i]);
-        else if (a == "--bin-size" && i + 1 < argc) o.bin_size = std::atof(argv[++i]);
-        else if (a == "--data-bin-size" && i + 1 < argc) o.data_bin_size = std::atof(argv[++i]);
-        else if (a == "--backend" && i + 1 < argc) o.backend = argv[++i];
-        else if (a == "--brute-force") o.search = meanshift::NeighbourSearch::BruteForce;
-        else if (a == "--grid") o.search = meanshift::NeighbourSearch::Grid;
-        else if (a == "--tree") o.search = meanshift::NeighbourSearch::Tree;
-        else { std::fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
+        if (a == "--exact")
+            o.exact = true;
+        else if (a == "--vs-exact")
+            vs_exact = true;
+        else if (a == "--bin-data")
+            o.bin_data = true;
+        else if (a == "--no-refine")
+            o.refine_boundaries = false;
+        else if (a == "--all-points")
+            o.seeding = meanshift::Seeding::AllPoints;
+        else if (a == "--cutoff" && i + 1 < argc)
+            o.cutoff = std::atof(argv[++i]);
+        else if (a == "--bin-size" && i + 1 < argc)
+            o.bin_size = std::atof(argv[++i]);
+        else if (a == "--data-bin-size" && i + 1 < argc)
+            o.data_bin_size = std::atof(argv[++i]);
+        else if (a == "--backend" && i + 1 < argc)
+            o.backend = argv[++i];
+        else if (a == "--brute-force")
+            o.search = meanshift::NeighbourSearch::BruteForce;
+        else if (a == "--grid")
+            o.search = meanshift::NeighbourSearch::Grid;
+        else if (a == "--tree")
+            o.search = meanshift::NeighbourSearch::Tree;
+        else {
+            std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+            return 2;
+        }
     }
     const auto x = read<float>(prefix + ".f32", std::size_t(n) * std::size_t(k));
     const auto truth = read<int>(prefix + ".labels", std::size_t(n));
@@ -87,8 +103,8 @@ int main(int argc, char** argv)
     std::printf("meanshift %s h=%g n=%ld k=%d: time %.3f s (prepare %.3f, iterate %.3f, group %.3f) clusters %zu "
                 "ARI vs truth %.4f, %.3g candidate pairs | cutoff %g, search: %s | seeding: %s, iterations %d\n",
                 o.exact ? "exact" : "defaults", h, n, k, dt, r.timing.seconds_prepare, r.timing.seconds_iterate,
-                r.timing.seconds_group, r.cluster_sizes.size(), ari(r.labels, truth), r.timing.pair_interactions, r.cutoff, r.search.c_str(),
-                r.seeding.c_str(), r.timing.iterations);
+                r.timing.seconds_group, r.cluster_sizes.size(), ari(r.labels, truth), r.timing.pair_interactions,
+                r.cutoff, r.search.c_str(), r.seeding.c_str(), r.timing.iterations);
     if (vs_exact) {
         meanshift::Options e = o;
         e.exact = true;

@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-void plain_loop_256(const float* x, const float* y, const float* z, long n, const float* modes, long m,
-                    float* out, int threads);
-void plain_loop_512(const float* x, const float* y, const float* z, long n, const float* modes, long m,
-                    float* out, int threads);
+void plain_loop_256(const float* x, const float* y, const float* z, long n, const float* modes, long m, float* out,
+                    int threads);
+void plain_loop_512(const float* x, const float* y, const float* z, long n, const float* modes, long m, float* out,
+                    int threads);
 void plain_loop_aos_256(const float* points, long n, const float* modes, long m, float* out, int threads);
 void plain_loop_aos_512(const float* points, long n, const float* modes, long m, float* out, int threads);
 
@@ -40,10 +40,10 @@ using namespace meanshift;
 
 struct Args {
     Index n = 30000;
-    Index modes = 0;           // 0 = n
+    Index modes = 0;  // 0 = n
     Index variant_modes = 6144;
     int reps = 3;
-    int threads = 0;           // 0 = all
+    int threads = 0;  // 0 = all
 };
 
 Args parse(int argc, char** argv)
@@ -54,12 +54,18 @@ Args parse(int argc, char** argv)
             if (i + 1 >= argc) throw InvalidArgument(std::string(flag) + " needs a value");
             return std::strtol(argv[++i], nullptr, 10);
         };
-        if (!std::strcmp(argv[i], "--n")) a.n = value("--n");
-        else if (!std::strcmp(argv[i], "--modes")) a.modes = value("--modes");
-        else if (!std::strcmp(argv[i], "--variant-modes")) a.variant_modes = value("--variant-modes");
-        else if (!std::strcmp(argv[i], "--reps")) a.reps = static_cast<int>(value("--reps"));
-        else if (!std::strcmp(argv[i], "--threads")) a.threads = static_cast<int>(value("--threads"));
-        else throw InvalidArgument(std::string("unknown argument ") + argv[i]);
+        if (!std::strcmp(argv[i], "--n"))
+            a.n = value("--n");
+        else if (!std::strcmp(argv[i], "--modes"))
+            a.modes = value("--modes");
+        else if (!std::strcmp(argv[i], "--variant-modes"))
+            a.variant_modes = value("--variant-modes");
+        else if (!std::strcmp(argv[i], "--reps"))
+            a.reps = static_cast<int>(value("--reps"));
+        else if (!std::strcmp(argv[i], "--threads"))
+            a.threads = static_cast<int>(value("--threads"));
+        else
+            throw InvalidArgument(std::string("unknown argument ") + argv[i]);
     }
     if (a.n < 1 || a.reps < 1 || a.threads < 0 || a.modes < 0 || a.variant_modes < 1)
         throw InvalidArgument("arguments must be positive");
@@ -221,11 +227,16 @@ try {
     std::vector<double> ours_out;
     std::vector<Case> main_all, main_one;
     const Index m1 = std::max<Index>(1, a.modes / a.threads);
-    main_all.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, a.modes, a.threads, &plain_out));
-    main_all.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, a.modes, a.threads));
-    main_all.push_back(plain_aos_case("plain loop, row-major points (256-bit)", &plain_loop_aos_256, shared, a.modes, a.threads));
-    main_all.push_back(plain_aos_case("plain loop, row-major points (512-bit)", &plain_loop_aos_512, shared, a.modes, a.threads));
-    main_all.push_back(backend_case("openmp backend step (default topology)", shared, a.modes, {}, a.threads, &ours_out));
+    main_all.push_back(
+        plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, a.modes, a.threads, &plain_out));
+    main_all.push_back(
+        plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, a.modes, a.threads));
+    main_all.push_back(
+        plain_aos_case("plain loop, row-major points (256-bit)", &plain_loop_aos_256, shared, a.modes, a.threads));
+    main_all.push_back(
+        plain_aos_case("plain loop, row-major points (512-bit)", &plain_loop_aos_512, shared, a.modes, a.threads));
+    main_all.push_back(
+        backend_case("openmp backend step (default topology)", shared, a.modes, {}, a.threads, &ours_out));
     main_one.push_back(plain_case("plain omp simd + libmvec expf (256-bit)", &plain_loop_256, shared, m1, 1));
     main_one.push_back(plain_case("plain omp simd + libmvec expf (512-bit)", &plain_loop_512, shared, m1, 1));
     main_one.push_back(plain_aos_case("plain loop, row-major points (256-bit)", &plain_loop_aos_256, shared, m1, 1));
@@ -237,13 +248,18 @@ try {
     for (std::size_t i = 0; i < plain_out.size(); ++i)
         max_diff = std::max(max_diff, std::fabs(double(plain_out[i]) - ours_out[i]));
 
-    struct Ratio { double plain, ours; double ratio() const { return ours / plain; } };
+    struct Ratio {
+        double plain, ours;
+        double ratio() const { return ours / plain; }
+    };
     auto ratio = [](const std::vector<Case>& cs, bool cpu) {
         Ratio r{0, 0};
         for (const Case& c : cs) {
             const double v = cpu ? c.cpu_pps() : c.wall_pps();
-            if (c.topology == "plain loop") r.plain = std::max(r.plain, v);
-            else r.ours = v;
+            if (c.topology == "plain loop")
+                r.plain = std::max(r.plain, v);
+            else
+                r.ours = v;
         }
         return r;
     };
@@ -280,7 +296,8 @@ try {
     var.push_back(backend_case("shared, f_vppu=1 (one mode per lane)", shared, vm, topo(tau, 1, 1), 1));
     for (int w : {8, 4})
         if (w < tau)
-            var.push_back(backend_case("shared, f_vppu=1, narrower ISA tau=" + std::to_string(w), shared, vm, topo(w, 1, 1), 1));
+            var.push_back(
+                backend_case("shared, f_vppu=1, narrower ISA tau=" + std::to_string(w), shared, vm, topo(w, 1, 1), 1));
     for (int g = 2; g <= tau; g *= 2) {
         var.push_back(backend_case("shared, f_vppu=" + std::to_string(g) + " f_load=" + std::to_string(g), shared, vm,
                                    topo(tau, g, g), 1));
@@ -312,19 +329,22 @@ try {
         for (const Case& c : *list) {
             char cpu[32] = "-";
             if (c.threads == 1) std::snprintf(cpu, sizeof cpu, "%.3e", c.cpu_pps());
-            std::printf("%-44s %7d %14.3e %14s  %s\n", c.name.c_str(), c.threads, c.wall_pps(), cpu, c.topology.c_str());
+            std::printf("%-44s %7d %14.3e %14s  %s\n", c.name.c_str(), c.threads, c.wall_pps(), cpu,
+                        c.topology.c_str());
         }
-    std::printf("cluster(fixed_iterations=1) through the public API: %.3e pairs/s (iterate phase, wall)\n", cluster_pps);
+    std::printf("cluster(fixed_iterations=1) through the public API: %.3e pairs/s (iterate phase, wall)\n",
+                cluster_pps);
     std::printf("max |plain - openmp| after one step: %.3g (unit bandwidth)\n", max_diff);
     std::printf("RESULT: %d threads: openmp %.3e pairs/s vs best plain loop %.3e -> ratio %.2f (wall); "
                 "1 thread: ratio %.2f (wall), %.2f (thread CPU time: %.3e vs %.3e)\n",
                 a.threads, all.ours, all.plain, all.ratio(), one.ratio(), one_cpu.ratio(), one_cpu.ours, one_cpu.plain);
 
     std::ostringstream js;
-    js << "{\"bench\":\"cpu_baseline\",\"n\":" << a.n << ",\"k\":3,\"modes\":" << a.modes << ",\"threads\":" << a.threads
-       << ",\"device\":\"" << json_escape(device) << "\",\"plain_pairs_per_s\":" << all.plain
-       << ",\"openmp_pairs_per_s\":" << all.ours << ",\"ratio\":" << all.ratio()
-       << ",\"ratio_1thread_wall\":" << one.ratio() << ",\"plain_pairs_per_s_1thread_cpu\":" << one_cpu.plain
+    js << "{\"bench\":\"cpu_baseline\",\"n\":" << a.n << ",\"k\":3,\"modes\":" << a.modes
+       << ",\"threads\":" << a.threads << ",\"device\":\"" << json_escape(device)
+       << "\",\"plain_pairs_per_s\":" << all.plain << ",\"openmp_pairs_per_s\":" << all.ours
+       << ",\"ratio\":" << all.ratio() << ",\"ratio_1thread_wall\":" << one.ratio()
+       << ",\"plain_pairs_per_s_1thread_cpu\":" << one_cpu.plain
        << ",\"openmp_pairs_per_s_1thread_cpu\":" << one_cpu.ours << ",\"ratio_1thread_cpu\":" << one_cpu.ratio()
        << ",\"cluster_api_pairs_per_s\":" << cluster_pps << ",\"max_abs_diff\":" << max_diff << ",\"figures\":[";
     bool first = true;

@@ -81,13 +81,16 @@ struct Config {
     int r = 0;  // modes per PU (fast kernels), 0 = default
     ms::Topology topology;
     ms::Index queries = 0;  // 0 = all n
-    int variant = 0;        // fast-kernel point loop (CudaTuning::kernel_variant), 0 = default
+    int variant = 0;  // fast-kernel point loop (CudaTuning::kernel_variant), 0 = default
 };
 
-ms::Preload pre(bool on) { return on ? ms::Preload::On : ms::Preload::Off; }
+ms::Preload pre(bool on)
+{
+    return on ? ms::Preload::On : ms::Preload::Off;
+}
 
 struct Rate {
-    double step = 0;    ///< pairs/s over the whole step()
+    double step = 0;  ///< pairs/s over the whole step()
     double kernel = 0;  ///< pairs/s over the kernels alone
 };
 
@@ -185,7 +188,12 @@ int main(int argc, char** argv)
                 for (const auto* d : {&iso, &pp})
                     for (int w : {512, 1024})
                         for (int v : {1, 2, 3}) {
-                            Config c{"variant " + std::to_string(v) + " W=" + std::to_string(w), ms::Preload::On, w, 0, {}, 0};
+                            Config c{"variant " + std::to_string(v) + " W=" + std::to_string(w),
+                                     ms::Preload::On,
+                                     w,
+                                     0,
+                                     {},
+                                     0};
                             c.variant = v;
                             row(d == &iso ? "isotropic" : "per-point", c, *d);
                         }
@@ -194,7 +202,12 @@ int main(int argc, char** argv)
             for (const auto* d : {&iso, &pp})
                 for (bool pre : {true, false})
                     for (int w : {32, 64, 128, 256, 512, 1024}) {
-                        Config c{std::string(pre ? "preload" : "naive") + " W=" + std::to_string(w), ::pre(pre), w, 0, {}, 0};
+                        Config c{std::string(pre ? "preload" : "naive") + " W=" + std::to_string(w),
+                                 ::pre(pre),
+                                 w,
+                                 0,
+                                 {},
+                                 0};
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
                     }
         }
@@ -202,20 +215,26 @@ int main(int argc, char** argv)
             for (const auto* d : {&iso, &pp})
                 for (int r : {2, 4, 8})
                     for (int tau : {128, 256}) {
-                        Config c{"r=" + std::to_string(r) + " tau=" + std::to_string(tau), ms::Preload::On, 0, r, {}, 0};
+                        Config c{
+                            "r=" + std::to_string(r) + " tau=" + std::to_string(tau), ms::Preload::On, 0, r, {}, 0};
                         c.topology.pus_per_ppu = tau;
                         row(d == &iso ? "isotropic" : "per-point", c, *d);
                     }
         }
         if (wanted("topology")) {
             // Alg. 3 kernels (direct form), 2^14 queries against all n points.
-            const int combos[][2] = {{1, 1}, {2, 2}, {4, 4}, {8, 8}, {8, 2}, {32, 32}, {32, 8}, {64, 64}, {128, 128}, {128, 32}};
+            const int combos[][2] = {{1, 1},   {2, 2},  {4, 4},   {8, 8},     {8, 2},
+                                     {32, 32}, {32, 8}, {64, 64}, {128, 128}, {128, 32}};
             for (const auto* d : {&iso, &pp})
                 for (bool pre : {false, true})
                     for (const auto& fv : combos) {
                         Config c{std::string("alg3 ") + (pre ? "preload" : "naive") + " fv=" + std::to_string(fv[0]) +
                                      " fl=" + std::to_string(fv[1]),
-                                 ::pre(pre), 0, 0, {}, ms::Index(1) << 14};
+                                 ::pre(pre),
+                                 0,
+                                 0,
+                                 {},
+                                 ms::Index(1) << 14};
                         c.topology.f_vppu = fv[0];
                         c.topology.f_load = fv[1];
                         if (fv[0] == 1) c.topology.f_vppu = 1;  // fast path, for comparison

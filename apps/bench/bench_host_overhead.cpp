@@ -71,12 +71,17 @@ int main(int argc, char** argv)
             }
             return argv[++a];
         };
-        if (arg == "--backend") backend = value();
-        else if (arg == "--n") n = std::stoll(value());
-        else if (arg == "--iterations") iterations = std::stoi(value());
-        else if (arg == "--tune") bo.set(value());
+        if (arg == "--backend")
+            backend = value();
+        else if (arg == "--n")
+            n = std::stoll(value());
+        else if (arg == "--iterations")
+            iterations = std::stoi(value());
+        else if (arg == "--tune")
+            bo.set(value());
         else {
-            std::fprintf(stderr, "usage: bench_host_overhead [--backend NAME] [--n N] [--iterations I] [--tune k=v]...\n");
+            std::fprintf(stderr,
+                         "usage: bench_host_overhead [--backend NAME] [--n N] [--iterations I] [--tune k=v]...\n");
             return 2;
         }
     }
@@ -114,12 +119,13 @@ int main(int argc, char** argv)
             t0 = clock::now();
             binding->read_modes(out.data());
             const double read_modes_s = since(t0);
-            std::printf("{\"backend\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"k\":5,\"active\":%lld,"
-                        "\"wall_s\":%.6g,\"kernel_s\":%.6g,\"host_overhead_s\":%.6g,\"host_overhead_us_per_mode\":%.4g,"
-                        "\"set_modes_s\":%.6g,\"first_step_wall_s\":%.6g,\"first_step_kernel_s\":%.6g,\"read_modes_s\":%.6g}\n",
-                        be->name().c_str(), device.c_str(), static_cast<long long>(n), static_cast<long long>(m),
-                        median(wall), median(kernel), median(overhead), 1e6 * median(overhead) / double(m), set_modes_s,
-                        first_wall, first_kernel, read_modes_s);
+            std::printf(
+                "{\"backend\":\"%s\",\"device\":\"%s\",\"n\":%lld,\"k\":5,\"active\":%lld,"
+                "\"wall_s\":%.6g,\"kernel_s\":%.6g,\"host_overhead_s\":%.6g,\"host_overhead_us_per_mode\":%.4g,"
+                "\"set_modes_s\":%.6g,\"first_step_wall_s\":%.6g,\"first_step_kernel_s\":%.6g,\"read_modes_s\":%.6g}\n",
+                be->name().c_str(), device.c_str(), static_cast<long long>(n), static_cast<long long>(m), median(wall),
+                median(kernel), median(overhead), 1e6 * median(overhead) / double(m), set_modes_s, first_wall,
+                first_kernel, read_modes_s);
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

@@ -32,14 +32,17 @@ int main(int argc, char** argv)
     int reps = 2;
     for (int a = 5; a + 1 < argc; a += 2) {
         const std::string arg = argv[a];
-        if (arg == "--backend") backends.push_back(argv[a + 1]);
-        else if (arg == "--reps") reps = std::stoi(argv[a + 1]);
+        if (arg == "--backend")
+            backends.push_back(argv[a + 1]);
+        else if (arg == "--reps")
+            reps = std::stoi(argv[a + 1]);
     }
     if (backends.empty()) backends = {"serial", "openmp"};
     ms::MatrixF data(n, k);
     std::ifstream in(file, std::ios::binary);
     if (!in.read(reinterpret_cast<char*>(data.data()), std::streamsize(data.size() * sizeof(float)))) {
-        std::fprintf(stderr, "bench_knn: cannot read %lld x %d floats from %s\n", static_cast<long long>(n), k, file.c_str());
+        std::fprintf(stderr, "bench_knn: cannot read %lld x %d floats from %s\n", static_cast<long long>(n), k,
+                     file.c_str());
         return 1;
     }
     using clock = std::chrono::steady_clock;
@@ -56,15 +59,17 @@ int main(int argc, char** argv)
             }
             if (first.empty()) first = d;
             double diff = 0;
-            for (std::size_t i = 0; i < d.size(); ++i) diff = std::max(diff, std::abs(d[i] - first[i]) / (1e-12 + first[i]));
+            for (std::size_t i = 0; i < d.size(); ++i)
+                diff = std::max(diff, std::abs(d[i] - first[i]) / (1e-12 + first[i]));
             ms::AdaptiveBandwidthOptions o;
             o.backend = b;
             const auto t0 = clock::now();
             const ms::MatrixD h = ms::adaptive_bandwidths(data, o);
             const double adaptive_s = since(t0);
-            std::printf("{\"backend\":\"%s\",\"n\":%lld,\"k\":%d,\"rank\":%d,\"knn_s\":%.4f,\"adaptive_default_s\":%.4f,"
-                        "\"adaptive_k\":%d,\"max_rel_diff_vs_first\":%.3g}\n",
-                        b.c_str(), static_cast<long long>(n), k, rank, best, adaptive_s, ms::default_adaptive_k(n), diff);
+            std::printf(
+                "{\"backend\":\"%s\",\"n\":%lld,\"k\":%d,\"rank\":%d,\"knn_s\":%.4f,\"adaptive_default_s\":%.4f,"
+                "\"adaptive_k\":%d,\"max_rel_diff_vs_first\":%.3g}\n",
+                b.c_str(), static_cast<long long>(n), k, rank, best, adaptive_s, ms::default_adaptive_k(n), diff);
             std::fflush(stdout);
         } catch (const ms::Error& e) {
             std::printf("{\"backend\":\"%s\",\"error\":\"%s\"}\n", b.c_str(), e.what());

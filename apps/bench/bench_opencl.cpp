@@ -36,9 +36,9 @@ struct Config {
     int f_load = 0;
     int r = 0;  // 0 = backend default
     std::string form = "expanded";
-    int segments = 0;    // 0 = backend default
-    int nv_ex2 = 1;      // NVIDIA: inline PTX ex2 (1) or native_exp2 (0)
-    std::string extra;   // appended build options ("+" separates words in the config text)
+    int segments = 0;  // 0 = backend default
+    int nv_ex2 = 1;  // NVIDIA: inline PTX ex2 (1) or native_exp2 (0)
+    std::string extra;  // appended build options ("+" separates words in the config text)
 };
 
 Config parse_config(const std::string& text)
@@ -50,20 +50,29 @@ Config parse_config(const std::string& text)
         const auto eq = item.find('=');
         if (eq == std::string::npos) throw InvalidArgument("bench_opencl: bad config item '" + item + "'");
         const std::string key = item.substr(0, eq), val = item.substr(eq + 1);
-        if (key == "preload") c.preload = val == "auto" ? Preload::Auto : val == "1" ? Preload::On : Preload::Off;
-        else if (key == "tile") c.tile = std::stoi(val);
-        else if (key == "tau") c.tau = std::stoi(val);
-        else if (key == "fvppu") c.f_vppu = std::stoi(val);
-        else if (key == "fload") c.f_load = std::stoi(val);
-        else if (key == "r") c.r = std::stoi(val);
-        else if (key == "form") c.form = val;
-        else if (key == "seg") c.segments = std::stoi(val);
-        else if (key == "nvex2") c.nv_ex2 = std::stoi(val);
+        if (key == "preload")
+            c.preload = val == "auto" ? Preload::Auto : val == "1" ? Preload::On : Preload::Off;
+        else if (key == "tile")
+            c.tile = std::stoi(val);
+        else if (key == "tau")
+            c.tau = std::stoi(val);
+        else if (key == "fvppu")
+            c.f_vppu = std::stoi(val);
+        else if (key == "fload")
+            c.f_load = std::stoi(val);
+        else if (key == "r")
+            c.r = std::stoi(val);
+        else if (key == "form")
+            c.form = val;
+        else if (key == "seg")
+            c.segments = std::stoi(val);
+        else if (key == "nvex2")
+            c.nv_ex2 = std::stoi(val);
         else if (key == "opt") {
             c.extra = val;
             std::replace(c.extra.begin(), c.extra.end(), '+', ' ');
-        }
-        else throw InvalidArgument("bench_opencl: unknown config key '" + key + "'");
+        } else
+            throw InvalidArgument("bench_opencl: unknown config key '" + key + "'");
     }
     return c;
 }
@@ -77,8 +86,9 @@ std::vector<std::string> default_sweep(bool per_point)
         s.push_back("preload=0,tau=128,r=" + std::to_string(r));
     // ... and preloaded into local memory (Alg. 7): batch sizes, work-group sizes, r
     for (int tile : {128, 256, 512}) s.push_back("preload=1,tau=128,r=" + r0 + ",tile=" + std::to_string(tile));
-    for (const char* extra : per_point ? std::vector<const char*>{"tau=128,r=1", "tau=128,r=4", "tau=256,r=2", "tau=64,r=4"}
-                                       : std::vector<const char*>{"tau=128,r=2", "tau=128,r=8", "tau=256,r=4", "tau=64,r=8"})
+    for (const char* extra : per_point
+                                 ? std::vector<const char*>{"tau=128,r=1", "tau=128,r=4", "tau=256,r=2", "tau=64,r=4"}
+                                 : std::vector<const char*>{"tau=128,r=2", "tau=128,r=8", "tau=256,r=4", "tau=64,r=8"})
         s.push_back(std::string("preload=1,tile=256,") + extra);
     // one segment per mode block (no split of the n-loop across work-groups): the wave tail
     s.push_back("preload=1,tile=256,tau=128,seg=1,r=" + r0);
@@ -118,7 +128,8 @@ PreparedData make_data(Index n, int k, bool per_point, const std::string& kind, 
         std::vector<double> centres(static_cast<std::size_t>(3 * k));
         for (auto& c : centres) c = C(rng);
         for (Index i = 0; i < n; ++i)
-            for (int d = 0; d < k; ++d) D.points(i, d) = (centres[static_cast<std::size_t>((i % 3) * k + d)] + G(rng)) / 2.0;
+            for (int d = 0; d < k; ++d)
+                D.points(i, d) = (centres[static_cast<std::size_t>((i % 3) * k + d)] + G(rng)) / 2.0;
         for (int d = 0; d < k; ++d) {  // centre on the bounding box, as the skeleton does
             const double mid = 0.5 * (D.points.col(d).minCoeff() + D.points.col(d).maxCoeff());
             D.points.col(d).array() -= mid;
@@ -183,20 +194,31 @@ int main(int argc, char** argv)
             }
             return argv[++i];
         };
-        if (a == "--n") n = std::stoll(next());
-        else if (a == "--k") k = std::stoi(next());
-        else if (a == "--model") model = next();
-        else if (a == "--reps") reps = std::stoi(next());
-        else if (a == "--check") check = std::stoi(next());
-        else if (a == "--device") device = next();
-        else if (a == "--data") data = next();
-        else if (a == "--dump") dump = next();
-        else if (a == "--config") configs.push_back(next());
-        else if (a == "--build-options") base_options = next();
+        if (a == "--n")
+            n = std::stoll(next());
+        else if (a == "--k")
+            k = std::stoi(next());
+        else if (a == "--model")
+            model = next();
+        else if (a == "--reps")
+            reps = std::stoi(next());
+        else if (a == "--check")
+            check = std::stoi(next());
+        else if (a == "--device")
+            device = next();
+        else if (a == "--data")
+            data = next();
+        else if (a == "--dump")
+            dump = next();
+        else if (a == "--config")
+            configs.push_back(next());
+        else if (a == "--build-options")
+            base_options = next();
         else {
-            std::fprintf(stderr, "usage: bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] "
-                                 "[--check M] [--device P:D] [--data blobs|uniform] [--dump DIR] [--build-options TEXT] "
-                                 "[--config key=value,...]...\n");
+            std::fprintf(stderr,
+                         "usage: bench_opencl [--n N] [--k K] [--model shared|perpoint] [--reps R] "
+                         "[--check M] [--device P:D] [--data blobs|uniform] [--dump DIR] [--build-options TEXT] "
+                         "[--config key=value,...]...\n");
             return 2;
         }
     }
@@ -223,9 +245,12 @@ int main(int argc, char** argv)
             o.preload = c.preload;
             o.preload_size = c.tile;
             o.opencl.modes_per_pu = c.r;
-            if (c.form == "direct") o.opencl.exponent = ExponentForm::Direct;
-            else if (c.form == "expanded") o.opencl.exponent = ExponentForm::Expanded;
-            else throw InvalidArgument("bench_opencl: form must be expanded or direct, got '" + c.form + "'");
+            if (c.form == "direct")
+                o.opencl.exponent = ExponentForm::Direct;
+            else if (c.form == "expanded")
+                o.opencl.exponent = ExponentForm::Expanded;
+            else
+                throw InvalidArgument("bench_opencl: form must be expanded or direct, got '" + c.form + "'");
             o.opencl.segments = c.segments;
             o.opencl.nv_ex2 = c.nv_ex2 != 0;
             o.opencl.extra_build_options = base_options + (c.extra.empty() ? "" : " " + c.extra);
@@ -263,15 +288,17 @@ int main(int argc, char** argv)
                     std::fclose(f);
                 }
             }
-            std::printf("{\"device\":\"%s\",\"data\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\",\"preload\":%d,"
+            std::printf("{\"device\":\"%s\",\"data\":\"%s\",\"model\":\"%s\",\"n\":%lld,\"k\":%d,\"config\":\"%s\","
+                        "\"preload\":%d,"
                         "\"tile\":%d,\"tau\":%d,\"f_vppu\":%d,\"f_load\":%d,\"r\":%d,\"form\":\"%s\",\"z\":%d,"
                         "\"bind_s\":%.4f,\"kernel_s\":%.5f,\"step_s\":%.5f,\"pairs_per_s_kernel\":%.4e,"
                         "\"pairs_per_s_step\":%.4e,\"max_dev_vs_float64\":%.3e,\"reps\":%zu,\"segments\":%d,"
                         "\"compiler\":\"%s\"}\n",
-                        b.devices()[0].name.c_str(), data.c_str(), model.c_str(), static_cast<long long>(n), k, text.c_str(),
-                        kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu, c.form.c_str(),
-                        t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel), pairs / median(wall), dev,
-                        wall.size(), binding->last_segments(), compiler_notes(binding->build_log()).c_str());
+                        b.devices()[0].name.c_str(), data.c_str(), model.c_str(), static_cast<long long>(n), k,
+                        text.c_str(), kc.preload ? 1 : 0, kc.tile, kc.tau, kc.f_vppu, kc.f_load, kc.modes_per_pu,
+                        c.form.c_str(), t.ppus, bind_s, median(kernel), median(wall), pairs / median(kernel),
+                        pairs / median(wall), dev, wall.size(), binding->last_segments(),
+                        compiler_notes(binding->build_log()).c_str());
             std::fflush(stdout);
         }
     } catch (const std::exception& e) {

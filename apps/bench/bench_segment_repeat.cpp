@@ -34,12 +34,13 @@ int main(int argc, char** argv)
         const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         const meanshift::Timing& t = s.ascent.timing;
         std::printf("{\"image\": \"%s\", \"backend\": \"%s\", \"run\": %d, \"pixels\": %d, \"segments\": %zu, "
-                    "\"seconds_mean_shift\": %.4f, \"seconds_prepare\": %.4f, \"seconds_search\": %.4f, \"seconds_bind\": %.4f, \"seconds_iterate\": %.4f, "
+                    "\"seconds_mean_shift\": %.4f, \"seconds_prepare\": %.4f, \"seconds_search\": %.4f, "
+                    "\"seconds_bind\": %.4f, \"seconds_iterate\": %.4f, "
                     "\"seconds_kernels\": %.4f, \"seconds_group\": %.4f, \"seconds_total\": %.4f, \"iterations\": %d, "
                     "\"pairs\": %.4g, \"search\": \"%s\"}\n",
                     argv[1], s.ascent.backend.c_str(), r, img.width * img.height, s.sizes.size(), t.seconds_total,
-                    t.seconds_prepare, t.seconds_search, t.seconds_bind, t.seconds_iterate, t.seconds_kernels, t.seconds_group, total, t.iterations,
-                    t.pair_interactions, s.ascent.search.c_str());
+                    t.seconds_prepare, t.seconds_search, t.seconds_bind, t.seconds_iterate, t.seconds_kernels,
+                    t.seconds_group, total, t.iterations, t.pair_interactions, s.ascent.search.c_str());
     }
     return 0;
 }

@@ -8,13 +8,13 @@
 #include <cmath>
 
 #if !defined(PLAIN_LOOP_NAME) || !defined(PLAIN_LOOP_AOS_NAME)
-#  error "define PLAIN_LOOP_NAME and PLAIN_LOOP_AOS_NAME"
+#error "define PLAIN_LOOP_NAME and PLAIN_LOOP_AOS_NAME"
 #endif
 
 /// One mean shift iteration for m modes (m × 3 row-major) over n points (x, y, z arrays) with
 /// the unit Gaussian kernel; writes m × 3 new positions to out.
-void PLAIN_LOOP_NAME(const float* x, const float* y, const float* z, long n, const float* modes,
-                     long m, float* out, int threads)
+void PLAIN_LOOP_NAME(const float* x, const float* y, const float* z, long n, const float* modes, long m, float* out,
+                     int threads)
 {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
     for (long q = 0; q < m; ++q) {

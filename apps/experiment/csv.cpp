@@ -11,10 +11,33 @@
 namespace experiment {
 namespace {
 
-const char* const kColumns[] = {"sweep", "backend", "device", "kernel", "n", "k", "m", "z", "tau", "f_vppu",
-                                "f_load", "preload", "preload_size", "threads", "iterations", "repeats",
-                                "seconds", "seconds_min", "seconds_max", "pairs_per_second", "utilisation",
-                                "predicted", "error", "error_max", "speedup", "candidates", "note"};
+const char* const kColumns[] = {"sweep",
+                                "backend",
+                                "device",
+                                "kernel",
+                                "n",
+                                "k",
+                                "m",
+                                "z",
+                                "tau",
+                                "f_vppu",
+                                "f_load",
+                                "preload",
+                                "preload_size",
+                                "threads",
+                                "iterations",
+                                "repeats",
+                                "seconds",
+                                "seconds_min",
+                                "seconds_max",
+                                "pairs_per_second",
+                                "utilisation",
+                                "predicted",
+                                "error",
+                                "error_max",
+                                "speedup",
+                                "candidates",
+                                "note"};
 
 std::string quote(const std::string& s)
 {
@@ -74,14 +97,13 @@ std::string header()
 std::string format(const Row& r)
 {
     std::ostringstream o;
-    o << quote(r.sweep) << ',' << quote(r.backend) << ',' << quote(r.device) << ',' << r.kernel << ',' << r.n
-      << ',' << r.k << ',' << r.m << ',' << r.z << ',' << r.tau << ',' << r.f_vppu << ',' << r.f_load << ','
-      << r.preload << ',' << r.preload_size << ',' << r.threads << ',' << r.iterations << ',' << r.repeats
-      << ',' << num(r.seconds) << ',' << num(r.seconds_min) << ',' << num(r.seconds_max) << ','
-      << num(r.pairs_per_second) << ',' << num(r.utilisation) << ',' << num(r.predicted) << ','
-      << (r.error >= 0 ? num(r.error) : "") << ',' << (r.error_max >= 0 ? num(r.error_max) : "") << ','
-      << (r.speedup > 0 ? num(r.speedup) : "") << ',' << (r.candidates > 0 ? num(r.candidates) : "") << ','
-      << quote(r.note);
+    o << quote(r.sweep) << ',' << quote(r.backend) << ',' << quote(r.device) << ',' << r.kernel << ',' << r.n << ','
+      << r.k << ',' << r.m << ',' << r.z << ',' << r.tau << ',' << r.f_vppu << ',' << r.f_load << ',' << r.preload
+      << ',' << r.preload_size << ',' << r.threads << ',' << r.iterations << ',' << r.repeats << ',' << num(r.seconds)
+      << ',' << num(r.seconds_min) << ',' << num(r.seconds_max) << ',' << num(r.pairs_per_second) << ','
+      << num(r.utilisation) << ',' << num(r.predicted) << ',' << (r.error >= 0 ? num(r.error) : "") << ','
+      << (r.error_max >= 0 ? num(r.error_max) : "") << ',' << (r.speedup > 0 ? num(r.speedup) : "") << ','
+      << (r.candidates > 0 ? num(r.candidates) : "") << ',' << quote(r.note);
     return o.str();
 }
 
@@ -112,9 +134,9 @@ void CsvWriter::write(const Row& r)
     if (!echo_) return;
     std::cerr << r.sweep << ' ' << r.backend << " n=" << r.n << " m=" << r.m << " z=" << r.z << " tau=" << r.tau
               << " f_vppu=" << r.f_vppu << " f_load=" << r.f_load << (r.preload ? " preload" : "")
-              << (r.threads ? " threads=" + std::to_string(r.threads) : std::string()) << "  " << r.seconds
-              << " s" << (r.error >= 0 ? "  E=" + num(r.error) : std::string())
-              << (r.note.empty() ? "" : "  [" + r.note + "]") << '\n';
+              << (r.threads ? " threads=" + std::to_string(r.threads) : std::string()) << "  " << r.seconds << " s"
+              << (r.error >= 0 ? "  E=" + num(r.error) : std::string()) << (r.note.empty() ? "" : "  [" + r.note + "]")
+              << '\n';
 }
 
 std::vector<Row> read_csv(const std::string& path)

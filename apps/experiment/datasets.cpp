@@ -54,7 +54,7 @@ meanshift::PreparedData prepare_for_steps(const MatrixF& data, double h, meanshi
         p.precision.resize(n, k);
         for (Index i = 0; i < n; ++i)
             for (int d = 0; d < k; ++d) {
-                const double s = u(rng);             // h_id / h in prepared units
+                const double s = u(rng);  // h_id / h in prepared units
                 p.precision(i, d) = 1.0 / (s * s);  // 1 / H_i,dd
             }
     }

@@ -15,8 +15,7 @@ meanshift::MatrixF make_blobs(meanshift::Index n, int k, int centres, double std
 
 /// Paper 001, Sec. V: "synthetic samples of 3-dimensional integer tuples". make_blobs with the
 /// coordinates rounded to integers (so eq. 8's |.|_pos counts integer dispositions).
-meanshift::MatrixF make_integer_tuples(meanshift::Index n, int k, int centres, double std_dev,
-                                       std::uint64_t seed);
+meanshift::MatrixF make_integer_tuples(meanshift::Index n, int k, int centres, double std_dev, std::uint64_t seed);
 
 /// What the skeleton's prepare() produces, rebuilt from public types for one-iteration timings
 /// through make_backend + bind + step: centred on the bounding-box centre and whitened by 1/h.

@@ -70,12 +70,12 @@ int fit_rows(const std::vector<Row>& rows, const FitConfig& cfg, std::ostream& o
         for (const Row& r : list) samples.push_back({workload_of(r), seconds(r)});
         const mm::FitResult f = mm::fit(samples);
 
-        os << "backend " << backend << (list.front().device.empty() ? "" : " (" + list.front().device + ")")
-           << ": " << samples.size() << " samples, " << cfg.statistic << " of the repeats\n";
+        os << "backend " << backend << (list.front().device.empty() ? "" : " (" + list.front().device + ")") << ": "
+           << samples.size() << " samples, " << cfg.statistic << " of the repeats\n";
         os << std::setprecision(4) << "  R^2 = " << f.r2 << "   R^2 on log(seconds) = " << f.r2_log
-           << "   worst relative residual = " << f.worst_relative_residual << " at "
-           << describe(list[f.worst_index]) << " (measured " << seconds(list[f.worst_index]) << " s, predicted "
-           << f.predicted[f.worst_index] << " s)\n";
+           << "   worst relative residual = " << f.worst_relative_residual << " at " << describe(list[f.worst_index])
+           << " (measured " << seconds(list[f.worst_index]) << " s, predicted " << f.predicted[f.worst_index]
+           << " s)\n";
         os << "  constants (seconds per unit of each term of Theorem 3, restated in docs/complexity-model.md):\n";
         for (int j = 0; j < mm::kTerms; ++j) {
             const auto u = static_cast<std::size_t>(j);
@@ -135,7 +135,8 @@ std::vector<std::size_t> misfits(const std::vector<Row>& rows, double max_relati
         for (std::size_t i : idx) samples.push_back({workload_of(rows[i]), rows[i].seconds_min});
         const mm::FitResult f = mm::fit(samples);
         for (std::size_t j = 0; j < idx.size(); ++j)
-            if (std::abs(f.predicted[j] - samples[j].seconds) / samples[j].seconds > max_relative) out.push_back(idx[j]);
+            if (std::abs(f.predicted[j] - samples[j].seconds) / samples[j].seconds > max_relative)
+                out.push_back(idx[j]);
     }
     return out;
 }

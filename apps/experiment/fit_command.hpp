@@ -13,16 +13,16 @@
 namespace experiment {
 
 struct FitConfig {
-    std::vector<std::string> inputs;                 ///< CSV files
+    std::vector<std::string> inputs;  ///< CSV files
     std::vector<std::string> sweeps{"model", "n", "fload"};  ///< rows of these sweeps are fitted
-    std::string backend;                             ///< only this backend (empty = each backend separately)
+    std::string backend;  ///< only this backend (empty = each backend separately)
     double min_r2_log = -std::numeric_limits<double>::infinity();
     double max_worst = std::numeric_limits<double>::infinity();
     /// Which timing is fitted: "median" (the default: what the tables show) or "min" (best of
     /// the repeats: on a shared machine other jobs only ever add time, so the minimum is the
     /// least disturbed estimate; the CI gate uses it).
     std::string statistic = "median";
-    std::string predictions;                         ///< write the fitted rows with `predicted` filled
+    std::string predictions;  ///< write the fitted rows with `predicted` filled
 };
 
 /// Fits every backend found in `rows`; prints a report to `os`. Returns 0 when every fit meets

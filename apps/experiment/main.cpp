@@ -130,7 +130,8 @@ void add_common(CLI::App* s, Cli& c, bool topology)
         s->add_option("--min-seconds", c.cfg.min_seconds, "shorter timings repeat the step back to back")
             ->capture_default_str();
         s->add_option("--kernel", c.cfg.kernel, "shared | perpoint")->capture_default_str();
-        s->add_flag("--cpu-clock", c.cfg.cpu_clock, "time process CPU seconds, not wall (single-thread runs on busy machines)");
+        s->add_flag("--cpu-clock", c.cfg.cpu_clock,
+                    "time process CPU seconds, not wall (single-thread runs on busy machines)");
     }
 }
 
@@ -219,10 +220,12 @@ int main(int argc, char** argv)
     auto* preload = app.add_subcommand("preload", "(3) preloading off/on and preload size / tile width (Fig. 1)");
     add_common(preload, c, true);
     preload->add_option("--preload-sizes", c.sizes_spec, "sizes tried with preloading on (0 = backend default)");
-    auto* error = app.add_subcommand("error", "(4) E_CPU-GPU of eq. 7-8: backend vs the float64 serial oracle (Fig. 4)");
+    auto* error =
+        app.add_subcommand("error", "(4) E_CPU-GPU of eq. 7-8: backend vs the float64 serial oracle (Fig. 4)");
     add_common(error, c, false);
     error->add_option("--serial-max-n", c.cfg.serial_max_n, "largest n the serial oracle runs")->capture_default_str();
-    auto* blobs = app.add_subcommand("blobs", "(5) make_blobs table (papers 000/002/004): 10 fixed iterations, speedup over serial");
+    auto* blobs = app.add_subcommand(
+        "blobs", "(5) make_blobs table (papers 000/002/004): 10 fixed iterations, speedup over serial");
     add_common(blobs, c, false);
     blobs->add_option("--backends", c.backends_spec, "backends compared, e.g. serial,openmp,cuda");
     blobs->add_option("--iterations", c.cfg.iterations, "fixed iterations")->capture_default_str();
@@ -232,10 +235,14 @@ int main(int argc, char** argv)
     add_common(threads, c, false);
     threads->add_option("--threads-list", c.threads_spec, "thread counts, e.g. 1,2,4")->required();
     threads->add_option("--iterations", c.cfg.iterations, "fixed iterations")->capture_default_str();
-    threads->add_option("--serial-max-n", c.cfg.serial_max_n, "largest n the serial reference runs")->capture_default_str();
-    auto* cutoff = app.add_subcommand("cutoff", "(6) truncated kernel: every point a seed, fixed iterations, grid, per cutoff; rows carry the candidate pairs for `fit --sweeps cutoff`");
+    threads->add_option("--serial-max-n", c.cfg.serial_max_n, "largest n the serial reference runs")
+        ->capture_default_str();
+    auto* cutoff = app.add_subcommand("cutoff", "(6) truncated kernel: every point a seed, fixed iterations, grid, per "
+                                                "cutoff; rows carry the candidate pairs for `fit --sweeps cutoff`");
     add_common(cutoff, c, false);
-    cutoff->add_option("--cutoffs", c.cfg.cutoff_list, "cutoffs in bandwidths, e.g. 2,3,4")->delimiter(',')->capture_default_str();
+    cutoff->add_option("--cutoffs", c.cfg.cutoff_list, "cutoffs in bandwidths, e.g. 2,3,4")
+        ->delimiter(',')
+        ->capture_default_str();
     cutoff->add_option("--iterations", c.cfg.iterations, "fixed iterations")->capture_default_str();
     auto* model = app.add_subcommand("model", "grid of n x modes x (f_vppu, f_load) one-step timings for `fit`");
     add_common(model, c, true);
@@ -294,7 +301,8 @@ int main(int argc, char** argv)
         } else if (preload->parsed()) {
             if (c.sizes_spec.empty()) c.sizes_spec = "0";
             finish(c, "1024,4096,16384");
-            each_backend([](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_preload(cfg, out); });
+            each_backend(
+                [](const SweepConfig& cfg, experiment::CsvWriter& out) { experiment::sweep_preload(cfg, out); });
         } else if (error->parsed()) {
             finish(c, "128,256,512,1024,2048");
             experiment::CsvWriter out(c.out);

@@ -34,7 +34,9 @@ Row base_row(const std::string& sweep, const SweepConfig& c, const std::string& 
     r.device = device;
     r.kernel = c.kernel;
     r.k = c.k;
-    r.preload = c.backend_options.preload == meanshift::Preload::On ? 1 : c.backend_options.preload == meanshift::Preload::Off ? 0 : -1;
+    r.preload = c.backend_options.preload == meanshift::Preload::On    ? 1
+                : c.backend_options.preload == meanshift::Preload::Off ? 0
+                                                                       : -1;
     r.preload_size = c.backend_options.preload_size;
     r.threads = c.backend_options.threads;
     return r;
@@ -54,7 +56,8 @@ void set_stats(Row& r, const Stats& s)
     r.seconds_min = s.min;
     r.seconds_max = s.max;
     r.repeats = s.repeats;
-    r.pairs_per_second = s.median > 0 ? static_cast<double>(r.m) * static_cast<double>(r.n) * r.iterations / s.median : 0;
+    r.pairs_per_second =
+        s.median > 0 ? static_cast<double>(r.m) * static_cast<double>(r.n) * r.iterations / s.median : 0;
 }
 
 double utilisation(const Row& r, KernelModel kernel)
@@ -111,7 +114,10 @@ meanshift::PreparedData step_data(const SweepConfig& c, Index n)
     return prepare_for_steps(x, c.bandwidth, kernel_of(c.kernel), c.seed);
 }
 
-bool is_gpu_backend(const std::string& b) { return b == "cuda" || b == "opencl"; }
+bool is_gpu_backend(const std::string& b)
+{
+    return b == "cuda" || b == "opencl";
+}
 
 }  // namespace
 
@@ -159,7 +165,8 @@ void sweep_preload(const SweepConfig& c, CsvWriter& out)
     for (int s : c.preload_sizes) add(true, s);
     for (long long n : c.n_list) {
         const auto data = step_data(c, n);
-        for (auto& [v, bench] : variants) step_row("preload", v, *bench, data, c.topology, c.modes > 0 ? c.modes : n, out);
+        for (auto& [v, bench] : variants)
+            step_row("preload", v, *bench, data, c.topology, c.modes > 0 ? c.modes : n, out);
     }
 }
 
@@ -181,8 +188,8 @@ void sweep_error(const SweepConfig& c, CsvWriter& out)
     opt.backend = c.backend;
     for (long long n : c.n_list) {
         if (n > c.serial_max_n) {
-            std::cerr << "error sweep: n=" << n << " skipped, the serial oracle is capped at --serial-max-n="
-                      << c.serial_max_n << '\n';
+            std::cerr << "error sweep: n=" << n
+                      << " skipped, the serial oracle is capped at --serial-max-n=" << c.serial_max_n << '\n';
             continue;
         }
         const meanshift::MatrixF x = make_integer_tuples(n, c.k, c.centres, c.std_dev, c.seed);

@@ -82,7 +82,10 @@ Stats StepBench::time_step(meanshift::Index m, int repeats, double min_seconds, 
     return summarize(samples);
 }
 
-std::string StepBench::name() const { return backend_->name(); }
+std::string StepBench::name() const
+{
+    return backend_->name();
+}
 
 std::string StepBench::device() const
 {

@@ -40,12 +40,10 @@ void RunOptions::add_to(CLI::App& app)
     for (const auto& k : meanshift::BackendOptions::keys()) keys += (keys.empty() ? "" : ", ") + k;
     app.add_option("--tune", tune, "backend tuning override key=value (repeatable); keys: " + keys);
     app.add_option("--threads", threads, "OpenMP threads (0 = all)")->check(non_negative());
-    app.add_option("--ppus", ppus, "z: processing units (SMs/compute units/cores); 0 = all")
-        ->check(non_negative());
+    app.add_option("--ppus", ppus, "z: processing units (SMs/compute units/cores); 0 = all")->check(non_negative());
     app.add_option("--tau", tau, "tau: PUs per PPU (work-group/block size); 0 = backend default")
         ->check(non_negative());
-    app.add_option("--f-vppu", f_vppu, "PUs per vPPU (must divide tau); 0 = backend default")
-        ->check(non_negative());
+    app.add_option("--f-vppu", f_vppu, "PUs per vPPU (must divide tau); 0 = backend default")->check(non_negative());
     app.add_option("--f-load", f_load, "PUs of a vPPU sharing the loop over points (1..f_vppu); 0 = f_vppu")
         ->check(non_negative());
     app.add_option("--calibration", calibration,
@@ -124,19 +122,22 @@ void ConvergenceOptions::apply(meanshift::Options& o) const
 
 void ApproximationOptions::add_to(CLI::App& app)
 {
-    auto* exact_flag = app.add_flag("--exact", exact,
-                 "the exact kernel and no approximation: no cutoff, brute force, every point a seed, no binning "
-                 "(O(n^2) pair interactions per iteration)");
-    auto* cutoff_option = app.add_option("--cutoff", cutoff,
-                   "truncated kernel: pairs beyond this Mahalanobis radius (bandwidth units) get weight 0; inf = "
-                   "exact kernel (default " + std::to_string(meanshift::kDefaultCutoff).substr(0, 4) + ")")
-        ->check([](const std::string& t) -> std::string {
-            if (t == "inf") return {};
-            char* end = nullptr;
-            const double v = std::strtod(t.c_str(), &end);
-            if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0 or inf, got " + clip(t);
-            return {};
-        });
+    auto* exact_flag =
+        app.add_flag("--exact", exact,
+                     "the exact kernel and no approximation: no cutoff, brute force, every point a seed, no binning "
+                     "(O(n^2) pair interactions per iteration)");
+    auto* cutoff_option =
+        app.add_option("--cutoff", cutoff,
+                       "truncated kernel: pairs beyond this Mahalanobis radius (bandwidth units) get weight 0; inf = "
+                       "exact kernel (default " +
+                           std::to_string(meanshift::kDefaultCutoff).substr(0, 4) + ")")
+            ->check([](const std::string& t) -> std::string {
+                if (t == "inf") return {};
+                char* end = nullptr;
+                const double v = std::strtod(t.c_str(), &end);
+                if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0 or inf, got " + clip(t);
+                return {};
+            });
     exact_flag->excludes(cutoff_option);  // --exact means no cutoff: the two contradict each other
     app.add_option("--search", search, "neighbour search of the truncated kernel")
         ->check(CLI::IsMember({"auto", "grid", "tree", "brute"}))
@@ -144,7 +145,8 @@ void ApproximationOptions::add_to(CLI::App& app)
     app.add_option("--seeding", seeding, "bins (scikit-learn's bin_seeding) or all (every point a seed)")
         ->check(CLI::IsMember({"bins", "all"}))
         ->capture_default_str();
-    app.add_option("--bin-size", bin_size, "bin side for seeding, bandwidth units (0 = default)")->check(non_negative());
+    app.add_option("--bin-size", bin_size, "bin side for seeding, bandwidth units (0 = default)")
+        ->check(non_negative());
     app.add_option("--min-bin-count", min_bin_count, "bins with fewer points seed nothing (0 = default)")
         ->check(non_negative());
     app.add_option("--data-bin-size", data_bin_size,
@@ -153,7 +155,8 @@ void ApproximationOptions::add_to(CLI::App& app)
             if (t == "off" || t == "auto") return {};
             char* end = nullptr;
             const double v = std::strtod(t.c_str(), &end);
-            if (end == t.c_str() || *end != '\0' || !(v > 0)) return "must be a number > 0, auto or off, got " + clip(t);
+            if (end == t.c_str() || *end != '\0' || !(v > 0))
+                return "must be a number > 0, auto or off, got " + clip(t);
             return {};
         });
     app.add_flag("--no-refine", no_refine, "every point takes its bin's label (no boundary refinement)");
@@ -162,8 +165,10 @@ void ApproximationOptions::add_to(CLI::App& app)
 void ApproximationOptions::apply(meanshift::Options& o) const
 {
     o.exact = exact;
-    if (cutoff == "inf") o.cutoff = std::numeric_limits<double>::infinity();
-    else if (!cutoff.empty()) o.cutoff = std::strtod(cutoff.c_str(), nullptr);
+    if (cutoff == "inf")
+        o.cutoff = std::numeric_limits<double>::infinity();
+    else if (!cutoff.empty())
+        o.cutoff = std::strtod(cutoff.c_str(), nullptr);
     o.search = search == "grid"    ? meanshift::NeighbourSearch::Grid
                : search == "tree"  ? meanshift::NeighbourSearch::Tree
                : search == "brute" ? meanshift::NeighbourSearch::BruteForce
@@ -171,8 +176,10 @@ void ApproximationOptions::apply(meanshift::Options& o) const
     o.seeding = seeding == "all" ? meanshift::Seeding::AllPoints : meanshift::Seeding::Bins;
     if (bin_size > 0) o.bin_size = bin_size;
     if (min_bin_count > 0) o.min_bin_count = min_bin_count;
-    if (data_bin_size == "off") o.data_bin_size = -1;
-    else if (!data_bin_size.empty() && data_bin_size != "auto") o.data_bin_size = std::strtod(data_bin_size.c_str(), nullptr);
+    if (data_bin_size == "off")
+        o.data_bin_size = -1;
+    else if (!data_bin_size.empty() && data_bin_size != "auto")
+        o.data_bin_size = std::strtod(data_bin_size.c_str(), nullptr);
     if (no_refine) o.refine_boundaries = false;
 }
 
@@ -183,7 +190,8 @@ void ProfileOptions::add_to(CLI::App& app)
         names += (names.empty() ? "" : ", ") + std::string(meanshift::profile_name(p));
     app.add_option("--kernel", kernel,
                    "kernel profile: " + names +
-                       " (gaussian: bandwidth = sigma; the compact ones (flat, epanechnikov, biweight, triweight): bandwidth = radius, exact, "
+                       " (gaussian: bandwidth = sigma; the compact ones (flat, epanechnikov, biweight, triweight): "
+                       "bandwidth = radius, exact, "
                        "no cutoff; vmf: unit vectors, isotropic bandwidth, kappa = 1/h^2)")
         ->check([](const std::string& t) -> std::string {
             try {
@@ -212,8 +220,10 @@ void print_method(const meanshift::Result& r, meanshift::KernelProfile profile)
         std::printf("kernel      truncated vmf, cutoff %g bandwidths\n", r.cutoff);
     else if (profile == meanshift::KernelProfile::VonMisesFisher)
         std::printf("kernel      exact vmf\n");
-    else if (std::isfinite(r.cutoff)) std::printf("kernel      truncated Gaussian, cutoff %g bandwidths\n", r.cutoff);
-    else std::printf("kernel      exact Gaussian\n");
+    else if (std::isfinite(r.cutoff))
+        std::printf("kernel      truncated Gaussian, cutoff %g bandwidths\n", r.cutoff);
+    else
+        std::printf("kernel      exact Gaussian\n");
     std::printf("search      %s\n", r.search.c_str());
     std::printf("seeding     %s\n", r.seeding.c_str());
 }
@@ -226,8 +236,7 @@ CLI::Validator number_check(bool allow_zero)
         [allow_zero](std::string& text) -> std::string {
             char* end = nullptr;
             const double v = std::strtod(text.c_str(), &end);
-            if (end == text.c_str() || *end != '\0' || !std::isfinite(v))
-                return "'" + clip(text) + "' is not a number";
+            if (end == text.c_str() || *end != '\0' || !std::isfinite(v)) return "'" + clip(text) + "' is not a number";
             if (v < 0 || (!allow_zero && v == 0))
                 return std::string("must be ") + (allow_zero ? ">= 0" : "> 0") + ", got " + clip(text);
             return {};
@@ -336,7 +345,8 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
                                              ": the estimate is 0 (more than that share of the points are duplicates); "
                                              "use a larger quantile or a number");
         const double h = r * meanshift::kFlatRadiusToSigma;
-        std::snprintf(buf, sizeof buf, "%.6g (quantile %.3g: scikit-learn's estimate_bandwidth %.6g, halved)", h, value, r);
+        std::snprintf(buf, sizeof buf, "%.6g (quantile %.3g: scikit-learn's estimate_bandwidth %.6g, halved)", h, value,
+                      r);
         description = buf;
         return meanshift::Bandwidth::isotropic(h);
     }
@@ -369,7 +379,9 @@ meanshift::Bandwidth BandwidthSpec::resolve(const meanshift::MatrixF& data, std:
         std::snprintf(buf, sizeof buf,
                       "per point, sigma_i = %.3g * max(%.3g * d_%d(x_i), %.3g * s_i), intrinsic dimension %.3g "
                       "(the self-weight width s_i decides for %.0f %%): min %.4g, median %.4g, max %.4g (adaptive",
-                      o.c, meanshift::kAdaptiveDensityFactor * std::pow(a.intrinsic_dimension, -meanshift::kAdaptiveDimensionExponent),
+                      o.c,
+                      meanshift::kAdaptiveDensityFactor *
+                          std::pow(a.intrinsic_dimension, -meanshift::kAdaptiveDimensionExponent),
                       o.k, meanshift::kAdaptiveSelfWeightFactor, a.intrinsic_dimension, 100.0 * a.self_weight_share,
                       c.front(), c[c.size() / 2], c.back());
         description = buf;
@@ -420,8 +432,14 @@ CLI::Validator at_most(double limit, const std::string& why)
         "");
 }
 
-CLI::Validator positive() { return number_check(false); }
-CLI::Validator non_negative() { return number_check(true); }
+CLI::Validator positive()
+{
+    return number_check(false);
+}
+CLI::Validator non_negative()
+{
+    return number_check(true);
+}
 
 bool prepare_backend_early(const std::string& backend)
 {

@@ -22,14 +22,14 @@ struct RunOptions {
     std::string backend = "auto";
     std::string device;
     std::vector<int> devices;
-    bool preload = false;      ///< --preload: force Alg. 7 preloading on
-    bool no_preload = false;   ///< --no-preload: force it off (default: the backend's measured choice)
+    bool preload = false;  ///< --preload: force Alg. 7 preloading on
+    bool no_preload = false;  ///< --no-preload: force it off (default: the backend's measured choice)
     int preload_size = 0;
     std::vector<std::string> tune;  ///< --tune key=value (BackendOptions::set)
     int threads = 0;
     int ppus = 0, tau = 0, f_vppu = 0, f_load = 0;
     std::string calibration = "auto";  ///< --calibration auto|off|rerun (BackendOptions::calibration)
-    std::string calibration_file;      ///< --calibration-file PATH ("" = the default location)
+    std::string calibration_file;  ///< --calibration-file PATH ("" = the default location)
     bool quiet = false;
 
     void add_to(CLI::App& app);
@@ -56,10 +56,10 @@ struct ConvergenceOptions {
 /// the library's defaults (Options), which pick the fastest method whose error bound holds.
 struct ApproximationOptions {
     bool exact = false;
-    std::string cutoff;        ///< "" = default; a number > 0 or "inf"
+    std::string cutoff;  ///< "" = default; a number > 0 or "inf"
     std::string search = "auto";
     std::string seeding = "bins";
-    double bin_size = 0;       ///< 0 = default
+    double bin_size = 0;  ///< 0 = default
     long long min_bin_count = 0;  ///< 0 = default
     std::string data_bin_size;  ///< "" = default (auto); "off", or a side > 0
     bool no_refine = false;
@@ -79,8 +79,7 @@ struct ProfileOptions {
 };
 
 /// The lines saying which method ran (search, seeding, cutoff), as `cluster` and `segment` print them.
-void print_method(const meanshift::Result& r,
-                  meanshift::KernelProfile profile = meanshift::KernelProfile::Gaussian);
+void print_method(const meanshift::Result& r, meanshift::KernelProfile profile = meanshift::KernelProfile::Gaussian);
 
 /// --bandwidth VALUE: a number (isotropic Gaussian σ, data units) or a rule computed from the data
 /// (bandwidth_selection.hpp): auto (= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth
@@ -90,7 +89,7 @@ void print_method(const meanshift::Result& r,
 /// pilot σ_p = P or Silverman's isotropic rule).
 struct BandwidthSpec {
     enum class Kind { Number, Quantile, Scott, Silverman, Adaptive, Abramson } kind = Kind::Number;
-    double value = 0;          ///< the number, or Q for Quantile
+    double value = 0;  ///< the number, or Q for Quantile
     bool per_dimension = false;
     meanshift::AdaptiveBandwidthOptions adaptive;
     meanshift::AbramsonOptions abramson;

@@ -26,16 +26,24 @@ void run_backends(bool json)
         for (const auto& s : all) {
             nlohmann::ordered_json devs = nlohmann::ordered_json::array();
             for (const auto& d : s.devices)
-                devs.push_back({{"index", d.index}, {"name", d.name}, {"kind", d.kind},
-                                {"compute_units", d.compute_units}, {"pus_per_ppu", d.pus_per_ppu},
-                                {"global_memory", d.global_memory}, {"local_memory", d.local_memory}});
-            out.push_back({{"name", s.name}, {"compiled_in", s.compiled_in}, {"usable", s.usable},
-                           {"reason", s.reason}, {"devices", devs}});
+                devs.push_back({{"index", d.index},
+                                {"name", d.name},
+                                {"kind", d.kind},
+                                {"compute_units", d.compute_units},
+                                {"pus_per_ppu", d.pus_per_ppu},
+                                {"global_memory", d.global_memory},
+                                {"local_memory", d.local_memory}});
+            out.push_back({{"name", s.name},
+                           {"compiled_in", s.compiled_in},
+                           {"usable", s.usable},
+                           {"reason", s.reason},
+                           {"devices", devs}});
         }
-        std::printf("%s\n", nlohmann::ordered_json{{"backends", out}, {"auto", auto_name},
-                                                   {"image_codecs", image_codecs_summary()}}
-                                 .dump()
-                                 .c_str());
+        std::printf(
+            "%s\n",
+            nlohmann::ordered_json{{"backends", out}, {"auto", auto_name}, {"image_codecs", image_codecs_summary()}}
+                .dump()
+                .c_str());
         return;
     }
     for (const auto& s : all) {

@@ -48,13 +48,14 @@ void run_bench(const BenchArgs& a)
     if (a.profile.kernel == "vmf")  // the von Mises-Fisher profile takes unit vectors: the blobs' directions
         for (meanshift::Index i = 0; i < data.rows(); ++i) {
             const float norm = data.row(i).norm();
-            if (norm > 0) data.row(i) /= norm;
-            else data(i, 0) = 1.0f;
+            if (norm > 0)
+                data.row(i) /= norm;
+            else
+                data(i, 0) = 1.0f;
         }
     meanshift::Options opt;
-    opt.bandwidth = diagonal
-                        ? meanshift::Bandwidth::per_point(make_point_bandwidths(a.n, a.dims, a.bandwidth, a.seed))
-                        : meanshift::Bandwidth::isotropic(a.bandwidth);
+    opt.bandwidth = diagonal ? meanshift::Bandwidth::per_point(make_point_bandwidths(a.n, a.dims, a.bandwidth, a.seed))
+                             : meanshift::Bandwidth::isotropic(a.bandwidth);
     a.run.apply(opt);
     a.approx.apply(opt);
     a.profile.apply(opt);
@@ -65,27 +66,28 @@ void run_bench(const BenchArgs& a)
     const meanshift::Result r = cluster_with_progress(data, opt, a.run.quiet);
 
     const meanshift::Timing& t = r.timing;
-    nlohmann::ordered_json j = {{"backend", r.backend},
-                        {"n", a.n},
-                        {"k", a.dims},
-                        {"bandwidth_model", a.model},
-                        {"kernel", meanshift::profile_name(opt.kernel)},
-                        {"iterations", a.iterations},
-                        {"seconds", t.seconds_iterate},
-                        {"seconds_total", t.seconds_total},
-                        {"seconds_prepare", t.seconds_prepare},
-                        {"pairs", t.pair_interactions},
-                        {"pairs_per_s", t.pairs_per_second()},
-                        {"seconds_kernels", t.seconds_kernels},
-                        {"pairs_per_s_kernels", t.seconds_kernels > 0 ? t.pair_interactions / t.seconds_kernels : 0.0},
-                        {"clusters", a.group ? nlohmann::ordered_json(r.cluster_sizes.size()) : nlohmann::ordered_json()},
-                        {"cutoff", std::isfinite(r.cutoff) ? nlohmann::ordered_json(r.cutoff) : nlohmann::ordered_json("inf")},
-                        {"search", r.search},
-                        {"seeding", r.seeding},
-                        {"topology", r.topology.to_string()},
-                        {"preload", opt.backend_options.preload == meanshift::Preload::On    ? "on"
-                                    : opt.backend_options.preload == meanshift::Preload::Off ? "off"
-                                                                                             : "auto"}};
+    nlohmann::ordered_json j = {
+        {"backend", r.backend},
+        {"n", a.n},
+        {"k", a.dims},
+        {"bandwidth_model", a.model},
+        {"kernel", meanshift::profile_name(opt.kernel)},
+        {"iterations", a.iterations},
+        {"seconds", t.seconds_iterate},
+        {"seconds_total", t.seconds_total},
+        {"seconds_prepare", t.seconds_prepare},
+        {"pairs", t.pair_interactions},
+        {"pairs_per_s", t.pairs_per_second()},
+        {"seconds_kernels", t.seconds_kernels},
+        {"pairs_per_s_kernels", t.seconds_kernels > 0 ? t.pair_interactions / t.seconds_kernels : 0.0},
+        {"clusters", a.group ? nlohmann::ordered_json(r.cluster_sizes.size()) : nlohmann::ordered_json()},
+        {"cutoff", std::isfinite(r.cutoff) ? nlohmann::ordered_json(r.cutoff) : nlohmann::ordered_json("inf")},
+        {"search", r.search},
+        {"seeding", r.seeding},
+        {"topology", r.topology.to_string()},
+        {"preload", opt.backend_options.preload == meanshift::Preload::On    ? "on"
+                    : opt.backend_options.preload == meanshift::Preload::Off ? "off"
+                                                                             : "auto"}};
     std::printf("%s\n", j.dump().c_str());
 }
 
@@ -98,9 +100,7 @@ void add_bench_command(CLI::App& app, Mode mode)
         "bench", "Time a fixed number of iterations on synthetic Gaussian blobs; prints one JSON line");
     sub->add_option("--n", a->n, "number of points")->check(positive())->capture_default_str();
     sub->add_option("--dims,-k", a->dims, "dimensions k")->check(positive())->capture_default_str();
-    sub->add_option("--iterations,-i", a->iterations, "iterations per mode")
-        ->check(positive())
-        ->capture_default_str();
+    sub->add_option("--iterations,-i", a->iterations, "iterations per mode")->check(positive())->capture_default_str();
     sub->add_option("--bandwidth-model", a->model,
                     "isotropic (one shared h) or diagonal (per-point diagonal covariance, Bandwidth::per_point)")
         ->check(CLI::IsMember({"isotropic", "diagonal"}))

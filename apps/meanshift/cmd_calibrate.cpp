@@ -31,15 +31,17 @@ void run_calibrate(const CalibrateArgs& a)
     const std::string backend_name = a.run.backend == "auto" ? "openmp" : a.run.backend;
     const std::string name = meanshift::make_backend(backend_name, o.backend_options)->name();
     const std::string path = o.backend_options.calibration_file.empty() ? meanshift::default_calibration_file()
-                                                                       : o.backend_options.calibration_file;
+                                                                        : o.backend_options.calibration_file;
     std::printf("machine     %s\nbuild       %s\nbackend     %s\nfile        %s\n",
-                meanshift::calibration_machine().c_str(), meanshift::calibration_build().c_str(),
-                name.c_str(), path.empty() ? "(none: $XDG_CACHE_HOME and $HOME unset)" : path.c_str());
-    std::printf("%-8s %-10s %-40s %-8s %s\n", "k<=", "model", "device", "default", "seconds per step (lower is faster)");
+                meanshift::calibration_machine().c_str(), meanshift::calibration_build().c_str(), name.c_str(),
+                path.empty() ? "(none: $XDG_CACHE_HOME and $HOME unset)" : path.c_str());
+    std::printf("%-8s %-10s %-40s %-8s %s\n", "k<=", "model", "device", "default",
+                "seconds per step (lower is faster)");
     int rows = 0;
     for (int k : a.ks) {
-        const auto e = meanshift::calibrate(name, o.backend_options, k,
-                                            a.per_point ? meanshift::KernelModel::PerPoint : meanshift::KernelModel::Shared);
+        const auto e =
+            meanshift::calibrate(name, o.backend_options, k,
+                                 a.per_point ? meanshift::KernelModel::PerPoint : meanshift::KernelModel::Shared);
         if (!e) continue;
         std::string times;
         for (const meanshift::CalibrationTiming& t : e->timings) {

@@ -51,9 +51,10 @@ meanshift::Bandwidth make_bandwidth(const ClusterArgs& a, const meanshift::Matri
         meanshift::MatrixD h = read_matrix(a.per_point);
         if (h.rows() != n || h.cols() != k)
             throw meanshift::InvalidArgument(a.per_point + ": --per-point-bandwidths must be " + std::to_string(n) +
-                                             " x " + std::to_string(k) + " (one row of standard deviations per "
-                                             "point), got " + std::to_string(h.rows()) + " x " +
-                                             std::to_string(h.cols()));
+                                             " x " + std::to_string(k) +
+                                             " (one row of standard deviations per "
+                                             "point), got " +
+                                             std::to_string(h.rows()) + " x " + std::to_string(h.cols()));
         description = "per point, from " + a.per_point;
         return meanshift::Bandwidth::per_point(std::move(h));
     }
@@ -133,8 +134,9 @@ void run_cluster_mpi(const ClusterArgs& a)
                 bandwidth = make_bandwidth(a, data, bandwidth_description);
                 if (!bandwidth.shared() && data.rows() < size)
                     throw meanshift::InvalidArgument("per-point bandwidths under mpirun need at least one point per "
-                                                     "rank: " + std::to_string(data.rows()) + " points, " +
-                                                     std::to_string(size) + " ranks");
+                                                     "rank: " +
+                                                     std::to_string(data.rows()) + " points, " + std::to_string(size) +
+                                                     " ranks");
             }
         } catch (...) {
             err = std::current_exception();
@@ -210,11 +212,11 @@ void run_cluster_mpi(const ClusterArgs& a)
 
     meanshift::mpi::DistributedResult r;
     try {
-        const meanshift::mpi::Strategy strategy = a.mpi_strategy == "domain" ? meanshift::mpi::Strategy::DomainDecomposition
-                                                  : a.mpi_strategy == "ring" ? meanshift::mpi::Strategy::Ring
-                                                  : a.mpi_strategy == "replicated"
-                                                      ? meanshift::mpi::Strategy::ReplicatedPoints
-                                                      : meanshift::mpi::Strategy::Auto;
+        const meanshift::mpi::Strategy strategy =
+            a.mpi_strategy == "domain"       ? meanshift::mpi::Strategy::DomainDecomposition
+            : a.mpi_strategy == "ring"       ? meanshift::mpi::Strategy::Ring
+            : a.mpi_strategy == "replicated" ? meanshift::mpi::Strategy::ReplicatedPoints
+                                             : meanshift::mpi::Strategy::Auto;
         r = meanshift::mpi::cluster(comm, local, opt, strategy);
     } catch (...) {
         MPI_Type_free(&row);
@@ -253,7 +255,8 @@ void run_cluster_mpi(const ClusterArgs& a)
     if (rank != 0) return;
 
     const meanshift::mpi::DistributedTiming& t = r.distributed;
-    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows; %s)\n", n, k, size, static_cast<long long>(mine),
+    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows; %s)\n", n, k, size,
+                static_cast<long long>(mine),
                 slices ? "each rank read its own rows of the NPY file" : "read by rank 0 and scattered");
     std::printf("bandwidth   %s\n", bandwidth_description.c_str());
     std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
@@ -276,12 +279,18 @@ void run_cluster_mpi(const ClusterArgs& a)
     const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition || ring;
     std::printf("time        %.3f s on rank 0 (%s %.3f, binning %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, "
                 "gather %.3f, group %.3f, broadcast %.3f, label %.3f)\n",
-                t.seconds_total, ring ? "points moved" : domain ? "points to slabs" : "allgather", t.seconds_allgather,
-                t.seconds_binning, t.seconds_ascent, ascent_max,
-                ring ? "of which ring passes" : domain ? "of which hand-overs" : "wait",
+                t.seconds_total,
+                ring     ? "points moved"
+                : domain ? "points to slabs"
+                         : "allgather",
+                t.seconds_allgather, t.seconds_binning, t.seconds_ascent, ascent_max,
+                ring     ? "of which ring passes"
+                : domain ? "of which hand-overs"
+                         : "wait",
                 domain ? t.seconds_migrate : t.seconds_wait, t.seconds_gather, t.seconds_group, t.seconds_broadcast,
                 t.seconds_label);
-    std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n", sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
+    std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n",
+                sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
@@ -340,8 +349,8 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     a.run.apply(early);
     std::future<std::string> backend_ready;
     if (prepare_backend_early(early.backend))
-        backend_ready = std::async(std::launch::async, meanshift::prepare_backend, early.backend,
-                                   early.backend_options);
+        backend_ready =
+            std::async(std::launch::async, meanshift::prepare_backend, early.backend, early.backend_options);
     auto t_stage = std::chrono::steady_clock::now();
     std::optional<meanshift::MatrixF> direct;
     if (format_of(a.input) == MatrixFormat::Npy) direct = read_npy_float32(a.input);
@@ -412,23 +421,24 @@ void run_cluster(const ClusterArgs& a, Mode mode)
     std::printf("iterations  %d (modes not converged: %lld, without support: %lld)\n", t.iterations,
                 static_cast<long long>(not_converged - r.modes_without_support),
                 static_cast<long long>(r.modes_without_support));
-    std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total,
-                t.seconds_prepare, t.seconds_iterate, t.seconds_group);
+    std::printf("time        %.3f s (prepare %.3f, iterate %.3f, group %.3f)\n", t.seconds_total, t.seconds_prepare,
+                t.seconds_iterate, t.seconds_group);
     std::printf("pairs/s     %s\n", sci(t.pairs_per_second()).c_str());
     std::printf("stages      %s\n", report.line().c_str());
     std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
                 escape_for_terminal(centres_path).c_str());
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
     if (a.json)
-        std::printf("%s\n", report.json("cluster", {{"n", std::to_string(n)},
-                                                    {"k", std::to_string(k)},
-                                                    {"backend", nlohmann::json(r.backend).dump()},
-                                                    {"clusters", std::to_string(r.cluster_sizes.size())},
-                                                    {"iterations", std::to_string(t.iterations)},
-                                                    {"seconds_total", std::to_string(t.seconds_total)},
-                                                    {"pair_interactions", nlohmann::json(t.pair_interactions).dump()},
-                                                    {"seeding", nlohmann::json(r.seeding).dump()},
-                                                    {"search", nlohmann::json(r.search).dump()}})
+        std::printf("%s\n", report
+                                .json("cluster", {{"n", std::to_string(n)},
+                                                  {"k", std::to_string(k)},
+                                                  {"backend", nlohmann::json(r.backend).dump()},
+                                                  {"clusters", std::to_string(r.cluster_sizes.size())},
+                                                  {"iterations", std::to_string(t.iterations)},
+                                                  {"seconds_total", std::to_string(t.seconds_total)},
+                                                  {"pair_interactions", nlohmann::json(t.pair_interactions).dump()},
+                                                  {"seeding", nlohmann::json(r.seeding).dump()},
+                                                  {"search", nlohmann::json(r.search).dump()}})
                                 .c_str());
     try {
         flush_stdout();
@@ -449,8 +459,9 @@ void add_cluster_command(CLI::App& app, Mode mode)
                     "labels file (.csv or .npy); the centres go to the sibling OUT.centres.{csv,npy}")
         ->required();
     sub->add_option("--modes", a->modes_output, "also write each point's mode (n x k) to this file");
-    sub->add_flag("--json", a->json,
-                  "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
+    sub->add_flag(
+        "--json", a->json,
+        "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
 #ifdef MEANSHIFT_CLI_MPI
     sub->add_option("--mpi-strategy", a->mpi_strategy,
                     "under mpirun: auto (domain decomposition for the truncated kernel when no rank holds more "
@@ -459,13 +470,14 @@ void add_cluster_command(CLI::App& app, Mode mode)
         ->check(CLI::IsMember({"auto", "replicated", "domain", "ring"}))
         ->capture_default_str();
 #endif
-    auto* h = sub->add_option("--bandwidth", a->bandwidth,
-                              "isotropic bandwidth (Gaussian standard deviation, data units), or a rule: auto "
-                              "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "
-                              "silverman, scott:per-dim, silverman:per-dim, adaptive[:K[:C]] (per point: "
-                              "sigma_i = C * max(1.6 d^-0.8 * distance to the K-th neighbour, 1.1 * self-weight width), d the "
-                              "intrinsic dimension; defaults K = sqrt(n) (at least 5), C = 1); see "
-                              "docs/bandwidth-selection.md")
+    auto* h = sub->add_option(
+                     "--bandwidth", a->bandwidth,
+                     "isotropic bandwidth (Gaussian standard deviation, data units), or a rule: auto "
+                     "(= quantile:0.3), quantile:Q (scikit-learn's estimate_bandwidth, halved), scott, "
+                     "silverman, scott:per-dim, silverman:per-dim, adaptive[:K[:C]] (per point: "
+                     "sigma_i = C * max(1.6 d^-0.8 * distance to the K-th neighbour, 1.1 * self-weight width), d the "
+                     "intrinsic dimension; defaults K = sqrt(n) (at least 5), C = 1); see "
+                     "docs/bandwidth-selection.md")
                   ->check(bandwidth_spec());
     auto* hs = sub->add_option("--bandwidths", a->bandwidths, "one bandwidth per dimension: h1,h2,...,hk")
                    ->delimiter(',')

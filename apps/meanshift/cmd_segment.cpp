@@ -44,16 +44,16 @@ struct SegmentArgs {
     std::string filtered_output;
     std::string labels_image;
     bool all_outputs = false;  // --all-outputs: the label and filtered images named after -o as well
-    bool json = false;         // --json: the run's stages as one JSON object on the last line
+    bool json = false;  // --json: the run's stages as one JSON object on the last line
     double spatial = 3.0;
     double range = 6.0;
     long long min_region = 40;
-    bool exact = false;   // --exact, unless the shared run options provide it
+    bool exact = false;  // --exact, unless the shared run options provide it
     // --cutoff, likewise: the library's filtering default, 4 bandwidths (SegmentOptions).
     double cutoff = meanshift::SegmentOptions::filtering_defaults().cutoff;
     bool own_cutoff = false;
     double fusion = 1.0;
-    bool adaptive = false;     // --adaptive: per-pixel range bandwidths (SegmentOptions::AdaptiveRange)
+    bool adaptive = false;  // --adaptive: per-pixel range bandwidths (SegmentOptions::AdaptiveRange)
     long long adaptive_k = 0;
     long long adaptive_window = 0;
     long long max_pixels = 0;
@@ -87,11 +87,31 @@ void false_colour(int label, std::uint8_t rgb[3])
     const double p = v * (1 - s), q = v * (1 - s * f), t = v * (1 - s * (1 - f));
     double r = v, g = t, b = p;
     switch (i) {
-    case 1: r = q; g = v; b = p; break;
-    case 2: r = p; g = v; b = t; break;
-    case 3: r = p; g = q; b = v; break;
-    case 4: r = t; g = p; b = v; break;
-    case 5: r = v; g = p; b = q; break;
+    case 1:
+        r = q;
+        g = v;
+        b = p;
+        break;
+    case 2:
+        r = p;
+        g = v;
+        b = t;
+        break;
+    case 3:
+        r = p;
+        g = q;
+        b = v;
+        break;
+    case 4:
+        r = t;
+        g = p;
+        b = v;
+        break;
+    case 5:
+        r = v;
+        g = p;
+        b = q;
+        break;
     default: break;
     }
     rgb[0] = static_cast<std::uint8_t>(std::lround(r * 255));
@@ -117,8 +137,8 @@ RgbImage label_image(const meanshift::Segmentation& seg, int w, int h)
 // them on this thread.
 void for_slices(std::size_t count, int threads, const std::function<void(std::size_t, std::size_t, std::size_t)>& body)
 {
-    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
-                                          : std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t cores =
+        threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
     const std::size_t parts = std::max<std::size_t>(1, std::min(cores, count >> 17));
     std::vector<std::thread> pool;
     for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(body, p, count * p / parts, count * (p + 1) / parts);
@@ -136,9 +156,10 @@ RgbImage mean_colour_image(const meanshift::Segmentation& seg, const RgbImage& i
     while (bits > 0 && (static_cast<double>(n) + 1) * std::ldexp(1.0, bits) >= std::ldexp(1.0, 62)) --bits;
     const double scale = std::ldexp(1.0, bits);
     std::int64_t table[256];
-    for (int v = 0; v < 256; ++v) table[v] = static_cast<std::int64_t>(srgb_to_linear(static_cast<std::uint8_t>(v)) * scale);
-    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
-                                          : std::max(1u, std::thread::hardware_concurrency());
+    for (int v = 0; v < 256; ++v)
+        table[v] = static_cast<std::int64_t>(srgb_to_linear(static_cast<std::uint8_t>(v)) * scale);
+    const std::size_t cores =
+        threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
     std::vector<std::vector<std::int64_t>> sums(cores);
     for_slices(n, threads, [&](std::size_t part, std::size_t begin, std::size_t end) {
         std::vector<std::int64_t>& sum = sums[part];
@@ -182,16 +203,17 @@ void run_segment(const SegmentArgs& a, Mode mode)
     // the label image and the filtered image only when named (or with --all-outputs, named after -o).
     const std::string base = a.output.substr(0, a.output.size() - 4);
     const std::string labels_png = !a.labels_image.empty() ? a.labels_image : a.all_outputs ? base + "-labels.png" : "";
-    const std::string filtered_png =
-        !a.filtered_output.empty() ? a.filtered_output : a.all_outputs ? base + "-filtered.png" : "";
+    const std::string filtered_png = !a.filtered_output.empty() ? a.filtered_output
+                                     : a.all_outputs            ? base + "-filtered.png"
+                                                                : "";
     OutputFiles files;
     files.add_input(a.input, "the input image");
     const std::size_t segmented_slot = files.add_output(a.output, "-o");
     const std::size_t labels_png_slot =
-        labels_png.empty() ? 0
-                           : files.add_output(labels_png, !a.labels_image.empty()
-                                                              ? std::string("--labels-image")
-                                                              : "the label image named after -o " + a.output);
+        labels_png.empty()
+            ? 0
+            : files.add_output(labels_png, !a.labels_image.empty() ? std::string("--labels-image")
+                                                                   : "the label image named after -o " + a.output);
     const std::size_t ids_slot = a.labels_output.empty() ? 0 : files.add_output(a.labels_output, "--labels");
     const std::size_t filtered_slot =
         filtered_png.empty() ? 0
@@ -246,17 +268,19 @@ void run_segment(const SegmentArgs& a, Mode mode)
             const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
             const double need = segment_memory(full, segmented, file_bytes);
             std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
-            how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) + " x " +
-                                          std::to_string(sh) + " segmented (--max-pixels)"
+            how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) +
+                                          " x " + std::to_string(sh) + " segmented (--max-pixels)"
                                     : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
             // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
             std::string name;
             const double budget = a.memory.budget(name);
             const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
-            const std::string hint = fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
-                                              : "it cannot be decoded within that budget";
-            a.memory.check(need, a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
-                                     " pixels; segmenting it",
+            const std::string hint =
+                fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
+                         : "it cannot be decoded within that budget";
+            a.memory.check(need,
+                           a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                               " pixels; segmenting it",
                            how, hint);
         });
         report.add("decode", seconds_since(t_stage));
@@ -325,8 +349,9 @@ void run_segment(const SegmentArgs& a, Mode mode)
     lab.reset();
     const meanshift::Result& r = seg.ascent;
     if (r.modes_without_support > 0)
-        std::fprintf(stderr, "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
-                             "they kept their own colour)\n",
+        std::fprintf(stderr,
+                     "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
+                     "they kept their own colour)\n",
                      static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
     // The library's stages, then the pipeline's own; "segment other" is the rest of segment_image()
     // (building the (x, y, L*, a*, b*) points, the ascent's other preparation, copying the results).
@@ -352,13 +377,16 @@ void run_segment(const SegmentArgs& a, Mode mode)
     // Encoding: the optional images on other threads beside the segmented one.
     t_stage = std::chrono::steady_clock::now();
     std::future<std::string> labels_bytes, filtered_bytes;
-    if (!labels_png.empty()) labels_bytes = std::async(std::launch::async, [&] { return png_bytes(labels, PngContent::Flat, a.run.threads); });
-    if (!filtered_png.empty()) filtered_bytes = std::async(std::launch::async, [&] { return png_bytes(filtered, PngContent::Photo, a.run.threads); });
+    if (!labels_png.empty())
+        labels_bytes =
+            std::async(std::launch::async, [&] { return png_bytes(labels, PngContent::Flat, a.run.threads); });
+    if (!filtered_png.empty())
+        filtered_bytes =
+            std::async(std::launch::async, [&] { return png_bytes(filtered, PngContent::Photo, a.run.threads); });
     files.set(segmented_slot, png_bytes(segmented, PngContent::Flat, a.run.threads));
     if (labels_bytes.valid()) files.set(labels_png_slot, labels_bytes.get());
     if (filtered_bytes.valid()) files.set(filtered_slot, filtered_bytes.get());
-    if (!a.labels_output.empty())
-        files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
+    if (!a.labels_output.empty()) files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
     report.add("encode", seconds_since(t_stage));
     t_stage = std::chrono::steady_clock::now();
     files.prepare();  // published after the summary is out (see cmd_cluster.cpp)
@@ -376,7 +404,8 @@ void run_segment(const SegmentArgs& a, Mode mode)
         std::sort(v.begin(), v.end());
         const int win = a.adaptive_window > 0 ? static_cast<int>(a.adaptive_window)
                                               : std::max(1, static_cast<int>(std::ceil(a.spatial)));
-        const int k = a.adaptive_k > 0 ? static_cast<int>(a.adaptive_k) : std::max(1, ((2 * win + 1) * (2 * win + 1) - 1) / 4);
+        const int k =
+            a.adaptive_k > 0 ? static_cast<int>(a.adaptive_k) : std::max(1, ((2 * win + 1) * (2 * win + 1) - 1) / 4);
         std::printf("\nbandwidths  spatial %g px, range adaptive per pixel (CIELAB): min %.3g, median %.3g, max %.3g; "
                     "hr %g x d_%d / geometric mean, %dx%d window, clamped to [%g, %g] x hr (%.3f s)\n",
                     a.spatial, v.front(), v[v.size() / 2], v.back(), a.range, k, 2 * win + 1, 2 * win + 1,
@@ -407,24 +436,25 @@ void run_segment(const SegmentArgs& a, Mode mode)
     if (!a.labels_output.empty()) std::printf("label ids   %s\n", escape_for_terminal(a.labels_output).c_str());
     if (!filtered_png.empty()) std::printf("filtered    %s\n", escape_for_terminal(filtered_png).c_str());
     if (a.json)
-        std::printf("%s\n", report.json("segment", {{"width", std::to_string(w)},
-                                                    {"height", std::to_string(h)},
-                                                    {"pixels", std::to_string(n)},
-                                                    {"backend", nlohmann::json(r.backend).dump()},
-                                                    {"segments", std::to_string(c)},
-                                                    {"iterations", std::to_string(r.timing.iterations)},
-                                                    {"seconds_mean_shift", std::to_string(r.timing.seconds_total)},
-                                                    {"pair_interactions",
-                                                     nlohmann::json(r.timing.pair_interactions).dump()},
-                                                    {"search", nlohmann::json(r.search).dump()},
-                                                    {"codecs", nlohmann::json(image_codecs_summary()).dump()},
-                                                    // The regions' steps ((b) joining and fusion, (c) pruning, outputs).
-                                                    {"regions_stages", nlohmann::json{{"connect", seg.timing.seconds_connect},
-                                                                                      {"fusion", seg.timing.seconds_fusion},
-                                                                                      {"pruning", seg.timing.seconds_pruning},
-                                                                                      {"output", seg.timing.seconds_output}}
-                                                                           .dump()}})
-                                .c_str());
+        std::printf("%s\n",
+                    report
+                        .json("segment", {{"width", std::to_string(w)},
+                                          {"height", std::to_string(h)},
+                                          {"pixels", std::to_string(n)},
+                                          {"backend", nlohmann::json(r.backend).dump()},
+                                          {"segments", std::to_string(c)},
+                                          {"iterations", std::to_string(r.timing.iterations)},
+                                          {"seconds_mean_shift", std::to_string(r.timing.seconds_total)},
+                                          {"pair_interactions", nlohmann::json(r.timing.pair_interactions).dump()},
+                                          {"search", nlohmann::json(r.search).dump()},
+                                          {"codecs", nlohmann::json(image_codecs_summary()).dump()},
+                                          // The regions' steps ((b) joining and fusion, (c) pruning, outputs).
+                                          {"regions_stages", nlohmann::json{{"connect", seg.timing.seconds_connect},
+                                                                            {"fusion", seg.timing.seconds_fusion},
+                                                                            {"pruning", seg.timing.seconds_pruning},
+                                                                            {"output", seg.timing.seconds_output}}
+                                                                 .dump()}})
+                        .c_str());
     try {
         flush_stdout();
     } catch (const meanshift::IoError& e) {
@@ -446,8 +476,8 @@ void add_segment_command(CLI::App& app, Mode mode)
     const meanshift::Options filtering = meanshift::SegmentOptions::filtering_defaults();
     a->conv.tolerance = filtering.tolerance;
     a->conv.max_iterations = filtering.max_iterations;
-    CLI::App* sub = app.add_subcommand(
-        "segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
+    CLI::App* sub =
+        app.add_subcommand("segment", "Segment a photograph: mean shift on (x, y, L*, a*, b*) of every pixel");
     sub->add_option("image", a->input, "input image (JPEG, PNG, BMP, TGA, GIF, PNM)")->required();
     sub->add_option("-o,--output", a->output,
                     "segmented image OUT.png (each pixel painted with its segment's mean colour); the only "
@@ -490,8 +520,9 @@ void add_segment_command(CLI::App& app, Mode mode)
     sub->add_flag("--all-outputs", a->all_outputs,
                   "also write OUT-labels.png and OUT-filtered.png (unless --labels-image or --filtered-output name "
                   "them): the three images that earlier versions always wrote");
-    sub->add_flag("--json", a->json,
-                  "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
+    sub->add_flag(
+        "--json", a->json,
+        "also print the run's stages (seconds), wall time and peak memory as one JSON object on the last line");
     sub->add_option("--min-region", a->min_region,
                     "regions with fewer pixels are merged into the adjacent region of the closest colour; 0 = none")
         ->check(non_negative())
@@ -528,10 +559,11 @@ void add_segment_command(CLI::App& app, Mode mode)
     CLI::Option* cutoff = sub->get_option_no_throw("--cutoff");
     if (cutoff == nullptr) {
         a->own_cutoff = true;
-        cutoff = sub->add_option("--cutoff", a->cutoff,
-                                 "truncated kernel's radius in bandwidths; a pixel's window has radius cutoff x hs pixels")
-                     ->check(positive())
-                     ->capture_default_str();
+        cutoff =
+            sub->add_option("--cutoff", a->cutoff,
+                            "truncated kernel's radius in bandwidths; a pixel's window has radius cutoff x hs pixels")
+                ->check(positive())
+                ->capture_default_str();
     }
     exact->excludes(cutoff);  // --exact means no cutoff: the two contradict each other
     sub->callback([a, mode] {

@@ -41,8 +41,8 @@ double lab_f_inverse(double f)
 // pixels, so that small images stay on the calling thread.
 void for_slices(std::size_t count, int threads, const std::function<void(std::size_t, std::size_t)>& body)
 {
-    const std::size_t cores = threads > 0 ? static_cast<std::size_t>(threads)
-                                          : std::max(1u, std::thread::hardware_concurrency());
+    const std::size_t cores =
+        threads > 0 ? static_cast<std::size_t>(threads) : std::max(1u, std::thread::hardware_concurrency());
     const std::size_t parts = std::max<std::size_t>(1, std::min(cores, count >> 16));
     if (parts == 1) {
         body(0, count);
@@ -56,7 +56,10 @@ void for_slices(std::size_t count, int threads, const std::function<void(std::si
 
 }  // namespace
 
-double srgb_to_linear(std::uint8_t c) { return linear_table()[c]; }
+double srgb_to_linear(std::uint8_t c)
+{
+    return linear_table()[c];
+}
 
 std::uint8_t linear_to_srgb(double v)
 {

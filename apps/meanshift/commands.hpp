@@ -14,11 +14,11 @@ namespace mscli {
 /// (no file is read or written and nothing is computed: the option-parsing fuzz target).
 enum class Mode { Run, CheckOnly };
 
-void add_cluster_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift cluster IN -o OUT
-void add_segment_command(CLI::App& app, Mode mode = Mode::Run);   ///< meanshift segment IMAGE -o OUT.png
+void add_cluster_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift cluster IN -o OUT
+void add_segment_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift segment IMAGE -o OUT.png
 void add_backends_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift backends
-void add_bench_command(CLI::App& app, Mode mode = Mode::Run);     ///< meanshift bench --n N --dims K ...
-void add_calibrate_command(CLI::App& app, Mode mode = Mode::Run); ///< meanshift calibrate [--k 16,64,384]
+void add_bench_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift bench --n N --dims K ...
+void add_calibrate_command(CLI::App& app, Mode mode = Mode::Run);  ///< meanshift calibrate [--k 16,64,384]
 
 /// The whole `meanshift` app: name, version flag, the subcommands.
 void setup_app(CLI::App& app, Mode mode = Mode::Run);

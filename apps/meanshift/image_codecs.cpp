@@ -166,8 +166,7 @@ int jpeg_decode(const std::string& bytes, JpegErrors& e, const SizeCheck& before
 
 }  // namespace
 
-bool decode_png_fast(const std::string& bytes, const std::string& name, const SizeCheck& before_decoding,
-                     RgbImage& out)
+bool decode_png_fast(const std::string& bytes, const std::string& name, const SizeCheck& before_decoding, RgbImage& out)
 {
 #if MSCLI_HAVE_SPNG
     SpngCtx ctx(spng_ctx_new(0));
@@ -255,7 +254,8 @@ bool deflate_rows(const RgbImage& image, bool flat, int y0, int y1, bool last, s
         if (flat) {
             std::memcpy(row.data() + 1, src, stride);
         } else {
-            for (std::size_t j = 0; j < stride; ++j) row[1 + j] = static_cast<unsigned char>(src[j] - (j >= 3 ? src[j - 3] : 0));
+            for (std::size_t j = 0; j < stride; ++j)
+                row[1 + j] = static_cast<unsigned char>(src[j] - (j >= 3 ? src[j - 3] : 0));
         }
         adler = adler32(adler, row.data(), static_cast<uInt>(row.size()));
         z.next_in = row.data();
@@ -295,7 +295,8 @@ bool encode_png_parallel(const RgbImage& image, bool flat, int threads, std::str
         pool.emplace_back([&, t] {
             const int y0 = static_cast<int>(static_cast<long long>(image.height) * t / T);
             const int y1 = static_cast<int>(static_cast<long long>(image.height) * (t + 1) / T);
-            ok[std::size_t(t)] = deflate_rows(image, flat, y0, y1, t + 1 == T, piece[std::size_t(t)], adler[std::size_t(t)]);
+            ok[std::size_t(t)] =
+                deflate_rows(image, flat, y0, y1, t + 1 == T, piece[std::size_t(t)], adler[std::size_t(t)]);
         });
     for (std::thread& th : pool) th.join();
     for (char k : ok)
@@ -323,12 +324,14 @@ bool encode_png_parallel(const RgbImage& image, bool flat, int threads, std::str
     constexpr std::size_t kChunk = std::size_t(1) << 26;
     for (int t = 0; t < T; ++t) {
         const std::string& p = piece[std::size_t(t)];
-        for (std::size_t at = 0; at < p.size(); at += kChunk) put_chunk(out, "IDAT", p.data() + at, std::min(kChunk, p.size() - at));
+        for (std::size_t at = 0; at < p.size(); at += kChunk)
+            put_chunk(out, "IDAT", p.data() + at, std::min(kChunk, p.size() - at));
         std::string().swap(piece[std::size_t(t)]);
         if (t > 0) {
             const int y0 = static_cast<int>(static_cast<long long>(image.height) * t / T);
             const int y1 = static_cast<int>(static_cast<long long>(image.height) * (t + 1) / T);
-            a = adler32_combine(a, adler[std::size_t(t)], static_cast<z_off_t>(stride * static_cast<std::size_t>(y1 - y0)));
+            a = adler32_combine(a, adler[std::size_t(t)],
+                                static_cast<z_off_t>(stride * static_cast<std::size_t>(y1 - y0)));
         }
     }
     const char tail[4] = {char(a >> 24), char(a >> 16), char(a >> 8), char(a)};
@@ -337,7 +340,10 @@ bool encode_png_parallel(const RgbImage& image, bool flat, int threads, std::str
     return true;
 }
 #else
-bool encode_png_parallel(const RgbImage&, bool, int, std::string&) { return false; }
+bool encode_png_parallel(const RgbImage&, bool, int, std::string&)
+{
+    return false;
+}
 #endif
 
 bool encode_png_fast(const RgbImage& image, bool flat, std::string& out, int threads)
@@ -361,8 +367,8 @@ bool encode_png_fast(const RgbImage& image, bool flat, std::string& out, int thr
     ihdr.color_type = SPNG_COLOR_TYPE_TRUECOLOR;
     int err = spng_set_ihdr(ctx.get(), &ihdr);
     if (err == 0)
-        err = spng_encode_image(ctx.get(), image.pixels.data(), image.pixels.size(), SPNG_FMT_PNG,
-                                SPNG_ENCODE_FINALIZE);
+        err =
+            spng_encode_image(ctx.get(), image.pixels.data(), image.pixels.size(), SPNG_FMT_PNG, SPNG_ENCODE_FINALIZE);
     if (err != 0) throw IoError(std::string("PNG encoding failed (libspng: ") + spng_strerror(err) + ")");
     std::size_t len = 0;
     std::unique_ptr<void, void (*)(void*)> png(spng_get_png_buffer(ctx.get(), &len, &err), std::free);

@@ -29,21 +29,21 @@ using meanshift::IoError;
 struct CsvState {
     std::string name;
     bool whitespace_delimited = false;
-    std::size_t line = 1;            // 1-based line of the row being read
-    std::vector<double> row;         // values of the current row
-    std::size_t fields = 0;          // fields of the current row
-    std::size_t blank_fields = 0;    // of which empty or blank
-    std::size_t non_numeric = 0;     // of which not numbers
-    std::size_t first_bad = 0;       // 1-based column of the first field that is not a finite number
-    std::string first_bad_text;      // its text (clipped)
+    std::size_t line = 1;  // 1-based line of the row being read
+    std::vector<double> row;  // values of the current row
+    std::size_t fields = 0;  // fields of the current row
+    std::size_t blank_fields = 0;  // of which empty or blank
+    std::size_t non_numeric = 0;  // of which not numbers
+    std::size_t first_bad = 0;  // 1-based column of the first field that is not a finite number
+    std::string first_bad_text;  // its text (clipped)
     bool first_bad_is_nonfinite = false;
-    std::size_t nul_column = 0;      // 1-based column of the first field with a NUL byte
-    std::size_t nul_at = 0;          // 1-based byte of the NUL in that field
-    std::vector<double> values;      // all rows, row-major
+    std::size_t nul_column = 0;  // 1-based column of the first field with a NUL byte
+    std::size_t nul_at = 0;  // 1-based byte of the NUL in that field
+    std::vector<double> values;  // all rows, row-major
     std::size_t cols = 0;
     std::size_t rows = 0;
-    bool header_allowed = true;      // the first data row may be a header
-    std::string error;               // first error; parsing continues but is ignored after it
+    bool header_allowed = true;  // the first data row may be a header
+    std::string error;  // first error; parsing continues but is ignored after it
 };
 
 bool is_blank(const char* p, std::size_t len)
@@ -151,7 +151,10 @@ void finish_row(CsvState& st)
     ++st.rows;
 }
 
-void on_row(int /*terminator*/, void* user) { finish_row(*static_cast<CsvState*>(user)); }
+void on_row(int /*terminator*/, void* user)
+{
+    finish_row(*static_cast<CsvState*>(user));
+}
 
 // With CSV_REPALL_NL every line end is reported, so "\r\n" is first reduced to "\n" to keep the
 // line count right; comment lines are blanked (not removed) for the same reason.
@@ -198,7 +201,10 @@ unsigned char detect_delimiter(const std::string& text, bool& whitespace)
     return ' ';
 }
 
-int no_space(unsigned char) { return 0; }
+int no_space(unsigned char)
+{
+    return 0;
+}
 
 }  // namespace
 
@@ -235,6 +241,9 @@ meanshift::MatrixD parse_csv(std::string text, const std::string& name)
     return m;
 }
 
-meanshift::MatrixD read_csv(const std::string& path) { return parse_csv(read_file(path), path); }
+meanshift::MatrixD read_csv(const std::string& path)
+{
+    return parse_csv(read_file(path), path);
+}
 
 }  // namespace mscli

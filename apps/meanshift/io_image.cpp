@@ -28,19 +28,28 @@ std::uint32_t le16(const std::string& b, std::size_t at)
 {
     return static_cast<unsigned char>(b[at]) | static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 1])) << 8;
 }
-std::uint32_t le32(const std::string& b, std::size_t at) { return le16(b, at) | le16(b, at + 2) << 16; }
+std::uint32_t le32(const std::string& b, std::size_t at)
+{
+    return le16(b, at) | le16(b, at + 2) << 16;
+}
 std::uint32_t be16(const std::string& b, std::size_t at)
 {
     return static_cast<std::uint32_t>(static_cast<unsigned char>(b[at])) << 8 | static_cast<unsigned char>(b[at + 1]);
 }
-std::uint32_t be32(const std::string& b, std::size_t at) { return be16(b, at) << 16 | be16(b, at + 2); }
+std::uint32_t be32(const std::string& b, std::size_t at)
+{
+    return be16(b, at) << 16 | be16(b, at + 2);
+}
 
 bool starts_with(const std::string& b, const char* magic, std::size_t len)
 {
     return b.size() >= len && std::memcmp(b.data(), magic, len) == 0;
 }
 
-std::string num(unsigned long long v) { return std::to_string(v); }
+std::string num(unsigned long long v)
+{
+    return std::to_string(v);
+}
 
 // "declares W x H pixels, but ..." for compressed formats: at most `per_byte` pixels per byte.
 std::string ratio_rule(const char* format, unsigned long long w, unsigned long long h, std::size_t size,
@@ -235,8 +244,9 @@ std::string png_problem(const std::string& b, int& width, int& height)
         const unsigned long long len = be32(b, pos);
         const std::string type = b.substr(pos + 4, 4);
         if (len + 12 > size - pos)
-            return "PNG chunk at byte " + num(pos) + " declares " + num(len) + " bytes of data, but the file has only " +
-                   num(size - pos >= 12 ? size - pos - 12 : 0) + " left: truncated or corrupt file";
+            return "PNG chunk at byte " + num(pos) + " declares " + num(len) +
+                   " bytes of data, but the file has only " + num(size - pos >= 12 ? size - pos - 12 : 0) +
+                   " left: truncated or corrupt file";
         if (type == "IDAT") idat += len;
         pos += static_cast<std::size_t>(12 + len);
         if (type == "IEND") {
@@ -271,8 +281,10 @@ std::string without_empty_idat(const std::string& b)
     while (pos + 12 <= b.size()) {
         const std::size_t len = be32(b, pos);
         const bool empty_idat = len == 0 && b.compare(pos + 4, 4, "IDAT") == 0;
-        if (empty_idat) dropped = true;
-        else out.append(b, pos, 12 + len);
+        if (empty_idat)
+            dropped = true;
+        else
+            out.append(b, pos, 12 + len);
         if (b.compare(pos + 4, 4, "IEND") == 0) break;
         pos += 12 + len;
     }
@@ -304,7 +316,7 @@ std::string jpeg_problem(const std::string& b, int& width, int& height)
         while (pos < size && byte(pos) == 0xFF) ++pos;
         if (pos >= size) break;
         const unsigned marker = byte(pos++);
-        if (marker == 0xD9) break;                                     // EOI
+        if (marker == 0xD9) break;  // EOI
         if (marker == 0x00 || marker == 0x01 || (marker >= 0xD0 && marker <= 0xD8)) continue;  // no length
         const std::size_t len = (byte(pos) << 8) | byte(pos + 1);
         if (marker == 0xC4) {  // DHT: tables until the segment length is used up, as stb_image reads them
@@ -334,8 +346,8 @@ std::string jpeg_problem(const std::string& b, int& width, int& height)
         }
         pos += len;
         if (marker == 0xDA) {  // entropy-coded data: up to the next marker other than RSTn
-            while (pos + 1 < size && !(byte(pos) == 0xFF && byte(pos + 1) != 0 &&
-                                       !(byte(pos + 1) >= 0xD0 && byte(pos + 1) <= 0xD7)))
+            while (pos + 1 < size &&
+                   !(byte(pos) == 0xFF && byte(pos + 1) != 0 && !(byte(pos + 1) >= 0xD0 && byte(pos + 1) <= 0xD7)))
                 ++pos;
         }
     }
@@ -368,11 +380,10 @@ std::string declared_size_problem(const std::string& b, int& width, int& height)
         if (!zero_size(w, h).empty()) return zero_size(w, h);
         return ratio_rule("PSD", w, h, size, 128);
     }
-    if (starts_with(b, "#?RADIANCE", 10) || starts_with(b, "#?RGBE", 6) ||
-        starts_with(b, "\x53\x80\xf6\x34", 4)) {
+    if (starts_with(b, "#?RADIANCE", 10) || starts_with(b, "#?RGBE", 6) || starts_with(b, "\x53\x80\xf6\x34", 4)) {
         int w = 0, h = 0, comp = 0;
-        if (size > INT_MAX || !stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(b.data()),
-                                                     static_cast<int>(size), &w, &h, &comp))
+        if (size > INT_MAX ||
+            !stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(b.data()), static_cast<int>(size), &w, &h, &comp))
             return {};
         width = w;
         height = h;
@@ -405,14 +416,13 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
 
     const auto check_dimensions = [&](int width, int height) {
         if (width <= 0 || height <= 0)
-            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " +
-                                     std::to_string(height) + " pixels (zero width or height)");
+            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                                     " pixels (zero width or height)");
         const long long pixels = static_cast<long long>(width) * height;
         if (max_pixels > 0 && pixels > max_pixels)
-            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " +
-                                     std::to_string(height) + " = " + std::to_string(pixels) +
-                                     " pixels, more than the limit of " + std::to_string(max_pixels) +
-                                     " (raise it with --max-image-pixels N)");
+            throw meanshift::IoError(path + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                                     " = " + std::to_string(pixels) + " pixels, more than the limit of " +
+                                     std::to_string(max_pixels) + " (raise it with --max-image-pixels N)");
         if (before_decoding) before_decoding(width, height);
     };
     if (starts_with(bytes, "P5", 2) || starts_with(bytes, "P6", 2)) {  // binary PNM: decoded here
@@ -458,9 +468,9 @@ RgbImage decode_rgb(const std::string& bytes, const std::string& path, long long
         // The header was read (step 2), so the data failed: stb_image's reasons are terse ("bad
         // codelengths", "read past buffer" for a cut deflate stream), hence the plain words after them.
         const std::string why = stbi_failure_reason() ? stbi_failure_reason() : "";
-        static const char* const cut_or_corrupt[] = {"bad zlib header", "bad codelengths", "bad huffman code",
-                                                     "read past buffer", "bad dist", "bad sizes", "not enough pixels",
-                                                     "zlib corrupt", "invalid filter", "bad DC huff", "bad AC huff"};
+        static const char* const cut_or_corrupt[] = {
+            "bad zlib header",   "bad codelengths", "bad huffman code", "read past buffer", "bad dist",   "bad sizes",
+            "not enough pixels", "zlib corrupt",    "invalid filter",   "bad DC huff",      "bad AC huff"};
         bool data = why.empty();
         for (const char* r : cut_or_corrupt) data = data || why == r;
         throw meanshift::IoError(path + ": cannot read image (" + why + (why.empty() || !data ? "" : ": ") +
@@ -493,7 +503,8 @@ std::string png_bytes(const RgbImage& image, PngContent content, int threads)
 {
     if (image.width <= 0 || image.height <= 0) throw meanshift::IoError("cannot encode an empty image as PNG");
     std::string out;
-    if (encode_png_fast(image, content == PngContent::Flat, out, threads)) return out;  // libspng at a low zlib level, where the build has it
+    if (encode_png_fast(image, content == PngContent::Flat, out, threads))
+        return out;  // libspng at a low zlib level, where the build has it
     auto append = [](void* context, void* data, int size) {
         static_cast<std::string*>(context)->append(static_cast<const char*>(data), static_cast<std::size_t>(size));
     };
@@ -502,7 +513,10 @@ std::string png_bytes(const RgbImage& image, PngContent content, int threads)
     return out;
 }
 
-void write_png(const std::string& path, const RgbImage& image) { write_file_atomically(path, png_bytes(image)); }
+void write_png(const std::string& path, const RgbImage& image)
+{
+    write_file_atomically(path, png_bytes(image));
+}
 
 void fitted_size(int width, int height, long long max_pixels, int& out_width, int& out_height)
 {
@@ -514,7 +528,10 @@ void fitted_size(int width, int height, long long max_pixels, int& out_width, in
     out_width = std::max(1, static_cast<int>(std::floor(width * s)));
     out_height = std::max(1, static_cast<int>(std::floor(height * s)));
     while (static_cast<long long>(out_width) * out_height > max_pixels && (out_width > 1 || out_height > 1)) {
-        if (out_width >= out_height) --out_width; else --out_height;  // floor rounding can still overshoot by one row
+        if (out_width >= out_height)
+            --out_width;
+        else
+            --out_height;  // floor rounding can still overshoot by one row
     }
 }
 
@@ -526,10 +543,9 @@ RgbImage downscale_area(const RgbImage& image, int out_width, int out_height)
     out.height = out_height;
     out.pixels.resize(out.count() * 3);
     // Box filter = area averaging when shrinking; sRGB colour space makes stb average in linear light.
-    if (!stbir_resize_uint8_generic(image.pixels.data(), image.width, image.height, image.width * 3,
-                                    out.pixels.data(), out_width, out_height, out_width * 3, 3,
-                                    STBIR_ALPHA_CHANNEL_NONE, 0, STBIR_EDGE_CLAMP, STBIR_FILTER_BOX,
-                                    STBIR_COLORSPACE_SRGB, nullptr))
+    if (!stbir_resize_uint8_generic(image.pixels.data(), image.width, image.height, image.width * 3, out.pixels.data(),
+                                    out_width, out_height, out_width * 3, 3, STBIR_ALPHA_CHANNEL_NONE, 0,
+                                    STBIR_EDGE_CLAMP, STBIR_FILTER_BOX, STBIR_COLORSPACE_SRGB, nullptr))
         throw meanshift::IoError("image downscaling failed (out of memory?)");
     return out;
 }

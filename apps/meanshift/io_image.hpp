@@ -37,8 +37,8 @@ using SizeCheck = std::function<void(int width, int height)>;
 RgbImage load_rgb(const std::string& path, long long max_pixels = kDefaultMaxImagePixels,
                   const SizeCheck& before_decoding = {});
 /// The same for an image already in memory; `name` is used in messages.
-RgbImage decode_rgb(const std::string& bytes, const std::string& name,
-                    long long max_pixels = kDefaultMaxImagePixels, const SizeCheck& before_decoding = {});
+RgbImage decode_rgb(const std::string& bytes, const std::string& name, long long max_pixels = kDefaultMaxImagePixels,
+                    const SizeCheck& before_decoding = {});
 
 /// Checks the header of an image file against the file's size. Uncompressed formats (binary
 /// PNM, uncompressed BMP and TGA) must hold every declared pixel; PNG chunks must fit in the file

@@ -87,8 +87,8 @@ std::string matrix_bytes(MatrixFormat format, const meanshift::MatrixF& m)
     char buf[40];
     for (Index i = 0; i < m.rows(); ++i) {
         for (Index d = 0; d < m.cols(); ++d) {
-            const int len = std::snprintf(buf, sizeof buf, d + 1 < m.cols() ? "%.9g," : "%.9g\n",
-                                          static_cast<double>(m(i, d)));
+            const int len =
+                std::snprintf(buf, sizeof buf, d + 1 < m.cols() ? "%.9g," : "%.9g\n", static_cast<double>(m(i, d)));
             out.append(buf, static_cast<std::size_t>(len));
         }
     }

@@ -41,8 +41,8 @@ struct NpyLayout {
     meanshift::Index rows = 0, cols = 0;
     bool fortran = false;  ///< column-major data
     int element_size = 0;  ///< bytes per element
-    bool swap = false;     ///< byte order differs from the host's
-    std::string descr;     ///< e.g. "<f4"
+    bool swap = false;  ///< byte order differs from the host's
+    std::string descr;  ///< e.g. "<f4"
     double (*load)(const unsigned char*, bool) = nullptr;
     std::size_t data_offset = 0;
 };
@@ -63,7 +63,7 @@ meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& layou
 std::optional<meanshift::MatrixF> read_npy_float32(const std::string& path);
 
 /// File contents, for OutputFiles (output_files.hpp). NPY: format 1.0, little-endian, C order.
-std::string npy_float_bytes(const meanshift::MatrixF& m);                       ///< '<f4'
+std::string npy_float_bytes(const meanshift::MatrixF& m);  ///< '<f4'
 std::string npy_int_bytes(const std::vector<int>& values, const std::vector<meanshift::Index>& shape);  ///< '<i4'
 /// n × k float32 matrix: CSV with 9 significant digits (round-trips float32), or NPY '<f4'.
 std::string matrix_bytes(MatrixFormat format, const meanshift::MatrixF& m);

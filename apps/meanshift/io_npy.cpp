@@ -71,12 +71,14 @@ public:
             skip_space();
             expect(':', "':' after the key '" + clip(key) + "'");
             skip_space();
-            bool* seen = key == "descr" ? &seen_descr : key == "fortran_order" ? &seen_fortran
-                                                      : key == "shape"         ? &seen_shape
-                                                                               : nullptr;
+            bool* seen = key == "descr"           ? &seen_descr
+                         : key == "fortran_order" ? &seen_fortran
+                         : key == "shape"         ? &seen_shape
+                                                  : nullptr;
             if (!seen)
-                fail(key_at, "unknown key '" + clip(key) + "' (the header may hold only 'descr', 'fortran_order' "
-                             "and 'shape')");
+                fail(key_at, "unknown key '" + clip(key) +
+                                 "' (the header may hold only 'descr', 'fortran_order' "
+                                 "and 'shape')");
             if (*seen) fail(key_at, "the key '" + key + "' appears twice");
             *seen = true;
             if (key == "descr") {
@@ -147,7 +149,8 @@ private:
         const std::size_t start = ++i_;
         while (peek() != q) {
             const unsigned char c = static_cast<unsigned char>(t_[i_]);
-            if (c < 0x20 || c > 0x7e || c == '\\') fail(i_, "unsupported character in a string (escapes, control bytes or non-ASCII)");
+            if (c < 0x20 || c > 0x7e || c == '\\')
+                fail(i_, "unsupported character in a string (escapes, control bytes or non-ASCII)");
             ++i_;
         }
         return t_.substr(start, i_++ - start);
@@ -170,15 +173,18 @@ private:
                 } else {
                     if (digits && v == 0) fail(at, "leading zeros in an integer (not Python)");
                     const unsigned d = static_cast<unsigned>(t_[i_] - '0');
-                    if (v > (static_cast<unsigned long long>(std::numeric_limits<Index>::max()) - d) / 10) overflow = true;
-                    else v = v * 10 + d;
+                    if (v > (static_cast<unsigned long long>(std::numeric_limits<Index>::max()) - d) / 10)
+                        overflow = true;
+                    else
+                        v = v * 10 + d;
                     digits = true;
                 }
                 ++i_;
             }
             if (!digits) fail(at, "'shape' must be a tuple of non-negative integers");
             if (i_ < t_.size() && t_[i_] == 'L') ++i_;  // Python 2's long suffix, which NumPy filters out
-            if (overflow) fail(at, "a 'shape' entry is larger than " + std::to_string(std::numeric_limits<Index>::max()));
+            if (overflow)
+                fail(at, "a 'shape' entry is larger than " + std::to_string(std::numeric_limits<Index>::max()));
             dims.push_back(static_cast<Index>(v));
             skip_space();
             comma = false;
@@ -209,7 +215,10 @@ double load_as_double(const unsigned char* p, bool swap)
 }
 
 // NumPy's bool: one byte, 0 is False and any other value True.
-double load_bool(const unsigned char* p, bool) { return *p != 0 ? 1.0 : 0.0; }
+double load_bool(const unsigned char* p, bool)
+{
+    return *p != 0 ? 1.0 : 0.0;
+}
 
 template <class T>
 void append_le(std::string& out, T v)
@@ -254,7 +263,8 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
         header_len = read_le(u + 8, 2);
         offset = 10;
     } else if (major == 2 || major == 3) {
-        if (bytes.size() < 12) throw IoError(path + ": truncated NPY header (" + std::to_string(bytes.size()) + " bytes)");
+        if (bytes.size() < 12)
+            throw IoError(path + ": truncated NPY header (" + std::to_string(bytes.size()) + " bytes)");
         header_len = read_le(u + 8, 4);
         offset = 12;
     } else {
@@ -288,21 +298,33 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
         throw IoError(path + ": expected a 1-D or 2-D array, got " + std::to_string(shape.size()) + "-D");
     const Index n = shape[0];
     const Index k = shape.size() == 2 ? shape[1] : 1;
-    if (n == 0 || k == 0) throw IoError(path + ": the array is empty (shape " + std::to_string(n) + " x " + std::to_string(k) + ")");
+    if (n == 0 || k == 0)
+        throw IoError(path + ": the array is empty (shape " + std::to_string(n) + " x " + std::to_string(k) + ")");
     L.rows = n;
     L.cols = k;
 
-    if (kind == 'f' && size == 4) L.load = load_as_double<float>;
-    else if (kind == 'f' && size == 8) L.load = load_as_double<double>;
-    else if (kind == 'i' && size == 1) L.load = load_as_double<std::int8_t>;
-    else if (kind == 'i' && size == 2) L.load = load_as_double<std::int16_t>;
-    else if (kind == 'i' && size == 4) L.load = load_as_double<std::int32_t>;
-    else if (kind == 'i' && size == 8) L.load = load_as_double<std::int64_t>;
-    else if (kind == 'u' && size == 1) L.load = load_as_double<std::uint8_t>;
-    else if (kind == 'u' && size == 2) L.load = load_as_double<std::uint16_t>;
-    else if (kind == 'u' && size == 4) L.load = load_as_double<std::uint32_t>;
-    else if (kind == 'u' && size == 8) L.load = load_as_double<std::uint64_t>;
-    else if (kind == 'b' && size == 1) L.load = load_bool;  // False/True as 0/1 (docs/cli.md)
+    if (kind == 'f' && size == 4)
+        L.load = load_as_double<float>;
+    else if (kind == 'f' && size == 8)
+        L.load = load_as_double<double>;
+    else if (kind == 'i' && size == 1)
+        L.load = load_as_double<std::int8_t>;
+    else if (kind == 'i' && size == 2)
+        L.load = load_as_double<std::int16_t>;
+    else if (kind == 'i' && size == 4)
+        L.load = load_as_double<std::int32_t>;
+    else if (kind == 'i' && size == 8)
+        L.load = load_as_double<std::int64_t>;
+    else if (kind == 'u' && size == 1)
+        L.load = load_as_double<std::uint8_t>;
+    else if (kind == 'u' && size == 2)
+        L.load = load_as_double<std::uint16_t>;
+    else if (kind == 'u' && size == 4)
+        L.load = load_as_double<std::uint32_t>;
+    else if (kind == 'u' && size == 8)
+        L.load = load_as_double<std::uint64_t>;
+    else if (kind == 'b' && size == 1)
+        L.load = load_bool;  // False/True as 0/1 (docs/cli.md)
     else
         throw IoError(bad_dtype);
 
@@ -314,8 +336,8 @@ NpyLayout parse_npy_layout(const std::string& bytes, const std::string& path, st
         std::ostringstream msg;
         msg << path << ": truncated NPY data: the header declares shape (" << n << ", " << k << ") of '" << descr
             << "', ";
-        if (static_cast<std::size_t>(n) <= std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(k) /
-                                               static_cast<std::size_t>(size))
+        if (static_cast<std::size_t>(n) <=
+            std::numeric_limits<std::size_t>::max() / static_cast<std::size_t>(k) / static_cast<std::size_t>(size))
             msg << static_cast<std::size_t>(n) * static_cast<std::size_t>(k) * static_cast<std::size_t>(size)
                 << " bytes";
         else
@@ -356,7 +378,10 @@ meanshift::MatrixD decode_rows(const NpyLayout& L, const unsigned char* data, st
 
 }  // namespace
 
-meanshift::MatrixD read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+meanshift::MatrixD read_npy(const std::string& path)
+{
+    return parse_npy(read_file(path), path);
+}
 
 meanshift::MatrixD parse_npy(const std::string& bytes, const std::string& path)
 {
@@ -403,7 +428,8 @@ meanshift::MatrixD read_npy_rows(const std::string& path, const NpyLayout& L, In
         std::string bytes(length, '\0');
         f.seekg(static_cast<std::streamoff>(L.data_offset + begin));
         f.read(bytes.data(), static_cast<std::streamsize>(length));
-        if (!f) throw IoError(path + ": read failed (rows from " + std::to_string(first) + "): " + std::strerror(errno));
+        if (!f)
+            throw IoError(path + ": read failed (rows from " + std::to_string(first) + "): " + std::strerror(errno));
         return bytes;
     };
     if (!L.fortran) {  // C order: the rows are one contiguous block

@@ -30,8 +30,10 @@ std::string format_bytes(double bytes)
         ++u;
     }
     char buf[64];
-    if (u == 0) std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
-    else std::snprintf(buf, sizeof buf, bytes < 10 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
+    if (u == 0)
+        std::snprintf(buf, sizeof buf, "%.0f bytes", bytes);
+    else
+        std::snprintf(buf, sizeof buf, bytes < 10 ? "%.1f %s" : "%.0f %s", bytes, units[u]);
     return buf;
 }
 

@@ -21,7 +21,10 @@ namespace {
 
 using meanshift::IoError;
 
-std::string why(int err) { return std::strerror(err); }
+std::string why(int err)
+{
+    return std::strerror(err);
+}
 
 // "dir/name" -> ("dir", "name"); "name" -> (".", "name"); "/name" -> ("/", "name").
 void split_path(const std::string& path, std::string& dir, std::string& base)
@@ -200,7 +203,8 @@ std::size_t OutputFiles::add_output(const std::string& path, const std::string& 
     o.path = path;
     o.role = role;
     o.target = path;
-    struct stat lst {}, st {};
+    struct stat lst {
+    }, st{};
     const bool linked = ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
     if (::stat(path.c_str(), &st) == 0) {
         if (S_ISDIR(st.st_mode)) throw IoError(named + ": is a folder, not a file");
@@ -272,8 +276,7 @@ void OutputFiles::prepare()
             if (base.size() > 200) base.resize(200);  // room for ".tmp-XXXXXX.old" within NAME_MAX
             std::string tmpl = dir + "/." + base + ".tmp-XXXXXX";
             const int fd = ::mkstemp(tmpl.data());
-            if (fd < 0)
-                throw IoError(o.path + ": cannot create a temporary file in " + dir + " (" + why(errno) + ")");
+            if (fd < 0) throw IoError(o.path + ": cannot create a temporary file in " + dir + " (" + why(errno) + ")");
             o.temp = tmpl;
             register_temp(tmpl);
             try {
@@ -319,15 +322,13 @@ void OutputFiles::publish()
         for (const Folder& f : folders) known = known || (f.dev == st.st_dev && f.ino == st.st_ino);
         if (!known) folders.push_back({st.st_dev, st.st_ino, dir});
     }
-    std::sort(folders.begin(), folders.end(), [](const Folder& x, const Folder& y) {
-        return x.dev != y.dev ? x.dev < y.dev : x.ino < y.ino;
-    });
+    std::sort(folders.begin(), folders.end(),
+              [](const Folder& x, const Folder& y) { return x.dev != y.dev ? x.dev < y.dev : x.ino < y.ino; });
     std::vector<int> locks;
     for (const Folder& f : folders) {
         const int fd = ::open(f.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (fd < 0) continue;
-        while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
-        }
+        while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
         locks.push_back(fd);  // closing it releases the lock
     }
     struct Unlock {

@@ -55,14 +55,14 @@ private:
         std::string path, role;
     };
     struct Output {
-        std::string path;    // as given (for messages)
+        std::string path;  // as given (for messages)
         std::string role;
         std::string target;  // where the file goes: the path, or a symbolic link's target
         bool existed = false;
         mode_t mode = 0;
         std::string bytes;
         bool has_bytes = false;
-        std::string temp;    // temporary file from prepare() to publish()
+        std::string temp;  // temporary file from prepare() to publish()
         bool linked_missing = false;  // a symbolic link to a file that does not exist yet
     };
     struct TempGuard;

@@ -6,13 +6,14 @@
 namespace mscli {
 
 TerminalProgress::TerminalProgress(bool enabled)
-    : active_(enabled && isatty(STDERR_FILENO) != 0),
-      start_(std::chrono::steady_clock::now()),
-      last_(start_)
+    : active_(enabled && isatty(STDERR_FILENO) != 0), start_(std::chrono::steady_clock::now()), last_(start_)
 {
 }
 
-TerminalProgress::~TerminalProgress() { finish(); }
+TerminalProgress::~TerminalProgress()
+{
+    finish();
+}
 
 meanshift::ProgressCallback TerminalProgress::callback()
 {
@@ -47,8 +48,9 @@ meanshift::Result cluster_with_progress(const meanshift::MatrixF& data, meanshif
     meanshift::Result r = meanshift::cluster(data, options);
     // Seeds far from every point get no kernel weight at all: they stay where they started.
     if (r.modes_without_support > 0)
-        std::fprintf(stderr, "warning: %lld of %lld modes had no support (no data point within reach of the "
-                             "kernel; they kept their starting position and are not counted as converged)\n",
+        std::fprintf(stderr,
+                     "warning: %lld of %lld modes had no support (no data point within reach of the "
+                     "kernel; they kept their starting position and are not counted as converged)\n",
                      static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
     progress.finish();
     return r;

@@ -18,7 +18,10 @@ void StageReport::add_library(const meanshift::Timing& t)
     for (const auto& [name, seconds] : t.stages()) stages_.emplace_back(name, seconds);
 }
 
-double StageReport::wall_seconds() const { return seconds_since(start_); }
+double StageReport::wall_seconds() const
+{
+    return seconds_since(start_);
+}
 
 std::string StageReport::line() const
 {

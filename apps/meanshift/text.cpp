@@ -12,10 +12,20 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i, std::uint32_t& cp)
     const auto b0 = static_cast<unsigned char>(s[i]);
     std::size_t len;
     std::uint32_t min;
-    if (b0 >= 0xC2 && b0 <= 0xDF) { len = 2; cp = b0 & 0x1Fu; min = 0x80; }
-    else if (b0 >= 0xE0 && b0 <= 0xEF) { len = 3; cp = b0 & 0x0Fu; min = 0x800; }
-    else if (b0 >= 0xF0 && b0 <= 0xF4) { len = 4; cp = b0 & 0x07u; min = 0x10000; }
-    else return 0;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        len = 2;
+        cp = b0 & 0x1Fu;
+        min = 0x80;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        len = 3;
+        cp = b0 & 0x0Fu;
+        min = 0x800;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        len = 4;
+        cp = b0 & 0x07u;
+        min = 0x10000;
+    } else
+        return 0;
     if (i + len > s.size()) return 0;
     for (std::size_t j = 1; j < len; ++j) {
         const auto b = static_cast<unsigned char>(s[i + j]);
@@ -28,10 +38,10 @@ std::size_t utf8_sequence(std::string_view s, std::size_t i, std::uint32_t& cp)
 
 bool shown_as_is(std::uint32_t cp)
 {
-    if (cp < 0xA0) return false;                                   // C1 controls (U+0080-U+009F)
-    if (cp == 0x200E || cp == 0x200F) return false;                // LRM, RLM
-    if (cp >= 0x202A && cp <= 0x202E) return false;                // bidi embeddings/overrides
-    if (cp >= 0x2066 && cp <= 0x2069) return false;                // bidi isolates
+    if (cp < 0xA0) return false;  // C1 controls (U+0080-U+009F)
+    if (cp == 0x200E || cp == 0x200F) return false;  // LRM, RLM
+    if (cp >= 0x202A && cp <= 0x202E) return false;  // bidi embeddings/overrides
+    if (cp >= 0x2066 && cp <= 0x2069) return false;  // bidi isolates
     return true;
 }
 

@@ -24,7 +24,8 @@ bool needs_log2_shift(const PreparedData& data)
 {
     if (data.model != KernelModel::PerPoint || data.log_weight.size() == 0) return false;
     constexpr double L = 1.4426950408889634;
-    return L * data.log_weight.minCoeff() < -kLog2WeightFreeRange || L * data.log_weight.maxCoeff() > kLog2WeightFreeRange;
+    return L * data.log_weight.minCoeff() < -kLog2WeightFreeRange ||
+           L * data.log_weight.maxCoeff() > kLog2WeightFreeRange;
 }
 
 double log2_shift_value(std::int32_t ordered_max)

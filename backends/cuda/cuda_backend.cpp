@@ -120,12 +120,15 @@ int modes_per_pu(const CudaTuning& tuning, int k, bool per_point, bool preload)
     return 1;
 }
 
-bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+bool is_pow2(int v)
+{
+    return v > 0 && (v & (v - 1)) == 0;
+}
 
 /// Which kernel runs a bound configuration, and with what.
 struct Plan {
     bool fast = false;
-    bool gemm = false;   // GEMM form
+    bool gemm = false;  // GEMM form
     GemmKernel gemm_kernel;
     bool shift = false;  // per-mode log2 shift of the per-point weights (a max pass before each step)
     const void* max_kernel = nullptr;  // the GEMM kernel's max pass (shift with gemm)
@@ -163,8 +166,8 @@ bool gemm_chosen(const BackendOptions& o, const Topology& t, int k, bool pp, boo
 /// `shift`: per-point weights beyond float32's range (needs_log2_shift); `gt`: what the devices run.
 /// `profile`: compact profiles (finite cutoff = their support) run the range kernels of that profile;
 /// the Gaussian and vMF (Gaussian weights) every kernel.
-Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift, const GemmTarget& gt,
-               KernelProfile profile)
+Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool truncated, bool shift,
+               const GemmTarget& gt, KernelProfile profile)
 {
     Plan p;
     p.shift = shift;
@@ -178,7 +181,8 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         p.smem = gk.smem;
         p.tile = gk.points;
         if (shift) p.max_kernel = gemm_log2_max_kernel(k, truncated);
-        if (shift && !p.max_kernel) throw Error("cuda backend: no GEMM max pass instantiated for k = " + std::to_string(k));
+        if (shift && !p.max_kernel)
+            throw Error("cuda backend: no GEMM max pass instantiated for k = " + std::to_string(k));
         return p;
     }
     if (o.pair_form == PairForm::Gemm && is_compact(profile))
@@ -205,7 +209,8 @@ Plan make_plan(const BackendOptions& o, const Topology& t, int k, bool pp, bool 
         p.r = modes_per_pu(o.cuda, k, pp, p.preload);
         const int v = o.cuda.kernel_variant > 0 ? o.cuda.kernel_variant
                                                 : (pp ? kDefaultFastVariantPerPoint : kDefaultFastVariantShared);
-        p.kernel = pp ? fast_kernel_per_point(k, p.r, p.preload, p.tile, v) : fast_kernel_shared(k, p.r, p.preload, p.tile, v);
+        p.kernel =
+            pp ? fast_kernel_per_point(k, p.r, p.preload, p.tile, v) : fast_kernel_shared(k, p.r, p.preload, p.tile, v);
         p.smem = p.preload ? gpu::tile_bytes(k, pp, p.tile) : 0;
     } else {
         p.tile = o.preload_size > 0 ? o.preload_size : topology_tile(k, pp, t.pus_per_ppu, gt.smem);
@@ -237,9 +242,9 @@ PinnedPool& pinned_pool(int device)
     std::lock_guard<std::mutex> lock(mutex);
     static const bool registered = [] {
         return std::atexit([] {
-            for (auto& p : *pools)
-                if (p) p->release_all();
-        }) == 0;
+                   for (auto& p : *pools)
+                       if (p) p->release_all();
+               }) == 0;
     }();
     (void)registered;
     const std::size_t d = static_cast<std::size_t>(device);
@@ -309,14 +314,14 @@ struct Part {
     Stream stream;
     Event start, stop;
 
-    bool resident = true;    // all points uploaded at bind()
+    bool resident = true;  // all points uploaded at bind()
     Index chunk_points = 0;  // points (records) per chunk, a multiple of the tile width for the fast family
     DeviceBuffer points, precision, log_weight, centres, radii, scratch;
     DeviceBuffer grid_start, grid_i, grid_f;  // range kernels: the cell grid (g = 0: none)
-    gpu::RangeGridArrays grid_host;           // its host form, kept for rebind()
-    DeviceBuffer pairs;                       // range kernels: candidate pairs of a step (u64)
+    gpu::RangeGridArrays grid_host;  // its host form, kept for rebind()
+    DeviceBuffer pairs;  // range kernels: candidate pairs of a step (u64)
     PinnedBuffer<unsigned long long> host_pairs;
-    double step_pairs = -1;                   // candidate pairs of the last step (< 0: not counted)
+    double step_pairs = -1;  // candidate pairs of the last step (< 0: not counted)
 
     Index m0 = 0, m = 0, active = 0, capacity = 0;
     bool has_metric = false;
@@ -331,7 +336,7 @@ struct Part {
     PinnedBuffer<ModeRecord> host_records;
     PinnedBuffer<float> host_stage;
 
-    Index reported = 0;         // records of the last step
+    Index reported = 0;  // records of the last step
     double kernel_seconds = 0;  // kernels of the last step
 
     explicit Part(std::shared_ptr<DeviceContext> c)
@@ -344,7 +349,11 @@ class CudaBinding final : public Binding, public gpu::Rebindable {
 public:
     CudaBinding(Contexts ctx, std::shared_ptr<const PreparedData> data, const Topology& topology,
                 const BackendOptions& options, const Plan& plan)
-        : ctx_(std::move(ctx)), data_(std::move(data)), topo_(topology), plan_(plan), k_(data_->k()),
+        : ctx_(std::move(ctx)),
+          data_(std::move(data)),
+          topo_(topology),
+          plan_(plan),
+          k_(data_->k()),
           pp_(data_->model == KernelModel::PerPoint),
           max_queries_(options.cuda.max_queries > 0 ? options.cuda.max_queries : kDefaultMaxQueries),
           max_points_(options.cuda.max_points > 0 ? options.cuda.max_points : kNoPointLimit)
@@ -446,7 +455,8 @@ public:
         // Where the device holds only the points (and grid) bind() uploads: not the fast kernels'
         // tile layout nor streamed chunks; the plan bind() would make for `data` is this one.
         if (!data || plan_.fast || data->n() < 1 || data->n() > INT32_MAX || data->k() != k_ ||
-            (data->model == KernelModel::PerPoint) != pp_ || std::isfinite(data->cutoff2) != std::isfinite(data_->cutoff2) ||
+            (data->model == KernelModel::PerPoint) != pp_ ||
+            std::isfinite(data->cutoff2) != std::isfinite(data_->cutoff2) ||
             detail::needs_log2_shift(*data) != plan_.shift || data->profile != data_->profile)
             return false;
         const auto n = static_cast<std::size_t>(data->n()), kk = static_cast<std::size_t>(k_);
@@ -514,21 +524,24 @@ private:
         const Index n = total_points();
         std::size_t free_b = 0, total_b = 0;
         MS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-        const std::size_t scratch_b = plan_.fast || plan_.range || plan_.gemm || k_ <= 8
-            ? 0 : static_cast<std::size_t>(topo_.ppus) * topo_.pus_per_ppu * 3 * k_ * sizeof(float);
+        const std::size_t scratch_b =
+            plan_.fast || plan_.range || plan_.gemm || k_ <= 8
+                ? 0
+                : static_cast<std::size_t>(topo_.ppus) * topo_.pus_per_ppu * 3 * k_ * sizeof(float);
         // Room for the modes, assuming as many as points (the usual run: every point a seed).
         const Index share = (data_->n() + static_cast<Index>(parts_.size()) - 1) / static_cast<Index>(parts_.size());
         const Index qcap = std::min<Index>(max_queries_, share);
         s.query_room = qcap;
         const std::size_t query_b =
             static_cast<std::size_t>(qcap) * (k_ + accumulator_stride(k_, pp_) + (plan_.shift ? 1 : 0)) * sizeof(float);
-        const std::size_t mode_b = static_cast<std::size_t>(share) * (2 * k_ * sizeof(float) + 2 * sizeof(std::int32_t) + 1 + sizeof(ModeRecord));
+        const std::size_t mode_b = static_cast<std::size_t>(share) *
+                                   (2 * k_ * sizeof(float) + 2 * sizeof(std::int32_t) + 1 + sizeof(ModeRecord));
         // Keep a quarter of the free memory for the runtime and other users of the device.
         const std::size_t budget = free_b / 4 * 3;
         const std::size_t reserve = scratch_b + query_b + mode_b;
         if (reserve >= budget)
-            throw DeviceError("cuda backend: device " + std::to_string(s.ctx->device) + " has " + std::to_string(free_b) +
-                              " bytes free, too little for the mode and query buffers");
+            throw DeviceError("cuda backend: device " + std::to_string(s.ctx->device) + " has " +
+                              std::to_string(free_b) + " bytes free, too little for the mode and query buffers");
         const Index fit = static_cast<Index>((budget - reserve) / (point_bytes() + sizeof(float)));
         Index chunk = std::min({n, max_points_, fit});
         if (plan_.fast) chunk = std::max<Index>(1, chunk / plan_.tile) * plan_.tile;
@@ -572,11 +585,12 @@ private:
         s.grid_f.reserve(gf.size() * sizeof(float));
         s.grid_start.reserve(start.size() * sizeof(std::int32_t));
         const cudaStream_t st = s.stream.get();
-        MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_i.f(), gi.data(), gi.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, st));
+        MS_CUDA_CHECK(
+            cudaMemcpyAsync(s.grid_i.f(), gi.data(), gi.size() * sizeof(std::int32_t), cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_f.f(), gf.data(), gf.size() * sizeof(float), cudaMemcpyHostToDevice, st));
         if (s.host_stage.size() > 0)  // rebind(): the modes' pinned block is free
-            return staged_upload(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t), s.host_stage.get(),
-                                 s.host_stage.size() * sizeof(float), st);
+            return staged_upload(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t),
+                                 s.host_stage.get(), s.host_stage.size() * sizeof(float), st);
         MS_CUDA_CHECK(cudaMemcpyAsync(s.grid_start.f(), start.data(), start.size() * sizeof(std::int32_t),
                                       cudaMemcpyHostToDevice, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));  // pageable sources, refilled by the next rebind()
@@ -650,12 +664,15 @@ private:
         if (s.has_sphere) {
             if (data_->sphere_origin.size() != k_)
                 throw InvalidArgument("cuda backend: the vMF sphere's origin has " +
-                                      std::to_string(data_->sphere_origin.size()) + " values for k = " + std::to_string(k_));
+                                      std::to_string(data_->sphere_origin.size()) +
+                                      " values for k = " + std::to_string(k_));
             std::vector<float> sphere(static_cast<std::size_t>(k_) + 1);
-            for (int d = 0; d < k_; ++d) sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
+            for (int d = 0; d < k_; ++d)
+                sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
             sphere[static_cast<std::size_t>(k_)] = static_cast<float>(data_->sphere_radius);
             s.sphere.allocate(sphere.size() * sizeof(float));
-            MS_CUDA_CHECK(cudaMemcpy(s.sphere.f(), sphere.data(), sphere.size() * sizeof(float), cudaMemcpyHostToDevice));
+            MS_CUDA_CHECK(
+                cudaMemcpy(s.sphere.f(), sphere.data(), sphere.size() * sizeof(float), cudaMemcpyHostToDevice));
         }
         MS_CUDA_CHECK(launch_iota(s.act.as<std::int32_t>(), m, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));
@@ -681,14 +698,15 @@ private:
         const Index n = total_points();
         if (plan_.shift) {
             // The max pass over every point chunk first: bytes 0x80 (MS_SHIFT_EMPTY) are "no candidate".
-            MS_CUDA_CHECK(cudaMemsetAsync(s.shift.f(), 0x80, static_cast<std::size_t>(qn) * sizeof(int), s.stream.get()));
+            MS_CUDA_CHECK(
+                cudaMemsetAsync(s.shift.f(), 0x80, static_cast<std::size_t>(qn) * sizeof(int), s.stream.get()));
             for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
                 if (!s.resident) upload_chunk(s, p0);
                 launch_max(s, std::min(s.chunk_points, n - p0), qn);
             }
         }
-        MS_CUDA_CHECK(cudaMemsetAsync(s.acc.f(), 0, static_cast<std::size_t>(qn) * accumulator_stride(k_, pp_) * sizeof(float),
-                                      s.stream.get()));
+        MS_CUDA_CHECK(cudaMemsetAsync(
+            s.acc.f(), 0, static_cast<std::size_t>(qn) * accumulator_stride(k_, pp_) * sizeof(float), s.stream.get()));
         for (Index p0 = 0; p0 < n; p0 += s.chunk_points) {
             if (!s.resident) upload_chunk(s, p0);
             launch(s, std::min(s.chunk_points, n - p0), qn);
@@ -717,7 +735,8 @@ private:
             MS_CUDA_CHECK(cudaMemcpyAsync(acc.data(), s.acc.f(), static_cast<std::size_t>(qn) * stride * sizeof(float),
                                           cudaMemcpyDeviceToHost, st));
             if (plan_.shift)  // each query's log2 shift, undone in float64
-                MS_CUDA_CHECK(cudaMemcpyAsync(shifts.data(), s.shift.f(), static_cast<std::size_t>(qn) * sizeof(std::int32_t),
+                MS_CUDA_CHECK(cudaMemcpyAsync(shifts.data(), s.shift.f(),
+                                              static_cast<std::size_t>(qn) * sizeof(std::int32_t),
                                               cudaMemcpyDeviceToHost, st));
             MS_CUDA_CHECK(cudaStreamSynchronize(st));
             // The fast kernels' per-point records are in the expanded form (a common factor L).
@@ -726,7 +745,8 @@ private:
                                       plan_.shift ? shifts.data() : nullptr);
         }
         if (!plan_.range) return static_cast<double>(count) * static_cast<double>(data_->n());
-        MS_CUDA_CHECK(cudaMemcpyAsync(s.host_pairs.get(), s.pairs.f(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
+        MS_CUDA_CHECK(
+            cudaMemcpyAsync(s.host_pairs.get(), s.pairs.f(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, st));
         MS_CUDA_CHECK(cudaStreamSynchronize(st));
         return static_cast<double>(*s.host_pairs.get());
     }
@@ -801,8 +821,8 @@ private:
         const GemmKernel& gk = plan_.gemm_kernel;
         GemmParams p;
         set_points(p, s, npoints);
-        p.cut_log2 = std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2)
-                                                   : -INFINITY;
+        p.cut_log2 =
+            std::isfinite(data_->cutoff2) ? static_cast<float>(-0.5 * 1.4426950408889634 * data_->cutoff2) : -INFINITY;
         p.queries = s.queries.f();
         p.acc = s.acc.f();
         p.count = nq;
@@ -823,10 +843,10 @@ private:
         if (plan_.gemm) {
             launch_gemm(plan_.max_kernel, s, npoints, nq, s.shift.as<int>());  // acc is not written
         } else {
-            MS_CUDA_CHECK(launch_log2_max(s.points.f(), s.precision.f(), s.log_weight.f(), static_cast<long long>(npoints), k_,
-                                          static_cast<float>(std::min(data_->cutoff2, 3.0e38)), s.queries.f(),
-                                          static_cast<long long>(nq), s.shift.as<int>(),
-                                          4 * s.ctx->prop.multiProcessorCount, s.stream.get()));
+            MS_CUDA_CHECK(launch_log2_max(
+                s.points.f(), s.precision.f(), s.log_weight.f(), static_cast<long long>(npoints), k_,
+                static_cast<float>(std::min(data_->cutoff2, 3.0e38)), s.queries.f(), static_cast<long long>(nq),
+                s.shift.as<int>(), 4 * s.ctx->prop.multiProcessorCount, s.stream.get()));
         }
     }
 
@@ -940,8 +960,7 @@ private:
 void validate_options(const BackendOptions& o)
 {
     auto bad = [](const std::string& what) { throw InvalidArgument("cuda backend: " + what); };
-    if (o.preload_size < 0)
-        bad("preload_size must be >= 0 (0 = default), got " + std::to_string(o.preload_size));
+    if (o.preload_size < 0) bad("preload_size must be >= 0 (0 = default), got " + std::to_string(o.preload_size));
     const int r = o.cuda.modes_per_pu;
     if (r != 0 && r != 1 && r != 2 && r != 4 && r != 8)
         bad("cuda.modes_per_pu must be 0 (default), 1, 2, 4 or 8, got " + std::to_string(r));
@@ -1013,9 +1032,9 @@ public:
             // 4 threads of a quad (f_vppu = f_load = 4), reduced by shuffles.
             const GemmKernel gk = gemm_kernel(k, pp, truncated, target());
             if (!gemm_shape(req, gk))
-                throw InvalidArgument("cuda backend: pair_form=gemm runs its own block shape (tau = " +
-                                      std::to_string(gk.threads) + ", f_vppu = f_load = 4), requested " +
-                                      req.to_string() + "; leave them 0 or use pair_form=direct");
+                throw InvalidArgument(
+                    "cuda backend: pair_form=gemm runs its own block shape (tau = " + std::to_string(gk.threads) +
+                    ", f_vppu = f_load = 4), requested " + req.to_string() + "; leave them 0 or use pair_form=direct");
             t.pus_per_ppu = gk.threads;
             t.f_vppu = t.f_load = 4;
         }
@@ -1027,8 +1046,10 @@ public:
                                   std::to_string(prop.maxThreadsPerBlock) + ", got " + std::to_string(t.pus_per_ppu));
         if (!is_pow2(t.f_vppu))
             throw InvalidArgument("cuda backend: f_vppu must be a power of two (warp shuffle / tree "
-                                  "reduction), got " + std::to_string(t.f_vppu));
-        const Plan plan = make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), target(), data.profile);
+                                  "reduction), got " +
+                                  std::to_string(t.f_vppu));
+        const Plan plan =
+            make_plan(options_, t, k, pp, truncated, detail::needs_log2_shift(data), target(), data.profile);
         if (plan.smem > static_cast<std::size_t>(prop.sharedMemPerBlockOptin))
             throw InvalidArgument("cuda backend: preload tile of " + std::to_string(plan.tile) + " points needs " +
                                   std::to_string(plan.smem) + " bytes of shared memory, the device allows " +
@@ -1064,7 +1085,8 @@ public:
             const Index c = std::min(chunk, m - b);
             MS_CUDA_CHECK(cudaMemcpy(q.f(), queries.data() + b * k, static_cast<std::size_t>(c * k) * sizeof(float),
                                      cudaMemcpyHostToDevice));
-            MS_CUDA_CHECK(cuda::launch_knn(p.f(), static_cast<int>(points.rows()), q.f(), c, k, count, out.f(), nullptr));
+            MS_CUDA_CHECK(
+                cuda::launch_knn(p.f(), static_cast<int>(points.rows()), q.f(), c, k, count, out.f(), nullptr));
             MS_CUDA_CHECK(cudaMemcpy(host.data(), out.f(), static_cast<std::size_t>(c * count) * sizeof(float),
                                      cudaMemcpyDeviceToHost));
             result.middleRows(b, c) = host.topRows(c).cast<double>();
@@ -1075,11 +1097,12 @@ public:
     std::unique_ptr<Binding> bind(std::shared_ptr<const PreparedData> data, const Topology& topology) override
     {
         if (!data) throw InvalidArgument("cuda backend: bind() without data");
-        if (data->n() < 1 || data->k() < 1) throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
+        if (data->n() < 1 || data->k() < 1)
+            throw InvalidArgument("cuda backend: bind() needs n >= 1 points of k >= 1 dimensions");
         const Topology t = resolve_topology(topology, *data);
-        const Plan plan = make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint,
-                                    std::isfinite(data->cutoff2), detail::needs_log2_shift(*data), target(),
-                                    data->profile);
+        const Plan plan =
+            make_plan(options_, t, data->k(), data->model == KernelModel::PerPoint, std::isfinite(data->cutoff2),
+                      detail::needs_log2_shift(*data), target(), data->profile);
         return std::make_unique<CudaBinding>(contexts_, std::move(data), t, options_, plan);
     }
 

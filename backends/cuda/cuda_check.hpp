@@ -19,17 +19,16 @@ inline std::string error_text(cudaError_t e)
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line)
 {
-    throw DeviceError("cuda backend: " + std::string(call) + " failed: " + error_text(e) + " at " +
-                      file + ":" + std::to_string(line));
+    throw DeviceError("cuda backend: " + std::string(call) + " failed: " + error_text(e) + " at " + file + ":" +
+                      std::to_string(line));
 }
 
 }  // namespace meanshift::cuda
 
-#define MS_CUDA_CHECK(call)                                                                     \
-    do {                                                                                        \
-        const cudaError_t ms_cuda_err_ = (call);                                                \
-        if (ms_cuda_err_ != cudaSuccess)                                                        \
-            ::meanshift::cuda::throw_cuda_error(ms_cuda_err_, #call, __FILE__, __LINE__);        \
+#define MS_CUDA_CHECK(call)                                                                                            \
+    do {                                                                                                               \
+        const cudaError_t ms_cuda_err_ = (call);                                                                       \
+        if (ms_cuda_err_ != cudaSuccess) ::meanshift::cuda::throw_cuda_error(ms_cuda_err_, #call, __FILE__, __LINE__); \
     } while (0)
 
 /// After a kernel launch: a bad configuration shows up in cudaGetLastError at once.

@@ -64,7 +64,9 @@ public:
     DeviceBuffer(const DeviceBuffer&) = delete;
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
     DeviceBuffer(DeviceBuffer&& o) noexcept
-        : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), device_(std::exchange(o.device_, -1))
+        : ptr_(std::exchange(o.ptr_, nullptr)),
+          bytes_(std::exchange(o.bytes_, 0)),
+          device_(std::exchange(o.device_, -1))
     {
     }
     DeviceBuffer& operator=(DeviceBuffer&& o) noexcept
@@ -166,7 +168,8 @@ public:
         const cudaError_t e = cudaMallocHost(&p, bytes);
         if (e != cudaSuccess) {
             cudaGetLastError();
-            throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(bytes) + " bytes failed: " + error_text(e));
+            throw DeviceError("cuda backend: cudaMallocHost of " + std::to_string(bytes) +
+                              " bytes failed: " + error_text(e));
         }
         return {p, bytes};
     }
@@ -207,8 +210,10 @@ public:
     PinnedBuffer(const PinnedBuffer&) = delete;
     PinnedBuffer& operator=(const PinnedBuffer&) = delete;
     PinnedBuffer(PinnedBuffer&& o) noexcept
-        : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)),
-          bytes_(std::exchange(o.bytes_, 0)), pool_(std::exchange(o.pool_, nullptr))
+        : ptr_(std::exchange(o.ptr_, nullptr)),
+          count_(std::exchange(o.count_, 0)),
+          bytes_(std::exchange(o.bytes_, 0)),
+          pool_(std::exchange(o.pool_, nullptr))
     {
     }
     PinnedBuffer& operator=(PinnedBuffer&& o) noexcept

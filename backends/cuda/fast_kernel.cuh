@@ -39,7 +39,7 @@ __device__ __forceinline__ float ex2_approx(float x)
 template <int K, bool PP>
 struct FastLayout {
     static constexpr int kFloats = PP ? 2 * K + 1 : K + 1;  // gpu::record_floats
-    static constexpr int kStride = (kFloats + 3) / 4 * 4;   // gpu::record_stride
+    static constexpr int kStride = (kFloats + 3) / 4 * 4;  // gpu::record_stride
     static constexpr int kVec = kStride / 4;
     static constexpr int kS0 = PP ? K : 1;  // accumulated S0 values per mode
 };
@@ -129,8 +129,7 @@ __device__ __forceinline__ void tile_sums_per_point(const float4* src, int W, co
 /// TW > 0: the tile width is the compile-time constant TW (the host launches this only when
 /// p.tile == TW); UNR: unroll factor of the point loop.
 template <int K, int R, bool PP, bool PRELOAD, int TW = 0, int UNR = 2>
-__global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1))
-    fast_kernel(const FastParams p)
+__global__ void __launch_bounds__(256, ((PP ? 2 : 1) * K * R <= 24 ? 2 : 1)) fast_kernel(const FastParams p)
 {
     using Lay = FastLayout<K, PP>;
     extern __shared__ float4 s_tile[];
@@ -256,21 +255,22 @@ template <bool PP>
 const void* fast_kernel_table(int k, int r, bool preload, int tile, int variant)
 {
     const int v = preload && (tile == 512 || tile == 1024) ? variant : 1;
-#define MS_FAST_CASE(KK, RR)                                                                            \
-    if (k == KK && r == RR) {                                                                           \
-        if (!preload) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, false>);            \
-        if (v == 2 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 4>);   \
-        if (v == 3 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 8>);   \
-        if (v == 2 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 4>); \
-        if (v == 3 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 8>); \
-        return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true>);                           \
+#define MS_FAST_CASE(KK, RR)                                                                                           \
+    if (k == KK && r == RR) {                                                                                          \
+        if (!preload) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, false>);                           \
+        if (v == 2 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 4>);       \
+        if (v == 3 && tile == 512) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 512, 8>);       \
+        if (v == 2 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 4>);     \
+        if (v == 3 && tile == 1024) return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true, 1024, 8>);     \
+        return reinterpret_cast<const void*>(&fast_kernel<KK, RR, PP, true>);                                          \
     }
 #define MS_FAST_K(KK) MS_FAST_CASE(KK, 1) MS_FAST_CASE(KK, 2) MS_FAST_CASE(KK, 4)
-    MS_FAST_K(1) MS_FAST_K(2) MS_FAST_K(3) MS_FAST_K(4) MS_FAST_K(5) MS_FAST_K(6) MS_FAST_K(7) MS_FAST_K(8)
-    MS_FAST_CASE(1, 8) MS_FAST_CASE(2, 8) MS_FAST_CASE(3, 8) MS_FAST_CASE(4, 8)
+    MS_FAST_K(1)
+    MS_FAST_K(2) MS_FAST_K(3) MS_FAST_K(4) MS_FAST_K(5) MS_FAST_K(6) MS_FAST_K(7) MS_FAST_K(8) MS_FAST_CASE(1, 8)
+        MS_FAST_CASE(2, 8) MS_FAST_CASE(3, 8) MS_FAST_CASE(4, 8)
 #undef MS_FAST_K
 #undef MS_FAST_CASE
-    return nullptr;
+            return nullptr;
 }
 
 }  // namespace meanshift::cuda

@@ -65,7 +65,10 @@ __device__ __forceinline__ void ldsm4(std::uint32_t (&r)[4], const __half* p)
 /// is used (their latency overlaps). ALIGNED (k % 4 == 0): 16-byte loads. (x − c)·s is one fma with c·s
 /// precomputed (s a power of two: exactly s·(x − c)), so |p'|² = |s p'|² / s².
 template <int KF>
-constexpr int stage_vectors() { return KF > 128 ? 2 : 1; }
+constexpr int stage_vectors()
+{
+    return KF > 128 ? 2 : 1;
+}
 
 template <int KF, int NT, int LD, int T, bool ALIGNED>
 __device__ __forceinline__ void stage_points(const GemmParams& p, long long t0, long long p_end, const float4 (&cs)[2],
@@ -73,8 +76,8 @@ __device__ __forceinline__ void stage_points(const GemmParams& p, long long t0, 
 {
     constexpr int V = stage_vectors<KF>();
     constexpr int C = KF / (4 * V);  // threads per point row
-    constexpr int RS = T / C;         // rows per pass of the block
-    constexpr int R = NT / RS;        // passes
+    constexpr int RS = T / C;  // rows per pass of the block
+    constexpr int R = NT / RS;  // passes
     constexpr int B = R * V > 8 ? 8 / V : R;  // passes loaded together
     const int k = p.k, q = tid % C, j0 = tid / C;
     const float* src = p.points + (t0 + j0) * k + 4 * V * q;
@@ -131,19 +134,19 @@ __device__ __forceinline__ void stage_points(const GemmParams& p, long long t0, 
 /// modes' fragments are read from shared memory.
 template <int KF>
 struct Shape {
-    static constexpr int split = KF > 128 ? 2 : 1;              // warps per m-tile (halves of the sums)
-    static constexpr bool qsmem = split > 1;                    // mode fragments in shared memory
+    static constexpr int split = KF > 128 ? 2 : 1;  // warps per m-tile (halves of the sums)
+    static constexpr bool qsmem = split > 1;  // mode fragments in shared memory
     static constexpr int mt = (KF == 16 || KF == 64) ? 2 : 1;  // m16 tiles of modes per warp
     static constexpr int warps = KF == 64 ? 4 : 8;
-    static constexpr int blocks = KF >= 128 ? 1 : 2;            // per SM (__launch_bounds__)
+    static constexpr int blocks = KF >= 128 ? 1 : 2;  // per SM (__launch_bounds__)
     static constexpr int bm = 16 * mt * warps / split;
     static constexpr int nt = KF > 128 ? 64 : 128;
-    static constexpr int gt = (mt == 2 || qsmem) ? 2 : 4;        // n8 tiles of points per weight group
-    static constexpr int ld = KF + 8;      // halves per staged point row
+    static constexpr int gt = (mt == 2 || qsmem) ? 2 : 4;  // n8 tiles of points per weight group
+    static constexpr int ld = KF + 8;  // halves per staged point row
     static constexpr int raw_ld = KF + 4;  // floats per staged mode row (before the tiles)
     static constexpr unsigned long tiles = 2ul * nt * ld * sizeof(__half);  // P hi, P lo
     static constexpr unsigned long raw = sizeof(float) * bm * raw_ld;
-    static constexpr unsigned long head = tiles > raw ? tiles : raw;        // the modes alias the tiles
+    static constexpr unsigned long head = tiles > raw ? tiles : raw;  // the modes alias the tiles
     static constexpr unsigned long qtiles = qsmem ? 2ul * bm * ld * sizeof(__half) : 0;  // Q hi, Q lo
     // + point terms (nt), centre (KF), mode terms (bm), the block's largest |q'|.
     static constexpr unsigned long smem = head + qtiles + sizeof(float) * (nt + KF + bm + 1);
@@ -163,7 +166,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
     __half* qsl = qsh + (S::qsmem ? BM * LD : 0);
     float* pn = reinterpret_cast<float*>(smem + S::head + S::qtiles);  // L·½|p'|² (+inf: no weight)
     float* centre = pn + NT;
-    float* qn = centre + KF;                                // L·½|q'|²
+    float* qn = centre + KF;  // L·½|q'|²
     unsigned* qmax = reinterpret_cast<unsigned*>(qn + BM);  // bits of max |q'_d| (non-negative floats order as ints)
 
     const int k = p.k;
@@ -174,7 +177,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
 
     const float s = gemm::stage_modes(p, m0, bm, BM, KF, raw, RL, centre, qn, qmax);
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
-    const float pn_scale = 0.5f * dot_scale;   // L·½|p'|² from |s p'|²
+    const float pn_scale = 0.5f * dot_scale;  // L·½|p'|² from |s p'|²
     float4 cs[2];  // c·s of this thread's 4V dimensions (stage_points)
     {
         constexpr int V = stage_vectors<KF>();
@@ -189,7 +192,7 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
     // This warp's MT × 16 modes as m16n8k16 A fragments (rows g, g + 8 of each m-tile; columns
     // 2t, 2t + 8 of each k-step), and the columns [c0, c0 + SC) of the sums it keeps.
     const int r16 = (warp / SPLIT) * 16 * MT;  // the warp's first m-tile
-    const int rw = r16 + g;                     // row g of it
+    const int rw = r16 + g;  // row g of it
     const int c0 = (warp % SPLIT) * SC;
     constexpr int QR = S::qsmem ? 1 : MT, QK = S::qsmem ? 1 : KS;
     std::uint32_t qh[QR][QK][4], ql[QR][QK][4];
@@ -286,8 +289,10 @@ __global__ void __launch_bounds__(Shape<KF>::warps * 32, Shape<KF>::blocks) gemm
                         float v = fmaf(dot_scale, x[mt][h][e], -((e & 1) ? pn2.y : pn2.x));
                         if (TRUNC) v = v - (e < 2 ? qa[mt] : qb[mt]) < cut ? -INFINITY : v;
                         x[mt][h][e] = v;
-                        if (e < 2) ma = fmaxf(ma, v);
-                        else mb = fmaxf(mb, v);
+                        if (e < 2)
+                            ma = fmaxf(ma, v);
+                        else
+                            mb = fmaxf(mb, v);
                     }
                 }
                 ma = quad_max(ma);

@@ -80,9 +80,9 @@ __global__ void __launch_bounds__(GemmShape<KF>::warps * 32) gemm_kernel_t(const
     std::uint32_t* ph = ql + BM * LD;
     std::uint32_t* pl = ph + NT * LD;
     float* pn = reinterpret_cast<float*>(pl + NT * LD);  // L·½Σ w x'² (+inf: padding point)
-    float* pc = pn + NT;                                  // L·c_i
+    float* pc = pn + NT;  // L·c_i
     float* centre = pc + NT;
-    float* qn = centre + KP;                              // the mode's log2 shift m_q, or 0
+    float* qn = centre + KP;  // the mode's log2 shift m_q, or 0
 
     const int k = p.k;
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -187,8 +187,10 @@ __global__ void __launch_bounds__(GemmShape<KF>::warps * 32) gemm_kernel_t(const
                     // (which see L/2 D² alone), as (L c_i − m_q) + x
                     const float x = gemm::pair_log2(kLog2e * s[c][e] - pn[pt], cut);
                     if constexpr (MAXP) {
-                        if (e < 2) mx0 = fmaxf(mx0, x + pc[pt]);
-                        else mx1 = fmaxf(mx1, x + pc[pt]);
+                        if (e < 2)
+                            mx0 = fmaxf(mx0, x + pc[pt]);
+                        else
+                            mx1 = fmaxf(mx1, x + pc[pt]);
                         continue;
                     }
                     const float v = ex2(x + (pc[pt] - (e < 2 ? qa : qb)));
@@ -289,7 +291,8 @@ GemmKernel gemm_kernel(int k, bool per_point, bool truncated, const GemmTarget& 
 {
     if (!per_point) {
         if (target.wgmma) {
-            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn && w.smem <= target.smem) return w;  // k = 33..64
+            if (const GemmKernel w = gemm_wgmma_kernel(k, truncated); w.fn && w.smem <= target.smem)
+                return w;  // k = 33..64
             if (const GemmKernel w = gemm_wgmma_wide_kernel(k, truncated); w.fn && w.smem <= target.smem)
                 return w;  // k = 129..512 (H100: 1.2-2.8x the mma.sync kernels)
         }

@@ -45,23 +45,35 @@ template <int MN>
 __device__ __forceinline__ void wgmma64(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t desc, int scale_d)
 {
     static_assert(MN == 0 || MN == 1, "B is K-major (0) or MN-major (1)");
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
-        "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(MN));
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, %38;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d), "n"(MN));
 }
 
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
 /// Shared-memory writes of the generic proxy made visible to the asynchronous proxy (wgmma).
-__device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void proxy_fence()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 
 /// 16 bytes global → shared, asynchronously; src_bytes = 0 writes zeros.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes)
@@ -94,10 +106,10 @@ __device__ __forceinline__ int tile_off(int j, int d)
 template <int KF>
 struct WShape {
     static constexpr int T = 256, BM = 128, NT = 128, CH = 64;
-    static constexpr int raw_ld = KF + 4;                                  // floats per staged mode row
+    static constexpr int raw_ld = KF + 4;  // floats per staged mode row
     static constexpr unsigned long tile = 2ul * NT * KF * sizeof(__half);  // P hi, P lo of one tile
-    static constexpr unsigned long tiles = 2 * tile;                       // double-buffered
-    static constexpr unsigned long raw = sizeof(float) * BM * raw_ld;      // the modes (prologue only)
+    static constexpr unsigned long tiles = 2 * tile;  // double-buffered
+    static constexpr unsigned long raw = sizeof(float) * BM * raw_ld;  // the modes (prologue only)
     static constexpr unsigned long head = tiles > raw ? tiles : raw;
     static constexpr int rp_ld = KF + 4;  // floats per fetched point row (padding: conflict-free reads)
     static constexpr unsigned long rawp = sizeof(float) * NT * rp_ld;  // one float32 tile (two buffers)
@@ -115,7 +127,7 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
     __half* tiles = reinterpret_cast<__half*>(smem);  // buffer b: P hi at b·2·NT·KF, P lo NT·KF after
     float* raw = reinterpret_cast<float*>(smem);  // the modes (prologue only; aliases the fp16 tiles)
     float* rawp = reinterpret_cast<float*>(smem + S::head);  // two float32 tiles (cp.async targets)
-    float* pnb = rawp + 2 * NT * S::rp_ld;                      // L·½|p'|² per buffer (+inf: no weight)
+    float* pnb = rawp + 2 * NT * S::rp_ld;  // L·½|p'|² per buffer (+inf: no weight)
     float* centre = pnb + 2 * NT;
     float* csh = centre + KF;  // c·s
     float* qn = csh + KF;
@@ -247,8 +259,10 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
                     float v = fmaf(dot_scale, x[4 * jn + e], -((e & 1) ? pn2.y : pn2.x));
                     if (TRUNC) v = v - (e < 2 ? qa : qb) < cut ? -INFINITY : v;
                     x[4 * jn + e] = v;
-                    if (e < 2) ma = fmaxf(ma, v);
-                    else mb = fmaxf(mb, v);
+                    if (e < 2)
+                        ma = fmaxf(ma, v);
+                    else
+                        mb = fmaxf(mb, v);
                 }
             }
             ma = quad_max(ma);
@@ -324,7 +338,6 @@ __global__ void __launch_bounds__(WShape<KF>::T, 1) gemm_wgmma_t(const GemmParam
             }
     }
 }
-
 
 template <bool TRUNC>
 GemmKernel entry()

@@ -43,58 +43,69 @@ using gemm::split2;
 /// K-major descriptors. scale_d = 0: d = A · B.
 __device__ __forceinline__ void wgmma_ss(float (&d)[32], std::uint64_t da, std::uint64_t db, int scale_d)
 {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
-        "%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"(scale_d));
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(scale_d));
 }
 
 /// wgmma_ss with N = 32 (16 accumulators a thread).
 __device__ __forceinline__ void wgmma_ss(float (&d)[16], std::uint64_t da, std::uint64_t db, int scale_d)
 {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "r"(scale_d));
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])
+                 : "l"(da), "l"(db), "r"(scale_d));
 }
 
 /// d += a · B, a: this warp's 16 × 16 fp16 rows in registers (the mma.sync A layout), B: 16 × 64
 /// fp16 in shared memory, MN-major (the dimensions contiguous).
 __device__ __forceinline__ void wgmma_rs(float (&d)[32], const std::uint32_t (&a)[4], std::uint64_t db)
 {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
-        "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]),
-          "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]),
-          "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),
-          "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+                 "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,"
+                 "%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+                   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+                   "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+                   "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+                   "+f"(d[30]), "+f"(d[31])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_wait0() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-__device__ __forceinline__ void proxy_fence() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+__device__ __forceinline__ void proxy_fence()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 
 /// The descriptor of the matrix `halves` fp16 values after the one whose start field is `base`
 /// (shared address >> 4): the start field is linear in the address (tiles below 256 KiB).
 template <unsigned LBO, unsigned SBO>
 __device__ __forceinline__ std::uint64_t desc_at(unsigned base, int halves)
 {
-    return std::uint64_t((base + static_cast<unsigned>(halves) / 8u) & 0x3fff) | (std::uint64_t((LBO >> 4) & 0x3fff) << 16) |
-           (std::uint64_t((SBO >> 4) & 0x3fff) << 32);
+    return std::uint64_t((base + static_cast<unsigned>(halves) / 8u) & 0x3fff) |
+           (std::uint64_t((LBO >> 4) & 0x3fff) << 16) | (std::uint64_t((SBO >> 4) & 0x3fff) << 32);
 }
 
 /// Half-offset of row j (a point or a mode), dimension d: core matrices of 8 rows × 8 dimensions
@@ -126,8 +137,8 @@ __global__ void __launch_bounds__(WWShape<KF, SPLIT>::T, 1) gemm_wgmma_wide_t(co
 {
     using S = WWShape<KF, SPLIT>;
     constexpr int T = S::T, W = T / 32, BM = S::BM, NT = S::NT, CW = S::cw, HP = S::hp;
-    constexpr int KS = KF / 16 / SPLIT;   // k16 steps of a warpgroup's exponents
-    constexpr int NS = KF / 64 / SPLIT;   // 64-dimension slices of a warpgroup's sums
+    constexpr int KS = KF / 16 / SPLIT;  // k16 steps of a warpgroup's exponents
+    constexpr int NS = KF / 64 / SPLIT;  // 64-dimension slices of a warpgroup's sums
     constexpr int NX = NT / 2, NJ = NT / 8, KK = NT / 16;  // exponent accumulators, n8 tiles, k16 steps of the sums
     extern __shared__ __align__(16) unsigned char smem[];
     __half* qh = reinterpret_cast<__half*>(smem);
@@ -138,7 +149,7 @@ __global__ void __launch_bounds__(WWShape<KF, SPLIT>::T, 1) gemm_wgmma_wide_t(co
     float* pnp = reinterpret_cast<float*>(smem + S::q_bytes + S::p_bytes + S::x_bytes);  // L·½|p'|² by part
     float* centre = pnp + HP * NT;
     float* cs = centre + KF;  // s·centre
-    float* qn = cs + KF;      // L·½|q'|²
+    float* qn = cs + KF;  // L·½|q'|²
     unsigned* qmax = reinterpret_cast<unsigned*>(qn + BM);
     float* raw = reinterpret_cast<float*>(ph);  // the modes' columns, before the first tile
 
@@ -319,8 +330,10 @@ __global__ void __launch_bounds__(WWShape<KF, SPLIT>::T, 1) gemm_wgmma_wide_t(co
                 float v = fmaf(dot_scale, x[4 * jn + e], -((e & 1) ? pn2.y : pn2.x));
                 if (TRUNC) v = v - (e < 2 ? qa : qb) < cut ? -INFINITY : v;
                 x[4 * jn + e] = v;
-                if (e < 2) ma = fmaxf(ma, v);
-                else mb = fmaxf(mb, v);
+                if (e < 2)
+                    ma = fmaxf(ma, v);
+                else
+                    mb = fmaxf(mb, v);
             }
         }
         ma = quad_max(ma);

@@ -76,25 +76,27 @@ struct WideShape {
     static constexpr int warps = W, threads = 32 * warps;
     static constexpr int blocks = W == 16 ? 1 : 2;  // per SM (launch bounds: 128 registers a thread)
     static constexpr int bm = BM, nt = NT;
-    static constexpr int mt = BM / 16;          // m-tiles of 16 modes
-    static constexpr int nb = NT / 8;           // n8 tiles of points in the exponents
+    static constexpr int mt = BM / 16;  // m-tiles of 16 modes
+    static constexpr int nb = NT / 8;  // n8 tiles of points in the exponents
     static constexpr int ld = KF + 8;
     static constexpr int eld = NT + 8;
-    static constexpr int splits = warps / mt;   // K shares of the exponents
-    static constexpr unsigned long q_bytes = 2ul * BM * ld * 2;      // Q hi, Q lo
-    static constexpr unsigned long p_bytes = 2ul * NT * ld * 2;      // P hi, P lo
+    static constexpr int splits = warps / mt;  // K shares of the exponents
+    static constexpr unsigned long q_bytes = 2ul * BM * ld * 2;  // Q hi, Q lo
+    static constexpr unsigned long p_bytes = 2ul * NT * ld * 2;  // P hi, P lo
     static constexpr unsigned long x_bytes = 4ul * splits * BM * NT;  // partial exponents
-    static constexpr unsigned long e_bytes = 2ul * BM * eld * 2;     // E hi, E lo
+    static constexpr unsigned long e_bytes = 2ul * BM * eld * 2;  // E hi, E lo
     // Columns of the modes staged at once for the median: the widest that the point tiles alias.
-    static constexpr int cw = 4ul * BM * (256 + 4) <= p_bytes + x_bytes ? 256
-                              : 4ul * BM * (128 + 4) <= p_bytes + x_bytes ? 128 : 64;
+    static constexpr int cw = 4ul * BM * (256 + 4) <= p_bytes + x_bytes   ? 256
+                              : 4ul * BM * (128 + 4) <= p_bytes + x_bytes ? 128
+                                                                          : 64;
     static constexpr unsigned long raw_bytes = 4ul * BM * (cw + 4);  // aliases P and the partials
     static_assert(raw_bytes <= p_bytes + x_bytes, "the modes' staging must fit the point tiles");
     static_assert(BM % 32 == 0 && NT % 16 == 0 && NT <= 32 && NT % W == 0 && (KF / 16) % splits == 0 &&
                       (KF / W) % 8 == 0,
                   "block shape");
     // + group scales (BM), point terms (NT), centre and s·centre (2 KF), mode terms (BM), S0 (BM), max |q'|.
-    static constexpr unsigned long smem = q_bytes + p_bytes + x_bytes + e_bytes + 4ul * (BM + NT + 2 * KF + BM + BM + 4);
+    static constexpr unsigned long smem =
+        q_bytes + p_bytes + x_bytes + e_bytes + 4ul * (BM + NT + 2 * KF + BM + BM + 4);
 };
 
 template <int KF, int BM, int NT, int WARPS, bool TRUNC>
@@ -104,11 +106,11 @@ __global__ void __launch_bounds__(WideShape<KF, BM, NT, WARPS>::threads, WideSha
     using S = WideShape<KF, BM, NT, WARPS>;
     constexpr int LD = S::ld, ELD = S::eld, T = S::threads, W = S::warps, MT = S::mt, NB = S::nb;
     constexpr int KS = KF / 16, KW = KS / S::splits;  // k16 steps, per K share
-    constexpr int SC = KF / W, SCN = SC / 8;          // sum columns per warp, n8 tiles of them
-    constexpr int KT = NT / 16;                       // k16 steps of the sums (over the tile's points)
-    constexpr int V = KF / 128;                       // float4 per lane per staged row
-    constexpr int RW = NT / W;                        // staged rows per warp
-    constexpr int RS = T / NT, RP = BM / RS;          // weight step: rows per pass, passes
+    constexpr int SC = KF / W, SCN = SC / 8;  // sum columns per warp, n8 tiles of them
+    constexpr int KT = NT / 16;  // k16 steps of the sums (over the tile's points)
+    constexpr int V = KF / 128;  // float4 per lane per staged row
+    constexpr int RW = NT / W;  // staged rows per warp
+    constexpr int RS = T / NT, RP = BM / RS;  // weight step: rows per pass, passes
     extern __shared__ __align__(16) unsigned char smem[];
     __half* qsh = reinterpret_cast<__half*>(smem);
     __half* qsl = qsh + BM * LD;
@@ -170,7 +172,7 @@ __global__ void __launch_bounds__(WideShape<KF, BM, NT, WARPS>::threads, WideSha
     frexpf(__uint_as_float(*qmax), &e2);  // max |q'| < 2^e2
     const float s = ldexpf(1.0f, e2 > 13 ? 13 - e2 : 0);
     const float dot_scale = kLog2e / (s * s);  // q'·p' = (s q')·(s p') / s²
-    const float pn_scale = 0.5f * dot_scale;   // L·½|p'|² from |s p'|²
+    const float pn_scale = 0.5f * dot_scale;  // L·½|p'|² from |s p'|²
     const float inv_s = 1.0f / s;
     for (int d = tid; d < KF; d += T) cs[d] = centre[d] * s;
     // The modes as fp16 hi/lo rows of s·q' (zero rows and columns beyond bm and k).
@@ -435,14 +437,22 @@ GemmKernel gemm_wide_kernel(int k, bool truncated, unsigned long smem_limit)
     // k = 513-640. Kernel probe on one H100 (n = 131,072): k = 384 / 512 / 640 4.59 / 3.31 / 2.07e10
     // pairs/s against 3.54 / 2.79 / 1.96e10 for 32 × 16 (the probe apps/bench/cuda_wide_probe.cu, removed in c456a0f).
     GemmKernel g;
-    if (k <= 256) g = entry<256, 32, 16>(truncated);  // where the fp16 kernel does not fit the device
-    else if (k <= 384) g = entry<384, 64, 16>(truncated);
-    else if (k <= 512) g = entry<512, 64, 16>(truncated);
-    else if (k <= 640) g = entry<640, 32, 32>(truncated);
-    else if (k <= 768) g = entry<768, 32, 16>(truncated);
-    else if (k <= 1024) g = entry<1024, 32, 16>(truncated);
+    if (k <= 256)
+        g = entry<256, 32, 16>(truncated);  // where the fp16 kernel does not fit the device
+    else if (k <= 384)
+        g = entry<384, 64, 16>(truncated);
+    else if (k <= 512)
+        g = entry<512, 64, 16>(truncated);
+    else if (k <= 640)
+        g = entry<640, 32, 32>(truncated);
+    else if (k <= 768)
+        g = entry<768, 32, 16>(truncated);
+    else if (k <= 1024)
+        g = entry<1024, 32, 16>(truncated);
     if (g.fn && g.smem > smem_limit && (g.modes == 64 || g.points == 32))
-        g = k <= 384 ? entry<384, 32, 16>(truncated) : k <= 512 ? entry<512, 32, 16>(truncated) : entry<640, 32, 16>(truncated);
+        g = k <= 384   ? entry<384, 32, 16>(truncated)
+            : k <= 512 ? entry<512, 32, 16>(truncated)
+                       : entry<640, 32, 16>(truncated);
     return g.smem <= smem_limit ? g : GemmKernel{};
 }
 

@@ -17,41 +17,44 @@ namespace meanshift::cuda {
 /// "per-mode log2 shift") and weigh by 2^(L c_i − L/2 D² − m_q), so the sums above carry a factor
 /// 2^-m_q per query (the ratio does not; Binding::accumulate undoes it). nullptr: no shift. The fast
 /// kernels have none: such data run the topology kernels instead.
-inline int accumulator_stride(int k, bool per_point) { return per_point ? 2 * k : k + 1; }
+inline int accumulator_stride(int k, bool per_point)
+{
+    return per_point ? 2 * k : k + 1;
+}
 
 /// "Fast" family: f_vppu = 1, each PU (thread) carries r modes (register blocking), points in
 /// the tile-record layout of backends/gpu/tile_layout.hpp (tile-centred, expanded exponent; the
 /// record stride is gpu::record_stride, which FastLayout in fast_kernel.cuh mirrors at compile time).
 struct FastParams {
-    const float* data = nullptr;     ///< tiles × tile × stride floats (gpu::TileLayout::records, 16-byte aligned rows)
+    const float* data = nullptr;  ///< tiles × tile × stride floats (gpu::TileLayout::records, 16-byte aligned rows)
     const float* centres = nullptr;  ///< tiles × k tile centres (gpu::TileLayout::centres)
-    const float* radii = nullptr;    ///< tiles: max |x - c_t| (gpu::TileLayout::radii; shared model)
-    long long tiles = 0;             ///< tiles in this launch
-    int tile = 0;                    ///< points per tile (W); also the preload width
+    const float* radii = nullptr;  ///< tiles: max |x - c_t| (gpu::TileLayout::radii; shared model)
+    long long tiles = 0;  ///< tiles in this launch
+    int tile = 0;  ///< points per tile (W); also the preload width
     const float* queries = nullptr;  ///< count × k
-    float* acc = nullptr;            ///< count × accumulator_stride
+    float* acc = nullptr;  ///< count × accumulator_stride
     long long count = 0;
-    long long groups = 0;            ///< query groups of threads·r queries
-    long long units = 0;             ///< groups × slices work units
-    long long tiles_per_slice = 0;   ///< tiles of one point slice
+    long long groups = 0;  ///< query groups of threads·r queries
+    long long units = 0;  ///< groups × slices work units
+    long long tiles_per_slice = 0;  ///< tiles of one point slice
 };
 
 /// "Topology" family: Alg. 3 / Alg. 7 as written, any f_vppu (power of two) and f_load, direct
 /// form, points in the prepared row-major layout.
 struct TopologyParams {
-    const float* points = nullptr;      ///< n × k
-    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* points = nullptr;  ///< n × k
+    const float* precision = nullptr;  ///< n × k (per-point model)
     const float* log_weight = nullptr;  ///< n (per-point model), natural log
     long long n = 0;
     int k = 0;
     int f_vppu = 1;
     int f_load = 1;
-    int tile = 0;                       ///< preload width (Alg. 7 preload_size)
-    const float* queries = nullptr;     ///< count × k
-    float* acc = nullptr;               ///< count × accumulator_stride
+    int tile = 0;  ///< preload width (Alg. 7 preload_size)
+    const float* queries = nullptr;  ///< count × k
+    float* acc = nullptr;  ///< count × accumulator_stride
     long long count = 0;
-    float* scratch = nullptr;           ///< generic-k path: 3k floats per thread of the grid
-    const int* log2_shift = nullptr;    ///< count ordered maxima (per-point model), or nullptr
+    float* scratch = nullptr;  ///< generic-k path: 3k floats per thread of the grid
+    const int* log2_shift = nullptr;  ///< count ordered maxima (per-point model), or nullptr
 };
 
 /// "Range" family: the truncated kernel (Options::cutoff) over the block-sparse point ranges of
@@ -60,23 +63,23 @@ struct TopologyParams {
 /// the first f_load threads of each vPPU share its ranges (any power-of-two f_vppu: warp shuffles,
 /// then atomics across the warps of a wider vPPU).
 struct RangeParams {
-    const float* points = nullptr;      ///< n × k, sorted by cell
-    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* points = nullptr;  ///< n × k, sorted by cell
+    const float* precision = nullptr;  ///< n × k (per-point model)
     const float* log_weight = nullptr;  ///< n (per-point model), natural log
     int n = 0;
     int k = 0;
-    const int* start = nullptr;         ///< prod(cells) + 1 (g ≥ 1)
-    const int* grid_i = nullptr;        ///< [dims, cells] (g each)
-    const float* grid_f = nullptr;      ///< [origin, side, radius] (g each)
-    int g = 0;                          ///< grid dims; 0 = one range [0, n)
-    float cut2 = 0;                     ///< c², prepared (Mahalanobis) units
+    const int* start = nullptr;  ///< prod(cells) + 1 (g ≥ 1)
+    const int* grid_i = nullptr;  ///< [dims, cells] (g each)
+    const float* grid_f = nullptr;  ///< [origin, side, radius] (g each)
+    int g = 0;  ///< grid dims; 0 = one range [0, n)
+    float cut2 = 0;  ///< c², prepared (Mahalanobis) units
     int f_vppu = 1;
     int f_load = 1;
-    const float* queries = nullptr;     ///< count × k
-    float* acc = nullptr;               ///< count × accumulator_stride, written (not added)
+    const float* queries = nullptr;  ///< count × k
+    float* acc = nullptr;  ///< count × accumulator_stride, written (not added)
     long long count = 0;
     unsigned long long* pairs = nullptr;  ///< += candidate pairs of the launch (box points × modes)
-    const int* log2_shift = nullptr;    ///< count ordered maxima (per-point model), or nullptr
+    const int* log2_shift = nullptr;  ///< count ordered maxima (per-point model), or nullptr
 };
 
 /// Grid dims the range kernels' box holds (MS_MAX_GRID_DIMS of kernels/meanshift_ranges.h).
@@ -87,14 +90,14 @@ constexpr int kMaxRangeK = 4096;
 /// "GEMM" family: exponents through tensor-core matrix products for high k, exact or
 /// truncated (cut_log2), points in the prepared row-major layout (gemm_kernel.cu).
 struct GemmParams {
-    const float* points = nullptr;      ///< n × k
-    const float* precision = nullptr;   ///< n × k (per-point model)
+    const float* points = nullptr;  ///< n × k
+    const float* precision = nullptr;  ///< n × k (per-point model)
     const float* log_weight = nullptr;  ///< n (per-point model), natural log
     long long n = 0;
     int k = 0;
-    float cut_log2 = 0;                 ///< −½ log2(e) c² (a pair below it has weight 0); −inf = exact kernel
-    const float* queries = nullptr;     ///< count × k
-    float* acc = nullptr;               ///< count × accumulator_stride, added to (atomics)
+    float cut_log2 = 0;  ///< −½ log2(e) c² (a pair below it has weight 0); −inf = exact kernel
+    const float* queries = nullptr;  ///< count × k
+    float* acc = nullptr;  ///< count × accumulator_stride, added to (atomics)
     long long count = 0;
     /// Per-point model: count ordered maxima, or nullptr. The max-pass instantiation
     /// (gemm_log2_max_kernel) raises them by atomic max and writes nothing else.
@@ -106,8 +109,8 @@ struct GemmParams {
 struct GemmKernel {
     const void* fn = nullptr;
     int threads = 0;
-    int modes = 0;        ///< modes per block (BM)
-    int points = 0;       ///< points per staged tile
+    int modes = 0;  ///< modes per block (BM)
+    int points = 0;  ///< points per staged tile
     unsigned long smem = 0;
 };
 
@@ -140,7 +143,10 @@ GemmKernel gemm_wgmma_kernel(int k, bool truncated);
 GemmKernel gemm_wgmma_wide_kernel(int k, bool truncated);
 /// Whether a device of this compute capability runs the sm_90a code of gemm_wgmma_kernel (9.0 only:
 /// arch-specific code does not carry over to later architectures).
-constexpr bool wgmma_device(int major, int minor) { return major == 9 && minor == 0; }
+constexpr bool wgmma_device(int major, int minor)
+{
+    return major == 9 && minor == 0;
+}
 /// The max pass of the per-point GEMM kernel (gemm_kernel(k, true, truncated)'s shape, threads and
 /// shared memory): the largest log2 weight L c_i − L/2 D² of each query over the launch's points
 /// (within the cutoff) into GemmParams::log2_shift by atomic max on the ordered bits; nullptr above k = 128.
@@ -164,8 +170,7 @@ const void* range_kernel(int k, bool per_point, int profile = 0);
 inline unsigned long topology_smem_bytes(int k, bool per_point, bool preload, int tile, int threads)
 {
     unsigned long floats = static_cast<unsigned long>(threads / 32);
-    if (preload)
-        floats += static_cast<unsigned long>(tile) * static_cast<unsigned long>(per_point ? 2 * k + 1 : k);
+    if (preload) floats += static_cast<unsigned long>(tile) * static_cast<unsigned long>(per_point ? 2 * k + 1 : k);
     return floats * sizeof(float);
 }
 

@@ -11,8 +11,8 @@ static_assert(gpu::kKnnMaxCount == MS_KNN_MAX && gpu::kKnnMaxDims == MS_KNN_TILE
 
 constexpr int kThreads = 128;
 
-__global__ void __launch_bounds__(kThreads) knn_kernel(const float* points, int n, const float* queries, long long m,
-                                                       int k, int count, float* out)
+__global__ void __launch_bounds__(kThreads)
+    knn_kernel(const float* points, int n, const float* queries, long long m, int k, int count, float* out)
 {
     __shared__ float tile[MS_KNN_TILE];
     const long q = static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x;

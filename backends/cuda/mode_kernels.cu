@@ -11,7 +11,10 @@ namespace {
 
 constexpr int kThreads = 256;
 
-unsigned blocks_for(long long items) { return static_cast<unsigned>((items + kThreads - 1) / kThreads); }
+unsigned blocks_for(long long items)
+{
+    return static_cast<unsigned>((items + kThreads - 1) / kThreads);
+}
 
 __global__ void gather_kernel(const float* __restrict__ positions, const std::int32_t* __restrict__ active,
                               long long count, int k, float* __restrict__ queries)
@@ -101,8 +104,8 @@ cudaError_t launch_log2_max(const float* points, const float* precision, const f
 {
     if (count <= 0 || n <= 0) return cudaSuccess;
     // slices of the points until the blocks fill the device (few queries: the last active modes)
-    const long long slices = std::max(1LL, std::min({(blocks_wanted + count - 1) / count, (n + kThreads - 1) / kThreads,
-                                                     65535LL}));
+    const long long slices =
+        std::max(1LL, std::min({(blocks_wanted + count - 1) / count, (n + kThreads - 1) / kThreads, 65535LL}));
     log2_max_kernel<<<dim3(static_cast<unsigned>(count), static_cast<unsigned>(slices)), kThreads, 0, stream>>>(
         points, precision, log_weight, n, k, cut2, queries, out);
     return cudaGetLastError();

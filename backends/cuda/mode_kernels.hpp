@@ -17,22 +17,22 @@ namespace meanshift::cuda {
 
 /// What crosses to the host per advanced mode and step (12 bytes).
 struct ModeRecord {
-    std::int32_t mode;    ///< index in the device's share of the modes
-    float shift2;         ///< squared shift in the mode's metric (Alg. 5)
+    std::int32_t mode;  ///< index in the device's share of the modes
+    float shift2;  ///< squared shift in the mode's metric (Alg. 5)
     std::int32_t status;  ///< MS_STATUS_* = meanshift::ModeStatus
 };
 
 struct FinishParams {
-    float* positions = nullptr;        ///< share × k, updated in place
-    const float* metric = nullptr;     ///< share × k, or nullptr (Euclidean: 1 per dimension)
+    float* positions = nullptr;  ///< share × k, updated in place
+    const float* metric = nullptr;  ///< share × k, or nullptr (Euclidean: 1 per dimension)
     const std::int32_t* active = nullptr;  ///< count indices of this chunk
     long long count = 0;
     int k = 0;
-    int per_point = 0;                 ///< accumulator layout (kernel_params.hpp accumulator_stride)
-    const float* acc = nullptr;        ///< count × accumulator_stride, S1 relative to the mode
+    int per_point = 0;  ///< accumulator layout (kernel_params.hpp accumulator_stride)
+    const float* acc = nullptr;  ///< count × accumulator_stride, S1 relative to the mode
     float tol2 = 0;
-    ModeRecord* records = nullptr;     ///< count
-    unsigned char* keep = nullptr;     ///< count: 1 when the mode stays active (status Active)
+    ModeRecord* records = nullptr;  ///< count
+    unsigned char* keep = nullptr;  ///< count: 1 when the mode stays active (status Active)
     /// vMF (PreparedData::sphere_radius > 0): [origin_0 .. origin_{k-1}, radius]; each new position
     /// is projected onto that sphere before its shift is measured. nullptr: no projection.
     const float* sphere = nullptr;

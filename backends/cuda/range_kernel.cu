@@ -81,9 +81,10 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
         const float nsh = PP && p.log2_shift ? -ms_log2_shift(p.log2_shift[valid ? q : p.count - 1]) : 0.0f;
         const int g = p.g;
         if (g == 0) {  // one range [0, n): the union box is all of it
-            ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, p.n, p.start, p.grid_i, p.grid_f, g, box,
-                          yg, valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
-            if (lid == 0 && p.pairs) atomicAdd(p.pairs, static_cast<unsigned long long>(p.n) * min(vppus, p.count - blk * vppus));
+            ms_range_sums(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, p.n, p.start, p.grid_i, p.grid_f, g,
+                          box, yg, valid, lid, T, lane, p.f_load, k, p.cut2, nsh, y, t, s0, s1);
+            if (lid == 0 && p.pairs)
+                atomicAdd(p.pairs, static_cast<unsigned long long>(p.n) * min(vppus, p.count - blk * vppus));
         } else {
             // The union box (barriers inside), this mode's own box, and the points of each.
             ms_group_box(box, yg, valid, p.grid_i, p.grid_f, g, lid, T);
@@ -130,8 +131,8 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
                     own_row_range<GM>(lo, hi, p.grid_i, p.start, g, r, b, e);
                 else
                     ms_row_range(box, p.grid_i, p.start, g, r, &b, &e);
-                ms_range_pairs(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, b, e, lane, p.f_load, k, p.cut2, nsh, y,
-                               t, s0, s1);
+                ms_range_pairs(p.points, p.precision, p.log_weight, PP ? 1 : 0, PROF, b, e, lane, p.f_load, k, p.cut2,
+                               nsh, y, t, s0, s1);
             }
             if (lid == 0 && p.pairs) {
                 const long long modes = min(vppus, p.count - blk * vppus);
@@ -166,15 +167,17 @@ __global__ void __launch_bounds__(256) range_kernel_t(const RangeParams p)
 template <bool PP>
 const void* table(int k)
 {
-#define MS_RANGE_EXACT(KK) \
+#define MS_RANGE_EXACT(KK)                                                                                             \
     if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, MS_PROFILE_GAUSSIAN>);
-    MS_RANGE_EXACT(1) MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4) MS_RANGE_EXACT(5) MS_RANGE_EXACT(6)
-    MS_RANGE_EXACT(7) MS_RANGE_EXACT(8) MS_RANGE_EXACT(9) MS_RANGE_EXACT(10) MS_RANGE_EXACT(11) MS_RANGE_EXACT(12)
-    MS_RANGE_EXACT(13) MS_RANGE_EXACT(14) MS_RANGE_EXACT(15) MS_RANGE_EXACT(16)
+    MS_RANGE_EXACT(1)
+    MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4) MS_RANGE_EXACT(5) MS_RANGE_EXACT(6) MS_RANGE_EXACT(7)
+        MS_RANGE_EXACT(8) MS_RANGE_EXACT(9) MS_RANGE_EXACT(10) MS_RANGE_EXACT(11) MS_RANGE_EXACT(12) MS_RANGE_EXACT(13)
+            MS_RANGE_EXACT(14) MS_RANGE_EXACT(15) MS_RANGE_EXACT(16)
 #undef MS_RANGE_EXACT
-    if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, MS_PROFILE_GAUSSIAN>);
+                if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, MS_PROFILE_GAUSSIAN>);
     if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP, MS_PROFILE_GAUSSIAN>);
-    if (k <= kMaxRangeK) return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP, MS_PROFILE_GAUSSIAN>);
+    if (k <= kMaxRangeK)
+        return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP, MS_PROFILE_GAUSSIAN>);
     return nullptr;
 }
 
@@ -183,11 +186,12 @@ const void* table(int k)
 template <bool PP, int PROF>
 const void* compact_table(int k)
 {
-#define MS_RANGE_EXACT(KK) \
+#define MS_RANGE_EXACT(KK)                                                                                             \
     if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, PROF>);
-    MS_RANGE_EXACT(1) MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4)
+    MS_RANGE_EXACT(1)
+    MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4)
 #undef MS_RANGE_EXACT
-    if (k <= 16) return reinterpret_cast<const void*>(&range_kernel_t<16, false, PP, PROF>);
+        if (k <= 16) return reinterpret_cast<const void*>(&range_kernel_t<16, false, PP, PROF>);
     if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, PROF>);
     if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP, PROF>);
     if (k <= kMaxRangeK) return reinterpret_cast<const void*>(&range_kernel_t<kMaxRangeK, false, PP, PROF>);

@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
     const int T = blockDim.x;
     const int lane = threadIdx.x % p.f_vppu;
     const int vppus = T / p.f_vppu;
-    const bool loads = lane < p.f_load;   // the other PUs of the vPPU idle (Alg. 3)
+    const bool loads = lane < p.f_load;  // the other PUs of the vPPU idle (Alg. 3)
     const int s0n = PP ? k : 1;
 
     // Per-PU vectors: registers for K ≥ 1, global scratch for the generic path.
@@ -58,9 +58,9 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
     }
 
     const int W = p.tile;
-    float* tx = smem;                                   // W × k points
-    float* tw = smem + static_cast<long long>(W) * k;   // W × k precisions (per-point)
-    float* tc = tw + static_cast<long long>(W) * k;     // W log weights · log2(e)
+    float* tx = smem;  // W × k points
+    float* tw = smem + static_cast<long long>(W) * k;  // W × k precisions (per-point)
+    float* tc = tw + static_cast<long long>(W) * k;  // W log weights · log2(e)
     float* red = smem + (PRELOAD ? static_cast<long long>(W) * (PP ? 2 * k + 1 : k) : 0);
 
     // Block-uniform loop over groups of τ' modes (the grid is z PPUs).
@@ -100,8 +100,8 @@ __global__ void __launch_bounds__(1024) topology_kernel_impl(const TopologyParam
             for (long long i = lane; i < p.n; i += p.f_load) {
                 if constexpr (PP)
                     ms_accumulate_per_point(y, p.points + i * k, p.precision + i * k,
-                                            SH ? fmaf(p.log_weight[i], MS_LOG2E, nsh) : p.log_weight[i] * MS_LOG2E,
-                                            k, s0, s1);
+                                            SH ? fmaf(p.log_weight[i], MS_LOG2E, nsh) : p.log_weight[i] * MS_LOG2E, k,
+                                            s0, s1);
                 else
                     ms_accumulate_shared(y, p.points + i * k, k, s0, s1);
             }

@@ -19,11 +19,20 @@ constexpr double kL = static_cast<double>(MS_LOG2E);
 
 }  // namespace
 
-int record_floats(int k, bool per_point) noexcept { return per_point ? 2 * k + 1 : k + 1; }
+int record_floats(int k, bool per_point) noexcept
+{
+    return per_point ? 2 * k + 1 : k + 1;
+}
 
-int record_stride(int k, bool per_point) noexcept { return (record_floats(k, per_point) + 3) / 4 * 4; }
+int record_stride(int k, bool per_point) noexcept
+{
+    return (record_floats(k, per_point) + 3) / 4 * 4;
+}
 
-int log_weight_slot(int k, bool per_point) noexcept { return per_point ? 0 : k; }
+int log_weight_slot(int k, bool per_point) noexcept
+{
+    return per_point ? 0 : k;
+}
 
 std::size_t tile_bytes(int k, bool per_point, int tile) noexcept
 {
@@ -41,7 +50,8 @@ TileLayout build_tile_layout(const PreparedData& data, int tile, ExponentForm fo
     const int k = data.k();
     const Index n = data.n();
     const bool pp = data.model == KernelModel::PerPoint;
-    if (n < 1 || k < 1) throw InvalidArgument("gpu layout: no points (n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
+    if (n < 1 || k < 1)
+        throw InvalidArgument("gpu layout: no points (n = " + std::to_string(n) + ", k = " + std::to_string(k) + ")");
     if (pp && (data.precision.rows() != n || data.precision.cols() != k || data.log_weight.size() != n))
         throw InvalidArgument("gpu layout: per-point model without precision (n x k) and log_weight (n)");
 

@@ -59,16 +59,16 @@ std::vector<Index> spatial_order(const MatrixD& points, int tile);
 
 struct TileLayout {
     int k = 0;
-    bool per_point = false;              ///< data.model == KernelModel::PerPoint
+    bool per_point = false;  ///< data.model == KernelModel::PerPoint
     ExponentForm form = ExponentForm::Expanded;
-    int tile = 0;                        ///< W, records per tile
-    int stride = 0;                      ///< record_stride(k, per_point)
-    Index n = 0;                         ///< points (slots 0 .. n-1 are real, the rest padding)
-    Index tiles = 0;                     ///< ⌈n / W⌉
-    std::vector<float> records;          ///< tiles × W × stride
-    std::vector<float> centres;          ///< tiles × k, c_t
-    std::vector<float> radii;            ///< tiles, max |x − c_t| (rounded up)
-    std::vector<Index> original;         ///< n: original index (row of data.points) of slot s < n
+    int tile = 0;  ///< W, records per tile
+    int stride = 0;  ///< record_stride(k, per_point)
+    Index n = 0;  ///< points (slots 0 .. n-1 are real, the rest padding)
+    Index tiles = 0;  ///< ⌈n / W⌉
+    std::vector<float> records;  ///< tiles × W × stride
+    std::vector<float> centres;  ///< tiles × k, c_t
+    std::vector<float> radii;  ///< tiles, max |x − c_t| (rounded up)
+    std::vector<Index> original;  ///< n: original index (row of data.points) of slot s < n
 };
 
 /// Builds the layout of `data` (its KernelModel picks the record kind) for tiles of `tile` ≥ 1

@@ -55,8 +55,8 @@ std::vector<ClDeviceEntry> enumerate_cl_devices()
                 e.handle = devices[d];
                 e.info.index = static_cast<int>(out.size());
                 e.info.spec = std::to_string(p) + ":" + std::to_string(d);
-                e.info.name = trim(devices[d].getInfo<CL_DEVICE_NAME>()) + " (" + pname + ", " +
-                              std::to_string(p) + ":" + std::to_string(d) + ")";
+                e.info.name = trim(devices[d].getInfo<CL_DEVICE_NAME>()) + " (" + pname + ", " + std::to_string(p) +
+                              ":" + std::to_string(d) + ")";
                 e.info.kind = kind_of(devices[d].getInfo<CL_DEVICE_TYPE>());
                 e.info.compute_units = static_cast<int>(devices[d].getInfo<CL_DEVICE_MAX_COMPUTE_UNITS>());
                 e.info.pus_per_ppu = static_cast<int>(devices[d].getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>());

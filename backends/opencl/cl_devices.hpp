@@ -13,10 +13,10 @@ namespace meanshift::detail {
 
 struct ClDeviceEntry {
     int platform = 0;  ///< P of "P:D"
-    int device = 0;    ///< D of "P:D"
+    int device = 0;  ///< D of "P:D"
     std::string platform_name;
     cl::Device handle;
-    DeviceInfo info;   ///< info.index is the flat index over all platforms
+    DeviceInfo info;  ///< info.index is the flat index over all platforms
 };
 
 /// All devices of all platforms. Throws DeviceError (CL_PLATFORM_NOT_FOUND_KHR etc.) when the

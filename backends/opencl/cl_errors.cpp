@@ -8,7 +8,7 @@ namespace meanshift::detail {
 std::string cl_error_name(cl_int code)
 {
     switch (code) {
-#define MS_CL_ERR(name) \
+#define MS_CL_ERR(name)                                                                                                \
     case name: return #name;
         MS_CL_ERR(CL_SUCCESS)
         MS_CL_ERR(CL_DEVICE_NOT_FOUND)
@@ -90,9 +90,7 @@ void throw_cl_error(cl_int code, const std::string& what)
     case CL_INVALID_WORK_GROUP_SIZE:
         msg += "; the work-group size (tau) exceeds what this kernel allows on this device";
         break;
-    case -1001:
-        msg += "; no OpenCL platform is installed (ICD loader found no vendor .icd)";
-        break;
+    case -1001: msg += "; no OpenCL platform is installed (ICD loader found no vendor .icd)"; break;
     default: break;
     }
     throw DeviceError(msg);

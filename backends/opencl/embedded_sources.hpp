@@ -6,21 +6,21 @@
 // #include lines are skipped by their include guards.
 
 namespace meanshift::detail::opencl_sources {
-const char* device_header();         // kernels/meanshift_device.h
-const char* profile_gaussian();      // kernels/profiles/gaussian.h (weight profiles, shared with CUDA)
-const char* profile_flat();          // kernels/profiles/flat.h
+const char* device_header();  // kernels/meanshift_device.h
+const char* profile_gaussian();  // kernels/profiles/gaussian.h (weight profiles, shared with CUDA)
+const char* profile_flat();  // kernels/profiles/flat.h
 const char* profile_epanechnikov();  // kernels/profiles/epanechnikov.h
-const char* profile_biweight();      // kernels/profiles/biweight.h
-const char* profile_triweight();     // kernels/profiles/triweight.h
-const char* profiles_header();       // kernels/profiles/profiles.h (MS_PROFILE dispatch)
-const char* approx_mode_common();    // kernels/approx_mode_common.clh
-const char* approx_mode();           // kernels/approx_mode.cl (Alg. 3)
+const char* profile_biweight();  // kernels/profiles/biweight.h
+const char* profile_triweight();  // kernels/profiles/triweight.h
+const char* profiles_header();  // kernels/profiles/profiles.h (MS_PROFILE dispatch)
+const char* approx_mode_common();  // kernels/approx_mode_common.clh
+const char* approx_mode();  // kernels/approx_mode.cl (Alg. 3)
 const char* approx_modes_preload();  // kernels/approx_modes_preload.cl (Alg. 7)
-const char* ranges_header();         // kernels/meanshift_ranges.h (truncated kernel, shared with CUDA)
-const char* range_modes();           // kernels/range_modes.cl (truncated kernel over grid ranges)
-const char* range_modes_cpu();       // kernels/range_modes_cpu.cl (the same, CPU devices, modes in lanes)
+const char* ranges_header();  // kernels/meanshift_ranges.h (truncated kernel, shared with CUDA)
+const char* range_modes();  // kernels/range_modes.cl (truncated kernel over grid ranges)
+const char* range_modes_cpu();  // kernels/range_modes_cpu.cl (the same, CPU devices, modes in lanes)
 const char* gemm_modes();
-const char* gemm_wide();             // kernels/gemm_wide.cl (high k, dimension-tiled sums)
-const char* knn_header();            // kernels/meanshift_knn.h (k-NN search, shared with CUDA)
-const char* knn();                   // kernels/knn.cl            // kernels/gemm_modes.cl (high k: fused matrix products)
+const char* gemm_wide();  // kernels/gemm_wide.cl (high k, dimension-tiled sums)
+const char* knn_header();  // kernels/meanshift_knn.h (k-NN search, shared with CUDA)
+const char* knn();  // kernels/knn.cl            // kernels/gemm_modes.cl (high k: fused matrix products)
 }  // namespace meanshift::detail::opencl_sources

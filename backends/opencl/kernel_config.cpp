@@ -9,7 +9,10 @@
 
 namespace meanshift::detail {
 
-int KernelConfig::stride() const noexcept { return gpu::record_stride(k, per_point); }
+int KernelConfig::stride() const noexcept
+{
+    return gpu::record_stride(k, per_point);
+}
 
 std::size_t KernelConfig::reduction_bytes() const noexcept
 {
@@ -20,12 +23,14 @@ std::size_t KernelConfig::private_bytes() const noexcept
 {
     if (gemm_wide)  // acc 16·tnh, acc2 16·tdh, the staged values, operands: no term in k
         return static_cast<std::size_t>(16 * gw_tnh + 16 * gw_tdh + (64 + tile) * gemm_bk / tau +
-                                         gw_jc * (tau / 4) * gw_tdh / tau + 4 + 4 * gw_tnh + 8) * sizeof(float);
+                                        gw_jc * (tau / 4) * gw_tdh / tau + 4 + 4 * gw_tnh + 8) *
+               sizeof(float);
     if (gemm) {  // acc TM·TN, operands, S1 (+ S0, T0 per-point) TM·TK2
         const int dgrp = tile / std::max(1, gemm_tn);
         const int tk2 = (k + dgrp - 1) / std::max(1, dgrp);
         return static_cast<std::size_t>(gemm_tm * gemm_tn + 2 * (gemm_tm + gemm_tn) +
-                                        gemm_tm * tk2 * (per_point ? 3 : 1) + 2 * gemm_tm) * sizeof(float);
+                                        gemm_tm * tk2 * (per_point ? 3 : 1) + 2 * gemm_tm) *
+               sizeof(float);
     }
     const int ns0 = per_point ? k : 1;
     if (cpu_vw > 0)  // vectors S0, S1, s0, s1 of cpu_vw lanes, scalars q, qx (cq), the lane sums
@@ -44,7 +49,8 @@ std::size_t KernelConfig::local_bytes() const noexcept
     }
     if (gemm)  // Qs, Ps (+ Cs), Es, qnl, midx of gemm_modes.cl
         return static_cast<std::size_t>(gemm_bk * (gemm_bm + 1) + (per_point ? 2 : 1) * gemm_bk * (tile + 1) +
-                                        gemm_bm * (tile + 1) + 2 * gemm_bm) * sizeof(float);
+                                        gemm_bm * (tile + 1) + 2 * gemm_bm) *
+               sizeof(float);
     // range_modes adds the group's box: 2 · 16 ints (MS_MAX_GRID_DIMS of meanshift_ranges.h).
     return (preload ? gpu::tile_bytes(k, per_point, tile) : 0) + reduction_bytes() + (ranges ? 128 : 0);
 }
@@ -54,10 +60,9 @@ std::string KernelConfig::build_options() const
     std::ostringstream o;
     o << "-D K=" << k << " -D STRIDE=" << stride() << " -D TILE=" << tile << " -D TAU=" << tau
       << " -D F_VPPU=" << f_vppu << " -D F_LOAD=" << f_load << " -D MODES_PER_PU=" << modes_per_pu
-      << " -D MODEL_PER_POINT=" << (per_point ? 1 : 0)
-      << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0) << (nv_ex2 ? " -D MS_NV_EX2=1" : "")
-      << (range_wide ? " -D MS_RANGE_WIDE=1" : "") << (log2_shift ? " -D MS_LOG2_SHIFT=1" : "")
-      << (gemm_maxpass ? " -D GEMM_MAXPASS=1" : "");
+      << " -D MODEL_PER_POINT=" << (per_point ? 1 : 0) << " -D EXPANDED=" << (form == ExponentForm::Expanded ? 1 : 0)
+      << (nv_ex2 ? " -D MS_NV_EX2=1" : "") << (range_wide ? " -D MS_RANGE_WIDE=1" : "")
+      << (log2_shift ? " -D MS_LOG2_SHIFT=1" : "") << (gemm_maxpass ? " -D GEMM_MAXPASS=1" : "");
     if (profile != 0) o << " -D MS_PROFILE=" << profile;  // absent: the Gaussian (the programs as before)
     if (sphere) o << " -D MS_SPHERE=1";
     if (cpu_vw > 0) o << " -D MS_CPU_VW=" << cpu_vw << " -D MS_CPU_FMA=" << (cpu_fma ? 1 : 0);
@@ -70,9 +75,9 @@ std::string KernelConfig::build_options() const
         o << " -D GEMM_BM=" << gemm_bm << " -D GEMM_TM=" << gemm_tm << " -D GEMM_TN=" << gemm_tn
           << " -D GEMM_BK=" << gemm_bk << " -D GEMM_CUT=" << (gemm_cut ? 1 : 0);
     o
-      // exp2 through the hardware unit, denormals flushed (weights below 2^-126 are noise);
-      // the padding records use a finite log-weight, so finite-math is safe.
-      << " -cl-fast-relaxed-math -cl-mad-enable -cl-denorms-are-zero";
+        // exp2 through the hardware unit, denormals flushed (weights below 2^-126 are noise);
+        // the padding records use a finite log-weight, so finite-math is safe.
+        << " -cl-fast-relaxed-math -cl-mad-enable -cl-denorms-are-zero";
     if (!extra_build_options.empty()) o << ' ' << extra_build_options;
     return o.str();
 }
@@ -142,8 +147,9 @@ std::string gemm_wide_geometry(KernelConfig& c, const OpenCLTuning& t, std::size
         else
             return "the dimension-tiled GEMM kernel needs " + std::to_string(c.local_bytes()) +
                    " bytes of local memory, more than CL_DEVICE_LOCAL_MEM_SIZE = " + std::to_string(local_mem_size) +
-                   " less " + std::to_string(kImplicitLocalBytes) + " (opencl.gemm_dim_chunk = " +
-                   std::to_string(c.gemm_bk) + "; opencl.gemm_wide_min_k above k selects gemm_modes)";
+                   " less " + std::to_string(kImplicitLocalBytes) +
+                   " (opencl.gemm_dim_chunk = " + std::to_string(c.gemm_bk) +
+                   "; opencl.gemm_wide_min_k above k selects gemm_modes)";
     }
 }
 
@@ -190,7 +196,8 @@ std::string gemm_geometry(KernelConfig& c, const OpenCLTuning& t, bool gpu, std:
         } else if (t.gemm_points == 0 && bn > 8 && (bm * (bn / 2)) % tau == 0) {
             bn /= 2;
         } else {
-            return fail(std::to_string(c.local_bytes()) + " bytes of local memory, more than CL_DEVICE_LOCAL_MEM_SIZE = " +
+            return fail(std::to_string(c.local_bytes()) +
+                        " bytes of local memory, more than CL_DEVICE_LOCAL_MEM_SIZE = " +
                         std::to_string(local_mem_size) + " less " + std::to_string(kImplicitLocalBytes));
         }
     }
@@ -240,16 +247,16 @@ int largest_fitting_batch(const KernelConfig& cfg, int want, std::size_t local_m
     return p;
 }
 
-void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size,
-                          std::size_t local_mem_size, const std::string& device_name)
+void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size, std::size_t local_mem_size,
+                          const std::string& device_name)
 {
     if (static_cast<std::size_t>(cfg.tau) > max_work_group_size)
         throw InvalidArgument("opencl: tau (work-group size) " + std::to_string(cfg.tau) +
                               " exceeds CL_DEVICE_MAX_WORK_GROUP_SIZE = " + std::to_string(max_work_group_size) +
                               " of " + device_name);
     if (cfg.private_bytes() > kMaxPrivateBytes)
-        throw InvalidArgument("opencl: " + std::to_string(cfg.modes_per_pu) + " modes per PU at k = " + std::to_string(cfg.k) +
-                              " need about " + std::to_string(cfg.private_bytes()) +
+        throw InvalidArgument("opencl: " + std::to_string(cfg.modes_per_pu) + " modes per PU at k = " +
+                              std::to_string(cfg.k) + " need about " + std::to_string(cfg.private_bytes()) +
                               " bytes of private memory per work-item, more than the kernels' limit of " +
                               std::to_string(kMaxPrivateBytes) + "; use fewer modes per PU (opencl.modes_per_pu)");
     if (cfg.local_bytes() > local_mem_size) {
@@ -260,11 +267,10 @@ void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_si
               << " dims a chunk) but CL_DEVICE_LOCAL_MEM_SIZE = " << local_mem_size << " bytes on " << device_name
               << "; use smaller opencl.gemm_modes / gemm_points / gemm_dim_chunk";
         if (cfg.gemm) throw InvalidArgument(o.str());
-        if (cfg.preload)
-            o << " (preload batch " << cfg.tile << " points x " << cfg.stride() << " floats";
+        if (cfg.preload) o << " (preload batch " << cfg.tile << " points x " << cfg.stride() << " floats";
         if (cfg.f_load > 1)
-            o << (cfg.preload ? " + " : " (") << "vPPU reduction buffer " << cfg.tau << " PUs x "
-              << cfg.accumulators() << " accumulators";
+            o << (cfg.preload ? " + " : " (") << "vPPU reduction buffer " << cfg.tau << " PUs x " << cfg.accumulators()
+              << " accumulators";
         o << ") but CL_DEVICE_LOCAL_MEM_SIZE = " << local_mem_size << " bytes on " << device_name;
         const std::size_t red = cfg.reduction_bytes();
         if (cfg.preload && red < local_mem_size)

@@ -24,16 +24,16 @@ constexpr std::size_t kMaxPrivateBytes = 72 * 1024;
 
 struct KernelConfig {
     int k = 0;
-    bool per_point = false;        ///< KernelModel::PerPoint
+    bool per_point = false;  ///< KernelModel::PerPoint
     ExponentForm form = ExponentForm::Expanded;
-    bool preload = false;          ///< Alg. 7 (approx_modes_preload) instead of Alg. 3
-    bool ranges = false;           ///< truncated kernel over the cell grid's ranges (range_modes.cl); r = 1, no preload
-    bool range_wide = false;       ///< also build range_modes_wide (32 PUs a mode, for steps with few modes)
-    int tile = 128;                ///< TILE: points per tile / preload batch
-    int tau = 128;                 ///< work-group size
+    bool preload = false;  ///< Alg. 7 (approx_modes_preload) instead of Alg. 3
+    bool ranges = false;  ///< truncated kernel over the cell grid's ranges (range_modes.cl); r = 1, no preload
+    bool range_wide = false;  ///< also build range_modes_wide (32 PUs a mode, for steps with few modes)
+    int tile = 128;  ///< TILE: points per tile / preload batch
+    int tau = 128;  ///< work-group size
     int f_vppu = 1;
     int f_load = 1;
-    int modes_per_pu = 1;          ///< r: modes each PU carries (f_vppu == 1 only)
+    int modes_per_pu = 1;  ///< r: modes each PU carries (f_vppu == 1 only)
     /// The GEMM kernel (gemm_modes.cl, PairForm::Gemm): BM modes × BN = tile points per work-group,
     /// TM × TN register block per PU (BM/TM · BN/TN = tau), dims staged BK at a time. Exact
     /// kernel or, with gemm_cut, the cutoff as a mask over every point (no grid ranges).
@@ -45,7 +45,7 @@ struct KernelConfig {
     /// (tau/4)·gw_tdh at a time for the sums, gw_jc points a phase-2 stage. Private state independent of k.
     bool gemm_wide = false;
     int gw_tnh = 0, gw_tdh = 0, gw_jc = 0;
-    bool nv_ex2 = false;           ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
+    bool nv_ex2 = false;  ///< NVIDIA: exp2 as inline PTX ex2.approx.ftz (one MUFU op)
     /// Per-point weights beyond float32's range (needs_log2_shift, partial_sums.hpp): each mode's log2
     /// weights are shifted by its own maximum (MS_LOG2_SHIFT, approx_mode_common.clh); the program
     /// then also holds the max pass log2_weight_max. gemm_maxpass: the GEMM kernel's own max pass
@@ -60,7 +60,8 @@ struct KernelConfig {
     /// sums cpu_dc dims at a time (0 = all dims at once).
     int cpu_dc = 0;
     bool cpu_fma = false;
-    int cpu_range_modes = 0;       ///< range_modes_cpu (ranges with cpu_vw > 0): slots one work-item walks          ///< CPU shape: fma() (CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG), else mad()
+    int cpu_range_modes =
+        0;  ///< range_modes_cpu (ranges with cpu_vw > 0): slots one work-item walks          ///< CPU shape: fma() (CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG), else mad()
     bool cpu_range_block = false;  ///< range_modes_cpu with the modes in the lanes (cpu_plan.hpp, range_modes_cpu.cl)
     /// Weight profile (MS_PROFILE, kernels/profiles/profiles.h; KernelProfile's value). Compact
     /// profiles run the range kernels only (their cutoff is the support), never the GEMM ones.
@@ -89,8 +90,8 @@ struct KernelConfig {
     {
         return gemm_wide ? "gemm_wide"
                : gemm    ? "gemm_modes"
-               : ranges ? (cpu_vw ? "range_modes_cpu" : "range_modes")
-               : cpu_vw ? "approx_mode_cpu"
+               : ranges  ? (cpu_vw ? "range_modes_cpu" : "range_modes")
+               : cpu_vw  ? "approx_mode_cpu"
                : preload ? "approx_modes_preload"
                          : "approx_mode";
     }
@@ -161,7 +162,7 @@ int largest_fitting_batch(const KernelConfig& cfg, int want, std::size_t local_m
 
 /// Checks `cfg` against the device: work-group size ≤ max_work_group_size, local memory ≤
 /// local_mem_size, private memory ≤ kMaxPrivateBytes. Throws InvalidArgument naming the limit and the device value.
-void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size,
-                          std::size_t local_mem_size, const std::string& device_name);
+void check_against_device(const KernelConfig& cfg, std::size_t max_work_group_size, std::size_t local_mem_size,
+                          const std::string& device_name);
 
 }  // namespace meanshift::detail

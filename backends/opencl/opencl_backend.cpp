@@ -31,10 +31,9 @@ namespace {
 std::string profile_sources()
 {
     std::string text = opencl_sources::device_header();
-    for (const char* h : {opencl_sources::profile_gaussian(), opencl_sources::profile_flat(),
-                          opencl_sources::profile_epanechnikov(), opencl_sources::profile_biweight(),
-                          opencl_sources::profile_triweight(),
-                          opencl_sources::profiles_header()})
+    for (const char* h :
+         {opencl_sources::profile_gaussian(), opencl_sources::profile_flat(), opencl_sources::profile_epanechnikov(),
+          opencl_sources::profile_biweight(), opencl_sources::profile_triweight(), opencl_sources::profiles_header()})
         text.append("\n").append(h);
     return text;
 }
@@ -45,8 +44,14 @@ std::vector<std::string> program_sources(const KernelConfig& c)
         return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
                 c.gemm_wide ? opencl_sources::gemm_wide() : opencl_sources::gemm_modes()};
     if (c.ranges)
-        return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
-                opencl_sources::ranges_header(), "\n", opencl_sources::range_modes(), "\n",
+        return {profile_sources(),
+                "\n",
+                opencl_sources::approx_mode_common(),
+                "\n",
+                opencl_sources::ranges_header(),
+                "\n",
+                opencl_sources::range_modes(),
+                "\n",
                 opencl_sources::range_modes_cpu()};
     return {profile_sources(), "\n", opencl_sources::approx_mode_common(), "\n",
             c.preload ? opencl_sources::approx_modes_preload() : opencl_sources::approx_mode()};
@@ -92,9 +97,8 @@ OpenCLBackend::OpenCLBackend(const BackendOptions& options) : options_(options)
     auto dev = std::make_shared<ClDeviceState>();
     dev->device = select_cl_device(options.device_spec);
     dev->context = shared_cl_context(dev->device.handle);
-    dev->queue = cl_call("creating an OpenCL command queue", [&] {
-        return cl::CommandQueue(dev->context, dev->device.handle, CL_QUEUE_PROFILING_ENABLE);
-    });
+    dev->queue = cl_call("creating an OpenCL command queue",
+                         [&] { return cl::CommandQueue(dev->context, dev->device.handle, CL_QUEUE_PROFILING_ENABLE); });
     dev->max_work_group_size = dev->device.handle.getInfo<CL_DEVICE_MAX_WORK_GROUP_SIZE>();
     dev->max_alloc = static_cast<std::size_t>(dev->device.handle.getInfo<CL_DEVICE_MAX_MEM_ALLOC_SIZE>());
     dev->preferred_float_width = dev->device.handle.getInfo<CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT>();
@@ -211,8 +215,8 @@ bool OpenCLBackend::gemm_for(const Topology& t, const PreparedData& data) const
     }
     // From the crossover k on, unless the caller asks for vPPUs (the direct kernels' mapping) or
     // a work-group size the tiles cannot use.
-    const int min_k = options_.opencl.gemm_min_k > 0 ? options_.opencl.gemm_min_k
-                      : !dev_->is_gpu()                   ? kGemmMinKCpu
+    const int min_k = options_.opencl.gemm_min_k > 0        ? options_.opencl.gemm_min_k
+                      : !dev_->is_gpu()                     ? kGemmMinKCpu
                       : data.model == KernelModel::PerPoint ? kGemmMinKGpuPerPoint
                                                             : kGemmMinKGpuShared;
     if (data.k() < min_k || t.f_vppu > 1 || t.f_load > 1) return false;
@@ -231,16 +235,18 @@ bool OpenCLBackend::gemm_for(const Topology& t, const PreparedData& data) const
 Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const PreparedData& data) const
 {
     if (requested.f_vppu > 1 || requested.f_load > 1)
-        throw InvalidArgument("opencl: pair_form=gemm runs with f_vppu = f_load = 1 (its work-group tiles modes x points; "
-                              "requested f_vppu = " + std::to_string(requested.f_vppu) + ", f_load = " +
-                              std::to_string(requested.f_load) + ")");
+        throw InvalidArgument(
+            "opencl: pair_form=gemm runs with f_vppu = f_load = 1 (its work-group tiles modes x points; "
+            "requested f_vppu = " +
+            std::to_string(requested.f_vppu) + ", f_load = " + std::to_string(requested.f_load) + ")");
     const bool gpu = dev_->is_gpu();
     Topology t = requested;
     t.f_vppu = t.f_load = 1;
     // 256 PUs on a GPU (a 64 x 64 tile in 4 x 4 blocks), 64 on a CPU device.
     if (t.pus_per_ppu == 0)
-        t.pus_per_ppu = static_cast<int>(std::min<std::size_t>(
-            gemm_default_tau(data.k(), data.model == KernelModel::PerPoint, options_.opencl, gpu), dev_->max_work_group_size));
+        t.pus_per_ppu = static_cast<int>(
+            std::min<std::size_t>(gemm_default_tau(data.k(), data.model == KernelModel::PerPoint, options_.opencl, gpu),
+                                  dev_->max_work_group_size));
     if (t.ppus == 0) {
         // Resident work-groups: a GPU compute unit holds a few of these (local memory ~30 KB each).
         const int per_cu = gpu ? std::max(1, 1024 / t.pus_per_ppu) : 4;
@@ -254,16 +260,19 @@ Topology OpenCLBackend::resolve_gemm_topology(const Topology& requested, const P
     return t;
 }
 
-int OpenCLBackend::max_neighbours() const { return gpu::kKnnMaxCount; }
+int OpenCLBackend::max_neighbours() const
+{
+    return gpu::kKnnMaxCount;
+}
 
 MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& queries, int count)
 {
     gpu::check_knn_arguments(points, queries, count, name());
     const int k = static_cast<int>(points.cols());
-    const cl::Program program =
-        cached_cl_program(dev_->context, dev_->device.handle,
-                          {opencl_sources::device_header(), "\n", opencl_sources::knn_header(), "\n", opencl_sources::knn()},
-                          "-cl-std=CL1.2");
+    const cl::Program program = cached_cl_program(
+        dev_->context, dev_->device.handle,
+        {opencl_sources::device_header(), "\n", opencl_sources::knn_header(), "\n", opencl_sources::knn()},
+        "-cl-std=CL1.2");
     const Index m = queries.rows();
     // Results of a chunk of queries take at most 256 MB (and the device's largest allocation).
     const std::size_t cap = std::min<std::size_t>(std::size_t(256) << 20, dev_->max_alloc);
@@ -287,8 +296,8 @@ MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& q
             kernel.setArg(4, static_cast<cl_int>(k));
             kernel.setArg(5, static_cast<cl_int>(count));
             kernel.setArg(6, out);
-            dev_->queue.enqueueNDRangeKernel(kernel, cl::NullRange, cl::NDRange((std::size_t(c) + local - 1) / local * local),
-                                             cl::NDRange(local));
+            dev_->queue.enqueueNDRangeKernel(
+                kernel, cl::NullRange, cl::NDRange((std::size_t(c) + local - 1) / local * local), cl::NDRange(local));
             dev_->queue.enqueueReadBuffer(out, CL_TRUE, 0, std::size_t(c * count) * sizeof(float), host.data());
             result.middleRows(b, c) = host.topRows(c).cast<double>();
         }
@@ -300,7 +309,8 @@ MatrixD OpenCLBackend::nearest_distances(const MatrixF& points, const MatrixF& q
 Topology OpenCLBackend::resolve_topology(const Topology& requested, const PreparedData& data) const
 {
     if (data.k() > kMaxDimensions)
-        throw InvalidArgument("opencl: k = " + std::to_string(data.k()) + " dimensions exceeds the largest k the OpenCL kernels support, " +
+        throw InvalidArgument("opencl: k = " + std::to_string(data.k()) +
+                              " dimensions exceeds the largest k the OpenCL kernels support, " +
                               std::to_string(kMaxDimensions) +
                               " (each PU keeps its modes' state in private memory; docs/backend-opencl.md)");
     if (is_compact(data.profile) && !(data.cutoff2 <= 1.0))  // the range kernels run them, within the support
@@ -309,7 +319,8 @@ Topology OpenCLBackend::resolve_topology(const Topology& requested, const Prepar
                               std::to_string(data.cutoff2));
     if (is_compact(data.profile) && options_.pair_form == PairForm::Gemm)
         throw InvalidArgument(std::string("opencl: pair_form=gemm evaluates Gaussian weights only; the ") +
-                              profile_name(data.profile) + " profile runs the direct (range) kernels: use pair_form=direct or auto");
+                              profile_name(data.profile) +
+                              " profile runs the direct (range) kernels: use pair_form=direct or auto");
     if (gemm_for(requested, data)) return resolve_gemm_topology(requested, data);
     const ClDeviceEntry& device = dev_->device;
     const bool gpu = dev_->is_gpu();
@@ -375,8 +386,12 @@ std::unique_ptr<OpenCLBinding> OpenCLBackend::bind_opencl(std::shared_ptr<const 
 
 OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_ptr<const PreparedData> data,
                              const Topology& topology, const KernelConfig& config, int segments)
-    : dev_(std::move(device)), data_(std::move(data)), topology_(topology), config_(config),
-      tuned_segments_(segments), k_(config.k)
+    : dev_(std::move(device)),
+      data_(std::move(data)),
+      topology_(topology),
+      config_(config),
+      tuned_segments_(segments),
+      k_(config.k)
 {
     const KernelConfig& c = config_;
     const ClDeviceEntry& device_entry = dev_->device;
@@ -387,10 +402,12 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         std::vector<float> sphere(1, 0.0f);
         if (c.sphere) {
             if (data_->sphere_origin.size() != k_)
-                throw InvalidArgument("opencl: the vMF sphere's origin has " + std::to_string(data_->sphere_origin.size()) +
+                throw InvalidArgument("opencl: the vMF sphere's origin has " +
+                                      std::to_string(data_->sphere_origin.size()) +
                                       " values for k = " + std::to_string(k_));
             sphere.resize(static_cast<std::size_t>(k_) + 1);
-            for (int d = 0; d < k_; ++d) sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
+            for (int d = 0; d < k_; ++d)
+                sphere[static_cast<std::size_t>(d)] = static_cast<float>(data_->sphere_origin[d]);
             sphere[static_cast<std::size_t>(k_)] = static_cast<float>(data_->sphere_radius);
         }
         sphere_ = cl_call("allocating the sphere", [&] {
@@ -426,7 +443,8 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
                       [&] { return cl::Kernel(program_, c.kernel_name()); });
     combine_ = cl_call("creating kernel combine_segments", [&] { return cl::Kernel(program_, "combine_segments"); });
     if (c.range_wide)
-        wide_kernel_ = cl_call("creating kernel range_modes_wide", [&] { return cl::Kernel(program_, "range_modes_wide"); });
+        wide_kernel_ =
+            cl_call("creating kernel range_modes_wide", [&] { return cl::Kernel(program_, "range_modes_wide"); });
     // Per-point weights beyond float32's range: the max pass of the per-mode log2 shift, the GEMM
     // kernel's own (the same sources built with GEMM_MAXPASS) or log2_weight_max over the prepared
     // points; log2_shift_ holds one int per slot (one, unused, without the shift).
@@ -434,9 +452,11 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         KernelConfig mc = c;
         mc.gemm_maxpass = true;
         max_program_ = cached_cl_program(dev_->context, device_entry.handle, program_sources(mc), mc.build_options());
-        max_kernel_ = cl_call("creating kernel gemm_modes (max pass)", [&] { return cl::Kernel(max_program_, "gemm_modes"); });
+        max_kernel_ =
+            cl_call("creating kernel gemm_modes (max pass)", [&] { return cl::Kernel(max_program_, "gemm_modes"); });
     } else if (c.log2_shift) {
-        max_kernel_ = cl_call("creating kernel log2_weight_max", [&] { return cl::Kernel(program_, "log2_weight_max"); });
+        max_kernel_ =
+            cl_call("creating kernel log2_weight_max", [&] { return cl::Kernel(program_, "log2_weight_max"); });
     }
     reserve_log2_shift(1);
     const std::size_t kernel_wg = kernel_.getWorkGroupInfo<CL_KERNEL_WORK_GROUP_SIZE>(device_entry.handle);
@@ -476,8 +496,8 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
             const std::size_t nk = static_cast<std::size_t>(D.n()) * static_cast<std::size_t>(k_);
             points_ = upload(std::vector<float>(D.points_f.data(), D.points_f.data() + nk), "the points");
             precision_ = upload(std::vector<float>(D.precision_f.data(), D.precision_f.data() + nk), "the precisions");
-            log_weight_ = upload(std::vector<float>(D.log_weight_f.data(), D.log_weight_f.data() + D.n()),
-                                 "the log-weights");
+            log_weight_ =
+                upload(std::vector<float>(D.log_weight_f.data(), D.log_weight_f.data() + D.n()), "the log-weights");
             max_ps_ = k_;
             max_ds_ = 1;
         }
@@ -515,8 +535,8 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
     } else {
         points_ = upload_or_dummy(D.points_f.data(), nk, "the points");
         precision_ = upload_or_dummy(pp ? D.precision_f.data() : nullptr, nk, "the precisions");
-        log_weight_ = upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()),
-                                      "the log-weights");
+        log_weight_ =
+            upload_or_dummy(pp ? D.log_weight_f.data() : nullptr, static_cast<std::size_t>(D.n()), "the log-weights");
         max_ps_ = k_;
         max_ds_ = 1;
     }
@@ -537,8 +557,10 @@ OpenCLBinding::OpenCLBinding(std::shared_ptr<ClDeviceState> device, std::shared_
         start.assign(G.start.begin(), G.start.end());
     }
     cl_call("allocating the grid", [&] {
-        grid_i_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gi.size() * sizeof(cl_int), gi.data());
-        grid_f_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gf.size() * sizeof(float), gf.data());
+        grid_i_ =
+            cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gi.size() * sizeof(cl_int), gi.data());
+        grid_f_ =
+            cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, gf.size() * sizeof(float), gf.data());
         grid_start_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, start.size() * sizeof(cl_int),
                                  start.data());
         return 0;
@@ -640,10 +662,9 @@ int OpenCLBinding::reserve_partial(Index count, bool& combine, int min_segments,
     // The GEMM kernel always leaves its sums in `partial` (its PUs hold parts of a mode's dims);
     // combine_segments finishes the modes.
     combine = segments > 1 || c.gemm;
-    const std::size_t partial_bytes =
-        combine ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
-                      static_cast<std::size_t>(c.accumulators()) * sizeof(float)
-                : sizeof(float);
+    const std::size_t partial_bytes = combine ? static_cast<std::size_t>(segments) * static_cast<std::size_t>(count) *
+                                                    static_cast<std::size_t>(c.accumulators()) * sizeof(float)
+                                              : sizeof(float);
     if (partial_bytes > partial_capacity_) {
         partial_ = cl_call("allocating the partial sums",
                            [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, partial_bytes); });
@@ -731,7 +752,8 @@ void OpenCLBinding::reserve_log2_shift(Index count)
 {
     const std::size_t bytes = static_cast<std::size_t>(std::max<Index>(1, count)) * sizeof(cl_int);
     if (bytes <= log2_shift_capacity_) return;
-    log2_shift_ = cl_call("allocating the log2 shifts", [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, bytes); });
+    log2_shift_ =
+        cl_call("allocating the log2 shifts", [&] { return cl::Buffer(dev_->context, CL_MEM_READ_WRITE, bytes); });
     log2_shift_capacity_ = bytes;
 }
 
@@ -753,7 +775,8 @@ void OpenCLBinding::enqueue_max(const cl::Buffer& modes, const cl::Buffer& list,
     // in all for the device (2048 a compute unit on GPUs, 64 on CPU devices).
     const Index n = data_->n();
     const long want = static_cast<long>(std::max(1, dev_->device.info.compute_units)) * (dev_->is_gpu() ? 2048 : 64);
-    const int parts = static_cast<int>(std::max<long>(1, std::min<long>({(want + count - 1) / count, n, INT_MAX / count})));
+    const int parts =
+        static_cast<int>(std::max<long>(1, std::min<long>({(want + count - 1) / count, n, INT_MAX / count})));
     int a = 0;
     max_kernel_.setArg(a++, points_);
     max_kernel_.setArg(a++, precision_);
@@ -761,13 +784,15 @@ void OpenCLBinding::enqueue_max(const cl::Buffer& modes, const cl::Buffer& list,
     max_kernel_.setArg(a++, static_cast<cl_int>(n));
     max_kernel_.setArg(a++, static_cast<cl_int>(max_ps_));
     max_kernel_.setArg(a++, static_cast<cl_int>(max_ds_));
-    max_kernel_.setArg(a++, static_cast<cl_float>(std::isfinite(data_->cutoff2) ? std::min(data_->cutoff2, 1e38) : 3.0e38));
+    max_kernel_.setArg(a++,
+                       static_cast<cl_float>(std::isfinite(data_->cutoff2) ? std::min(data_->cutoff2, 1e38) : 3.0e38));
     max_kernel_.setArg(a++, modes);
     max_kernel_.setArg(a++, list);
     max_kernel_.setArg(a++, static_cast<cl_int>(count));
     max_kernel_.setArg(a++, static_cast<cl_int>(parts));
     max_kernel_.setArg(a++, log2_shift_);
-    q.enqueueNDRangeKernel(max_kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(count) * parts), cl::NullRange);
+    q.enqueueNDRangeKernel(max_kernel_, cl::NullRange, cl::NDRange(static_cast<std::size_t>(count) * parts),
+                           cl::NullRange);
 }
 
 void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list, int count, int nblocks, int segments,
@@ -789,9 +814,10 @@ void OpenCLBinding::enqueue_step(const cl::Buffer& modes, const cl::Buffer& list
         combine_.setArg(b++, static_cast<cl_int>(count));
         set_finish_args(combine_, b, tol2f, retire);
         const std::size_t local = 64;
-        q.enqueueNDRangeKernel(combine_, cl::NullRange,
-                               cl::NDRange(std::max<std::size_t>(local, (static_cast<std::size_t>(count) + local - 1) / local * local)),
-                               cl::NDRange(local), nullptr, combined);
+        q.enqueueNDRangeKernel(
+            combine_, cl::NullRange,
+            cl::NDRange(std::max<std::size_t>(local, (static_cast<std::size_t>(count) + local - 1) / local * local)),
+            cl::NDRange(local), nullptr, combined);
     }
 }
 
@@ -912,9 +938,10 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
         std::vector<cl_int> slots(static_cast<std::size_t>(chunk));
         for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<cl_int>(i);
         cl_call("allocating the accumulate buffers", [&] {
-            queries_ = cl::Buffer(dev_->context, CL_MEM_READ_WRITE, static_cast<std::size_t>(chunk) * k_ * sizeof(float));
-            query_list_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, slots.size() * sizeof(cl_int),
-                                     slots.data());
+            queries_ =
+                cl::Buffer(dev_->context, CL_MEM_READ_WRITE, static_cast<std::size_t>(chunk) * k_ * sizeof(float));
+            query_list_ = cl::Buffer(dev_->context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                     slots.size() * sizeof(cl_int), slots.data());
             if (c.ranges)
                 query_sums_ = cl::Buffer(dev_->context, CL_MEM_WRITE_ONLY,
                                          static_cast<std::size_t>(chunk) * width * sizeof(float));
@@ -934,7 +961,8 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
         for (std::size_t j = 0; j < static_cast<std::size_t>(qn) * k_; ++j) q[j] = static_cast<float>(y[j]);
         int segments = 1;
         cl_call("running the step kernels for accumulate", [&] {
-            dev_->queue.enqueueWriteBuffer(queries_, CL_FALSE, 0, static_cast<std::size_t>(qn) * k_ * sizeof(float), q.data());
+            dev_->queue.enqueueWriteBuffer(queries_, CL_FALSE, 0, static_cast<std::size_t>(qn) * k_ * sizeof(float),
+                                           q.data());
             if (c.ranges) {
                 enqueue_max(queries_, query_list_, qn, 0, 0, 0);
                 enqueue_ranges(queries_, query_list_, qn, &query_sums_, 0.0f, nullptr);
@@ -959,8 +987,8 @@ double OpenCLBinding::accumulate(const double* positions, Index count, double* s
         // The kernels shifted each query's log2 weights by its maximum: undone in float64.
         if (c.log2_shift)
             cl_call("reading the log2 shifts", [&] {
-                return dev_->queue.enqueueReadBuffer(log2_shift_, CL_TRUE, 0, static_cast<std::size_t>(qn) * sizeof(cl_int),
-                                                     shifts.data());
+                return dev_->queue.enqueueReadBuffer(log2_shift_, CL_TRUE, 0,
+                                                     static_cast<std::size_t>(qn) * sizeof(cl_int), shifts.data());
             });
         add_relative_sums(acc.data(), segments, y, qn, k_, c.per_point, scale, sums + q0 * width,
                           c.log2_shift ? shifts.data() : nullptr);

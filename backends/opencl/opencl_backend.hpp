@@ -22,7 +22,7 @@ struct ClDeviceState {
     std::size_t max_work_group_size = 0;
     std::size_t max_alloc = 0;  ///< CL_DEVICE_MAX_MEM_ALLOC_SIZE
     unsigned preferred_float_width = 0;  ///< CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT
-    bool hardware_fma = false;           ///< CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG
+    bool hardware_fma = false;  ///< CL_FP_FMA in CL_DEVICE_SINGLE_FP_CONFIG
     bool is_gpu() const noexcept { return device.info.kind == "gpu"; }
 };
 

@@ -34,7 +34,10 @@ public:
     }
 
     template <class T>
-    T* as() const noexcept { return static_cast<T*>(ptr_); }
+    T* as() const noexcept
+    {
+        return static_cast<T*>(ptr_);
+    }
     std::size_t bytes() const noexcept { return bytes_; }
 
 private:

@@ -68,8 +68,7 @@ std::size_t cl_programs_compiled()
     return c.compiled;
 }
 
-void compile_cl_source_for_test(const std::string& device_spec, const std::string& source,
-                                const std::string& options)
+void compile_cl_source_for_test(const std::string& device_spec, const std::string& source, const std::string& options)
 {
     const ClDeviceEntry dev = select_cl_device(device_spec);
     cached_cl_program(shared_cl_context(dev.handle), dev.handle, {source}, options);

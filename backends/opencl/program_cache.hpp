@@ -19,7 +19,6 @@ std::size_t cl_programs_compiled();
 
 /// Test hook: compiles `source` with `options` for the device chosen by `device_spec` (as the
 /// backend does) through the same cache. Throws like cached_cl_program.
-void compile_cl_source_for_test(const std::string& device_spec, const std::string& source,
-                                const std::string& options);
+void compile_cl_source_for_test(const std::string& device_spec, const std::string& source, const std::string& options);
 
 }  // namespace meanshift::detail

@@ -129,7 +129,8 @@ std::vector<CalibrationTiming> measure(const BackendOptions& base, bool per_poin
         }
     // Seconds of a 128-mode step at each form's per-mode rate.
     std::vector<CalibrationTiming> timings;
-    for (const Candidate& x : c) timings.push_back({x.form, x.best * static_cast<double>(m) / static_cast<double>(x.modes)});
+    for (const Candidate& x : c)
+        timings.push_back({x.form, x.best * static_cast<double>(m) / static_cast<double>(x.modes)});
     return timings;
 }
 
@@ -147,7 +148,8 @@ AutoForm calibrated_auto_form(const BackendOptions& options, const std::string& 
     id.model = per_point ? "per-point" : "shared";
     id.k_bucket = calibration_k_bucket(k);
     const int kb = id.k_bucket;
-    f.entry = calibrated(options, id, [&] { return measure(options, per_point, kb, amx); }, may_measure, kGemmMargin);
+    f.entry = calibrated(
+        options, id, [&] { return measure(options, per_point, kb, amx); }, may_measure, kGemmMargin);
     if (f.entry) {
         f.gemm = f.entry->choice != "direct";
         f.amx = amx && f.entry->choice == "gemm-amx";

@@ -14,7 +14,7 @@ namespace meanshift::openmp_detail {
 /// What PairForm::Auto takes at one k.
 struct AutoForm {
     bool gemm = false;  ///< the GEMM form (else the direct SIMD kernels)
-    bool amx = false;   ///< the GEMM form's products on AMX tiles (only where amx was allowed)
+    bool amx = false;  ///< the GEMM form's products on AMX tiles (only where amx was allowed)
     std::optional<CalibrationEntry> entry;  ///< the calibration behind it; nullopt: the fixed default rule
 };
 

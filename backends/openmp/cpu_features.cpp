@@ -6,11 +6,11 @@
 #include "gemm_step.hpp"
 
 #if MEANSHIFT_OPENMP_AMX
-#  include <cpuid.h>
-#  if defined(__linux__)
-#    include <sys/syscall.h>
-#    include <unistd.h>
-#  endif
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #endif
 
 namespace meanshift::openmp_detail {
@@ -21,10 +21,8 @@ const std::vector<const KernelTable*>& usable_kernels()
         std::vector<const KernelTable*> t;
 #if MEANSHIFT_OPENMP_X86_KERNELS
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
-            t.push_back(kernel_table_avx512());
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            t.push_back(kernel_table_avx2());
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) t.push_back(kernel_table_avx512());
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) t.push_back(kernel_table_avx2());
 #endif
         t.push_back(kernel_table_generic());
         return t;

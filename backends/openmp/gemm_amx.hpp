@@ -45,8 +45,14 @@ struct TermsR {
     static constexpr int b[n] = {2, 1, 1, 0, 0};
 };
 
-inline int pad16(int v) { return (v + 15) / 16 * 16; }
-inline int pad32(int v) { return (v + 31) / 32 * 32; }
+inline int pad16(int v)
+{
+    return (v + 15) / 16 * 16;
+}
+inline int pad32(int v)
+{
+    return (v + 31) / 32 * 32;
+}
 
 /// The 64-byte tile configuration (palette 1): every tile 16 rows × 64 bytes.
 inline void configure_tiles()
@@ -66,7 +72,10 @@ inline void configure_tiles()
 }
 
 /// Releases the tile state (so the OS need not save 8 KB of tile registers on a context switch).
-inline void release_tiles() { _tile_release(); }
+inline void release_tiles()
+{
+    _tile_release();
+}
 
 /// 16 float32 → the three bf16 limbs (round to nearest even), as 16 packed bf16 each.
 __attribute__((always_inline)) inline void split3_packed(__m512 x, __m256i& h1, __m256i& h2, __m256i& h3)
@@ -93,10 +102,14 @@ __attribute__((always_inline)) inline __m512 split2_store(__m512 x0, __m512 x1, 
     const __m512i g = (__m512i)_mm512_cvtne2ps_pbh(_mm512_sub_ps(x1, f1), _mm512_sub_ps(x0, f0));
     _mm512_storeu_si512(out, h);
     _mm512_storeu_si512(out + limb, g);
-    return _mm512_add_ps(_mm512_add_ps(f0, f1), _mm512_add_ps(widen(_mm512_castsi512_si256(g)), widen(_mm512_extracti64x4_epi64(g, 1))));
+    return _mm512_add_ps(_mm512_add_ps(f0, f1),
+                         _mm512_add_ps(widen(_mm512_castsi512_si256(g)), widen(_mm512_extracti64x4_epi64(g, 1))));
 }
 
-inline __mmask16 lane_mask(int valid) { return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid > 0 ? valid : 0)) - 1u); }
+inline __mmask16 lane_mask(int valid)
+{
+    return valid >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (valid > 0 ? valid : 0)) - 1u);
+}
 
 /// A operand of S: rows [0, mpad) of the m × cols float32 matrix a (row stride cols) as three limb
 /// matrices mpad × kpad (kpad = pad32(cols)) `limb` elements apart, zero beyond m and cols.
@@ -109,7 +122,8 @@ inline void pack_rows(const float* a, int m, int cols, int mpad, int kpad, std::
             __m256i h[3];
             split3_packed(x, h[0], h[1], h[2]);
             for (int l = 0; l < 3; ++l)
-                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + l * limb + static_cast<std::size_t>(j) * kpad + d), h[l]);
+                _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + l * limb + static_cast<std::size_t>(j) * kpad + d),
+                                    h[l]);
         }
     }
 }
@@ -122,15 +136,15 @@ __attribute__((always_inline)) inline void transpose_stage(__m512i r[16])
     // lo picks (row p, col q) for q without bit S from p, with it from p + S (col q − S);
     // hi picks (row p + S): without bit S from p (col q + S), with it from p + S.
     const __m512i ilo = _mm512_set_epi32(
-        (15 & S) ? 16 + 15 - S : 15, (14 & S) ? 16 + 14 - S : 14, (13 & S) ? 16 + 13 - S : 13, (12 & S) ? 16 + 12 - S : 12,
-        (11 & S) ? 16 + 11 - S : 11, (10 & S) ? 16 + 10 - S : 10, (9 & S) ? 16 + 9 - S : 9, (8 & S) ? 16 + 8 - S : 8,
-        (7 & S) ? 16 + 7 - S : 7, (6 & S) ? 16 + 6 - S : 6, (5 & S) ? 16 + 5 - S : 5, (4 & S) ? 16 + 4 - S : 4,
-        (3 & S) ? 16 + 3 - S : 3, (2 & S) ? 16 + 2 - S : 2, (1 & S) ? 16 + 1 - S : 1, 0);
-    const __m512i ihi = _mm512_set_epi32(
-        (15 & S) ? 31 : 15 + S, (14 & S) ? 30 : 14 + S, (13 & S) ? 29 : 13 + S, (12 & S) ? 28 : 12 + S,
-        (11 & S) ? 27 : 11 + S, (10 & S) ? 26 : 10 + S, (9 & S) ? 25 : 9 + S, (8 & S) ? 24 : 8 + S,
-        (7 & S) ? 23 : 7 + S, (6 & S) ? 22 : 6 + S, (5 & S) ? 21 : 5 + S, (4 & S) ? 20 : 4 + S,
-        (3 & S) ? 19 : 3 + S, (2 & S) ? 18 : 2 + S, (1 & S) ? 17 : 1 + S, S);
+        (15 & S) ? 16 + 15 - S : 15, (14 & S) ? 16 + 14 - S : 14, (13 & S) ? 16 + 13 - S : 13,
+        (12 & S) ? 16 + 12 - S : 12, (11 & S) ? 16 + 11 - S : 11, (10 & S) ? 16 + 10 - S : 10, (9 & S) ? 16 + 9 - S : 9,
+        (8 & S) ? 16 + 8 - S : 8, (7 & S) ? 16 + 7 - S : 7, (6 & S) ? 16 + 6 - S : 6, (5 & S) ? 16 + 5 - S : 5,
+        (4 & S) ? 16 + 4 - S : 4, (3 & S) ? 16 + 3 - S : 3, (2 & S) ? 16 + 2 - S : 2, (1 & S) ? 16 + 1 - S : 1, 0);
+    const __m512i ihi =
+        _mm512_set_epi32((15 & S) ? 31 : 15 + S, (14 & S) ? 30 : 14 + S, (13 & S) ? 29 : 13 + S, (12 & S) ? 28 : 12 + S,
+                         (11 & S) ? 27 : 11 + S, (10 & S) ? 26 : 10 + S, (9 & S) ? 25 : 9 + S, (8 & S) ? 24 : 8 + S,
+                         (7 & S) ? 23 : 7 + S, (6 & S) ? 22 : 6 + S, (5 & S) ? 21 : 5 + S, (4 & S) ? 20 : 4 + S,
+                         (3 & S) ? 19 : 3 + S, (2 & S) ? 18 : 2 + S, (1 & S) ? 17 : 1 + S, S);
 #pragma GCC unroll 16
     for (int p = 0; p < 16; ++p) {
         if (p & S) continue;
@@ -179,12 +193,12 @@ inline void split_row(const float* x, int cols, int kpad, std::uint16_t* stage, 
 /// K-step s, limb l of group g (16 rows × 32 columns of stage) to R's layout (points interleaved in
 /// pairs, column groups 2s and 2s + 1 of K-step g/2, tile rows 8·(g mod 2) + pair) and, transposed,
 /// to S's (columns interleaved in pairs). cg = pad16(cols)/16, ksteps = kpad/32.
-inline void scatter(const std::uint16_t* stage, int g, int s, int l, int ksteps, int cg, std::uint16_t* ps, std::size_t limb_s,
-                    std::uint16_t* pr, std::size_t limb_r)
+inline void scatter(const std::uint16_t* stage, int g, int s, int l, int ksteps, int cg, std::uint16_t* ps,
+                    std::size_t limb_s, std::uint16_t* pr, std::size_t limb_r)
 {
     // R's tile rows: points (2r, 2r+1) interleaved; words 0-15 of each row from x0, 32-47 from x1
-    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8,
-                                        39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+    const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37,
+                                        5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
     const __m512i hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
     const std::uint16_t* in = stage + (static_cast<std::size_t>(s) * 3 + l) * 512;
     __m512i r[16];
@@ -193,8 +207,12 @@ inline void scatter(const std::uint16_t* stage, int g, int s, int l, int ksteps,
     std::uint16_t* t = pr + l * limb_r + static_cast<std::size_t>(g / 2) * cg * 512 + 256 * (g % 2);
 #pragma GCC unroll 8
     for (int q = 0; q < 8; ++q) {
-        if (2 * s < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], lo, r[2 * q + 1]));
-        if (2 * s + 1 < cg) _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s + 1) * 512 + 32 * q, _mm512_permutex2var_epi16(r[2 * q], hi, r[2 * q + 1]));
+        if (2 * s < cg)
+            _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s) * 512 + 32 * q,
+                                _mm512_permutex2var_epi16(r[2 * q], lo, r[2 * q + 1]));
+        if (2 * s + 1 < cg)
+            _mm512_storeu_si512(t + static_cast<std::size_t>(2 * s + 1) * 512 + 32 * q,
+                                _mm512_permutex2var_epi16(r[2 * q], hi, r[2 * q + 1]));
     }
     transpose16(r);
     std::uint16_t* u = ps + l * limb_s + (static_cast<std::size_t>(g) * ksteps + s) * 512;
@@ -209,7 +227,8 @@ inline void clear_r_tail(int groups, int cg, std::uint16_t* pr, std::size_t limb
     for (int l = 0; l < 3; ++l)
         for (int c = 0; c < cg; ++c)
             for (int q = 8; q < 16; ++q)
-                _mm512_storeu_si512(pr + l * limb_r + (static_cast<std::size_t>(groups / 2) * cg + c) * 512 + 32 * q, _mm512_setzero_si512());
+                _mm512_storeu_si512(pr + l * limb_r + (static_cast<std::size_t>(groups / 2) * cg + c) * 512 + 32 * q,
+                                    _mm512_setzero_si512());
 }
 
 /// C tiles (MI × NJ of them, 16 × 16 float32 each) = (accumulate ? C : 0) + Σ over K-steps [s0, s1)
@@ -278,7 +297,8 @@ inline void product(int mt, int nt, int ksteps, int kchunk, AFn a, int a_stride,
                 auto bj = [&](int l, int dj, int s) { return b(l, j + dj, s); };
                 const bool two_i = i + 1 < mt, two_j = j + 1 < nt;
                 if (two_i && two_j)
-                    block<2, 2, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j), at(i + 1, j + 1), cs, fill);
+                    block<2, 2, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), at(i, j + 1), at(i + 1, j),
+                                   at(i + 1, j + 1), cs, fill);
                 else if (two_i)
                     block<2, 1, T>(s0, s1, acc, ai, a_stride, bj, at(i, j), nullptr, at(i + 1, j), nullptr, cs, fill);
                 else if (two_j)

@@ -29,21 +29,32 @@ namespace meanshift::openmp_detail {
 namespace {
 
 /// AMX padding: A and S's point operand to 32 columns (whole K-steps), R's to 16 (whole tile columns).
-inline int amx_kpad(const GemmData& D) { return amx::pad32(a_cols(D)); }
-inline int amx_cpad(const GemmData& D) { return amx::pad16(b_cols(D)); }
-inline std::size_t amx_mpad(const GemmData& D) { return static_cast<std::size_t>(amx::pad16(D.modes_per_block)); }
+inline int amx_kpad(const GemmData& D)
+{
+    return amx::pad32(a_cols(D));
+}
+inline int amx_cpad(const GemmData& D)
+{
+    return amx::pad16(b_cols(D));
+}
+inline std::size_t amx_mpad(const GemmData& D)
+{
+    return static_cast<std::size_t>(amx::pad16(D.modes_per_block));
+}
 
 /// Sum and maximum of the 16 lanes (GCC 12's own _mm512_reduce_* warn of their undefined halves).
 inline float lane_sum(__m512 x)
 {
-    const __m256 h = _mm256_add_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0), _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
+    const __m256 h = _mm256_add_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0),
+                                   _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
     __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     q = _mm_add_ps(q, _mm_movehl_ps(q, q));
     return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
 }
 inline float lane_max(__m512 x)
 {
-    const __m256 h = _mm256_max_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0), _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
+    const __m256 h = _mm256_max_ps(_mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 0),
+                                   _mm512_mask_extractf32x8_ps(_mm256_setzero_ps(), 0xFF, x, 1));
     __m128 q = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
     q = _mm_max_ps(q, _mm_movehl_ps(q, q));
     return _mm_cvtss_f32(_mm_max_ss(q, _mm_movehdup_ps(q)));
@@ -70,7 +81,8 @@ std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
     const std::size_t mb = static_cast<std::size_t>(D.modes_per_block), nb = static_cast<std::size_t>(D.rows_per_tile);
     const std::size_t k = static_cast<std::size_t>(D.k), ac = static_cast<std::size_t>(a_cols(D)),
                       bc = static_cast<std::size_t>(b_cols(D));
-    const std::size_t mp = amx_mpad(D), kp = static_cast<std::size_t>(amx_kpad(D)), cp = static_cast<std::size_t>(amx_cpad(D));
+    const std::size_t mp = amx_mpad(D), kp = static_cast<std::size_t>(amx_kpad(D)),
+                      cp = static_cast<std::size_t>(amx_cpad(D));
     std::size_t off = 0;
     auto take = [&](std::size_t bytes) {
         unsigned char* p = base ? base + off : nullptr;
@@ -112,12 +124,18 @@ std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
     return off;
 }
 
-std::size_t scratch_bytes(const GemmData& D) { return carve(D, nullptr, nullptr) + kAlign; }
+std::size_t scratch_bytes(const GemmData& D)
+{
+    return carve(D, nullptr, nullptr) + kAlign;
+}
 
 /// The block's rows, in order: all n (nranges < 0) or those of the ranges.
 class RowCursor {
 public:
-    RowCursor(const std::int64_t* ranges, int nranges) : ranges_(ranges), nranges_(nranges), i_(nranges > 0 ? ranges[0] : 0) {}
+    RowCursor(const std::int64_t* ranges, int nranges)
+        : ranges_(ranges), nranges_(nranges), i_(nranges > 0 ? ranges[0] : 0)
+    {
+    }
     /// The next row; call only while rows remain.
     Index next()
     {
@@ -138,7 +156,12 @@ private:
 class Packer {
 public:
     Packer(const GemmData& D, const Buffers& buf, RowCursor& rows)
-        : D_(D), buf_(buf), rows_(rows), kpad_(amx_kpad(D)), ksteps_(kpad_ / 32), cg_(amx_cpad(D) / 16),
+        : D_(D),
+          buf_(buf),
+          rows_(rows),
+          kpad_(amx_kpad(D)),
+          ksteps_(kpad_ / 32),
+          cg_(amx_cpad(D) / 16),
           limb_s_(static_cast<std::size_t>(D.rows_per_tile) * static_cast<std::size_t>(kpad_)),
           limb_r_(static_cast<std::size_t>(D.rows_per_tile) * static_cast<std::size_t>(amx_cpad(D)))
     {
@@ -209,9 +232,15 @@ private:
 class Weigher {
 public:
     Weigher(const GemmData& D, const Buffers& buf, const double* positions, int m, const LogWeights& log_weights)
-        : D_(D), buf_(buf), positions_(positions), m_(m), log_weights_(log_weights),
+        : D_(D),
+          buf_(buf),
+          positions_(positions),
+          m_(m),
+          log_weights_(log_weights),
           limb_e_(amx_mpad(D) * static_cast<std::size_t>(D.rows_per_tile)),
-          impl_(std::isfinite(D.cutoff2) ? &Weigher::step_as<kGeneral> : D.per_point ? &Weigher::step_as<kPerPoint> : &Weigher::step_as<kShared>)
+          impl_(std::isfinite(D.cutoff2) ? &Weigher::step_as<kGeneral>
+                : D.per_point            ? &Weigher::step_as<kPerPoint>
+                                         : &Weigher::step_as<kShared>)
     {
     }
 
@@ -250,9 +279,12 @@ private:
         for (int q = 0; q < nv; ++q) {
             if constexpr (Mode == kGeneral) {
                 const double* y = positions_ + static_cast<Index>(j_) * D_.k;
-                t[q] = log_weights_(s - i0, buf_.hq[j_], buf_.qn[j_], y, tile_.hp, tile_.lw, tile_.bw, tile_.row, i0 + W * q, rows_) - base;
+                t[q] = log_weights_(s - i0, buf_.hq[j_], buf_.qn[j_], y, tile_.hp, tile_.lw, tile_.bw, tile_.row,
+                                    i0 + W * q, rows_) -
+                       base;
             } else {
-                const __m512 fm = _mm512_fmadd_ps(_mm512_loadu_ps(s + W * q), _mm512_set1_ps(kLog2e), _mm512_loadu_ps(tile_.bias + i0 + W * q));
+                const __m512 fm = _mm512_fmadd_ps(_mm512_loadu_ps(s + W * q), _mm512_set1_ps(kLog2e),
+                                                  _mm512_loadu_ps(tile_.bias + i0 + W * q));
                 const vf v = (vf)fm - splat(buf_.hql[j_] + base);
                 // u ≤ 0: v ≤ lw
                 t[q] = vmin(v, Mode == kPerPoint ? loadu(tile_.lw + i0 + W * q) - base : splat(-base));
@@ -319,7 +351,9 @@ private:
 template <class Work>
 class Interleave {
 public:
-    Interleave(Work& work, long calls) : work_(work), rate_(calls > 0 ? static_cast<double>(work.steps()) / calls : 0.0) {}
+    Interleave(Work& work, long calls) : work_(work), rate_(calls > 0 ? static_cast<double>(work.steps()) / calls : 0.0)
+    {
+    }
     __attribute__((always_inline)) void operator()()
     {
         credit_ += rate_;
@@ -338,8 +372,8 @@ struct NoWork {
     __attribute__((always_inline)) void operator()() {}
 };
 
-void run_block(const GemmData& D, const double* positions, int m, const std::int64_t* ranges, int nranges,
-               double* out, unsigned char* supported, void* scratch)
+void run_block(const GemmData& D, const double* positions, int m, const std::int64_t* ranges, int nranges, double* out,
+               unsigned char* supported, void* scratch)
 {
     const int ac = a_cols(D), bc = b_cols(D), nb = D.rows_per_tile;
     auto* base = static_cast<unsigned char*>(scratch);
@@ -384,7 +418,8 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         amx::product<amx::TermsS>(
             mt, amx::pad16(rows_of(t)) / 16, ks, ks,
             [&](int l, int i, int s) { return buf.qa + l * limb_a + static_cast<std::size_t>(16 * i) * kpad + 32 * s; },
-            2 * kpad, [&](int l, int g, int s) { return buf.ps + l * limb_s + (static_cast<std::size_t>(g) * ks + s) * 512; },
+            2 * kpad,
+            [&](int l, int g, int s) { return buf.ps + l * limb_s + (static_cast<std::size_t>(g) * ks + s) * 512; },
             buf.s[t % 2], nb, fill);
     };
     auto s_calls = [&](int t) { return amx::groups<amx::TermsS>(mt, amx::pad16(rows_of(t)) / 16, ks); };
@@ -393,8 +428,9 @@ void run_block(const GemmData& D, const double* positions, int m, const std::int
         const std::uint16_t* pr = buf.tile[t % 3].pr;
         amx::product<amx::TermsR>(
             mt, cg, amx::pad32(rows_of(t)) / 32, 2,
-            [&](int l, int i, int s) { return buf.el + l * limb_e + static_cast<std::size_t>(16 * i) * nb + 512 * s; }, 64,
-            [&](int l, int c, int s) { return pr + l * limb_r + (static_cast<std::size_t>(s) * cg + c) * 512; }, buf.r, cpad, fill);
+            [&](int l, int i, int s) { return buf.el + l * limb_e + static_cast<std::size_t>(16 * i) * nb + 512 * s; },
+            64, [&](int l, int c, int s) { return pr + l * limb_r + (static_cast<std::size_t>(s) * cg + c) * 512; },
+            buf.r, cpad, fill);
     };
     auto r_calls = [&](int t) { return amx::groups<amx::TermsR>(mt, cg, amx::pad32(rows_of(t)) / 32); };
     // R of a tile into the float64 sums, each mode's rows rescaled to one shift (ref).

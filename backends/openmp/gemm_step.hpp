@@ -23,7 +23,8 @@ struct GemmData {
     /// Truncated kernel: pairs with (Mahalanobis) D² > cutoff2 get weight 0; inf = exact kernel.
     double cutoff2 = __builtin_huge_val();
     int modes_per_block = 128;  ///< largest m a block may have (sizes the scratch; AMX unit: a multiple of 16)
-    int rows_per_tile = 256;    ///< points per product tile (float32 sums over at most this many terms; AMX unit: a multiple of 32)
+    int rows_per_tile =
+        256;  ///< points per product tile (float32 sums over at most this many terms; AMX unit: a multiple of 32)
 };
 
 /// Advances modes [0, m) (m ≤ modes_per_block): positions and out are m × k row-major, prepared

@@ -48,12 +48,21 @@ constexpr std::size_t kAlign = 64;
 constexpr float kNoWeight = -3.0e38f;
 constexpr float kLog2e = 1.44269504088896341f;
 
-inline std::size_t round_up(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+inline std::size_t round_up(std::size_t bytes)
+{
+    return (bytes + kAlign - 1) / kAlign * kAlign;
+}
 
 /// Columns of the point-side matrix B: X' (Shared; Σ e comes from the weight loop) or [W∘X' | W] (PerPoint).
-inline int b_cols(const GemmData& D) { return D.per_point ? 2 * D.k : D.k; }
+inline int b_cols(const GemmData& D)
+{
+    return D.per_point ? 2 * D.k : D.k;
+}
 /// Columns of the mode-side matrix A: Q' (Shared) or [Q' | −½Q'²] (PerPoint).
-inline int a_cols(const GemmData& D) { return D.per_point ? 2 * D.k : D.k; }
+inline int a_cols(const GemmData& D)
+{
+    return D.per_point ? 2 * D.k : D.k;
+}
 
 /// Whether any lane of a comparison result is set.
 inline bool any_lane(vi m)
@@ -87,7 +96,8 @@ inline float direct_exponent(const GemmData& D, const double* y, Index i)
 /// The block's centre c (k floats: the mean of its m modes, rounded to float32) and the mode-side
 /// matrix a (m × a_cols, row-major) relative to it; hq_j = ½|q'_j|² (Shared; 0 PerPoint, whose
 /// products hold it), qn_j = ½|q'_j|² (the rounding bound near the cutoff).
-inline void centre_modes(const GemmData& D, const double* positions, int m, float* centre, float* a, float* hq, float* qn)
+inline void centre_modes(const GemmData& D, const double* positions, int m, float* centre, float* a, float* hq,
+                         float* qn)
 {
     const int k = D.k, ac = a_cols(D);
     for (int d = 0; d < k; ++d) {
@@ -140,8 +150,10 @@ class LogWeights {
 public:
     /// err: the expansion's rounding bound of −½D² per unit of ½|x'|²_w + max_d w · ½|q'|².
     LogWeights(const GemmData& D, float err)
-        : D_(D), truncated_(std::isfinite(D.cutoff2)),
-          u_min_(splat(truncated_ ? static_cast<float>(-0.5 * D.cutoff2) : -__builtin_huge_valf())), err_(splat(err))
+        : D_(D),
+          truncated_(std::isfinite(D.cutoff2)),
+          u_min_(splat(truncated_ ? static_cast<float>(-0.5 * D.cutoff2) : -__builtin_huge_valf())),
+          err_(splat(err))
     {
         for (int l = 0; l < W; ++l) lane_[l] = static_cast<float>(l);
     }
@@ -149,8 +161,8 @@ public:
     /// Mode y (prepared units; hq, qn from centre_modes) against points [i, i + W) of a tile of
     /// `rows` points: s = its products, hp = ½|x'|²_w, lw = log2 e · c_i, bw = max_d w_id, row = the
     /// points' indices (all indexed from the tile's start). Lanes ≥ rows give kNoWeight.
-    vf operator()(const float* s, float hq, float qn, const double* y, const float* hp, const float* lw, const float* bw,
-                  const std::int64_t* row, int i, int rows) const
+    vf operator()(const float* s, float hq, float qn, const double* y, const float* hp, const float* lw,
+                  const float* bw, const std::int64_t* row, int i, int rows) const
     {
         const vf zero = splat(0.0f);
         vf u = loadu(s + i) - splat(hq) - loadu(hp + i);

@@ -48,10 +48,13 @@ std::size_t carve(const GemmData& D, unsigned char* base, Buffers* out)
     return off;
 }
 
-std::size_t scratch_bytes(const GemmData& D) { return carve(D, nullptr, nullptr) + kAlign; }
+std::size_t scratch_bytes(const GemmData& D)
+{
+    return carve(D, nullptr, nullptr) + kAlign;
+}
 
-void run_block(const GemmData& D, const double* positions, int m, const std::int64_t* ranges, int nranges,
-               double* out, unsigned char* supported, void* scratch)
+void run_block(const GemmData& D, const double* positions, int m, const std::int64_t* ranges, int nranges, double* out,
+               unsigned char* supported, void* scratch)
 {
     const int k = D.k, ac = a_cols(D), bc = b_cols(D), nb = D.rows_per_tile;
     const bool per_point = D.per_point;

@@ -131,19 +131,21 @@ public:
         // direct kernels asked for (pair_form = direct, or f_vppu > 1) give way to the float64 loop.
         wide_weights_ = detail::needs_log2_shift(D);
         const openmp_detail::GemmTable* unit =
-            t.pus_per_ppu == 16 ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
+            t.pus_per_ppu == 16  ? (amx ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
             : t.pus_per_ppu == 8 ? openmp_detail::gemm_table_avx2()
                                  : openmp_detail::gemm_table_generic();
         // Coordinates beyond kFloat32MaxExtent (an outlier 1e8 bandwidths away, a bandwidth of 1e-20
         // on data of extent 10) lose the digits that tell nearby points apart in float32, and near
         // 1e19 the GEMM form's squares overflow (NaN): the float64 sums instead, for every step.
         // (Per point: in units of the narrowest bandwidth, √max w.)
-        const double extent = n > 0 ? D.points.cwiseAbs().maxCoeff() * (per_point ? std::sqrt(D.precision.maxCoeff()) : 1.0) : 0.0;
+        const double extent =
+            n > 0 ? D.points.cwiseAbs().maxCoeff() * (per_point ? std::sqrt(D.precision.maxCoeff()) : 1.0) : 0.0;
         float64_ = !(extent <= kFloat32MaxExtent);
         // The GEMM forms expand the Gaussian's exponent: compact profiles always take the direct form.
-        const bool gemm = !compact_ && !float64_ && k <= kMaxSimdK && (form == PairForm::Gemm ||
-                                             (form == PairForm::Auto && (auto_gemm.value_or(k >= unit->min_k) || wide_weights_) &&
-                                              t.f_vppu == 1));
+        const bool gemm =
+            !compact_ && !float64_ && k <= kMaxSimdK &&
+            (form == PairForm::Gemm ||
+             (form == PairForm::Auto && (auto_gemm.value_or(k >= unit->min_k) || wide_weights_) && t.f_vppu == 1));
         if (gemm) {
             gemm_always_ = form == PairForm::Gemm || wide_weights_;
             gemm_ = unit;
@@ -160,8 +162,9 @@ public:
             // (gemm_step_impl.hpp: 2k + 8 float32 roundings, doubled; gemm_amx_step.hpp: six bf16
             // limb terms over the padded columns), and the largest w of any point.
             const int acols = per_point ? 2 * k : k;
-            gemm_err_ = (amx && unit == openmp_detail::gemm_table_amx() ? 6.0 * ((acols + 31) / 32 * 32) + 16 : 2.0 * k + 8) *
-                        0x1p-23;
+            gemm_err_ =
+                (amx && unit == openmp_detail::gemm_table_amx() ? 6.0 * ((acols + 31) / 32 * 32) + 16 : 2.0 * k + 8) *
+                0x1p-23;
             gemm_wmax_ = per_point && n > 0 ? static_cast<double>(D.precision_f.maxCoeff()) : 1.0;
         }
         if (k <= kMaxSimdK && !gemm_always_ && !wide_weights_ && !float64_) {
@@ -356,7 +359,10 @@ private:
                     }
                     const double* y = yin + static_cast<Index>(j) * k;
                     mode_sums(y, direct_ranges, s0.data(), s1.data());
-                    sup[j] = detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, yout + static_cast<Index>(j) * k, k) ? 1 : 0;
+                    sup[j] =
+                        detail::finish_mode(s0.data(), 1, s1.data(), 1, 1.0, y, yout + static_cast<Index>(j) * k, k)
+                            ? 1
+                            : 0;
                 }
                 if (grouped) {
                     for (int j = 0; j < m; ++j) {
@@ -386,7 +392,8 @@ private:
         const Index nf = static_cast<Index>(idx.size());
         std::vector<double> fin(static_cast<std::size_t>(nf) * static_cast<std::size_t>(k)), fout(fin.size());
         std::vector<unsigned char> fsup(static_cast<std::size_t>(nf));
-        for (Index j = 0; j < nf; ++j) std::copy(in + idx[std::size_t(j)] * k, in + (idx[std::size_t(j)] + 1) * k, fin.data() + j * k);
+        for (Index j = 0; j < nf; ++j)
+            std::copy(in + idx[std::size_t(j)] * k, in + (idx[std::size_t(j)] + 1) * k, fin.data() + j * k);
         advance_simd(fin.data(), fout.data(), fsup.data(), nf);  // pairs_ is the caller's (set after)
         for (Index j = 0; j < nf; ++j) {
             std::copy(fout.data() + j * k, fout.data() + (j + 1) * k, out + idx[std::size_t(j)] * k);
@@ -553,7 +560,12 @@ private:
         if (kd_.f_vppu == 1) {  // row-major: one point's coordinates are broadcast together
             const std::size_t nk = static_cast<std::size_t>(n) * static_cast<std::size_t>(k);
             x_.resize(nk);
-            if (per_point) { sw_.resize(nk); w_.resize(nk); wx_.resize(nk); c2_.resize(static_cast<std::size_t>(n)); }
+            if (per_point) {
+                sw_.resize(nk);
+                w_.resize(nk);
+                wx_.resize(nk);
+                c2_.resize(static_cast<std::size_t>(n));
+            }
             for (Index i = 0; i < n; ++i) {
                 for (int d = 0; d < k; ++d) {
                     const std::size_t o = static_cast<std::size_t>(i * k + d);
@@ -627,11 +639,11 @@ private:
     const KernelTable* table_ = nullptr;
     KernelData kd_;
     const openmp_detail::GemmTable* gemm_ = nullptr;  // set: the GEMM form may run the steps
-    bool gemm_always_ = false;                        // PairForm::Gemm: every step, whatever the count
+    bool gemm_always_ = false;  // PairForm::Gemm: every step, whatever the count
     openmp_detail::GemmData gd_;
-    double gemm_err_ = 0, gemm_wmax_ = 1;        // spread_modes(): the unit's rounding factor, the largest w
+    double gemm_err_ = 0, gemm_wmax_ = 1;  // spread_modes(): the unit's rounding factor, the largest w
     bool float64_ = false;  // data beyond kFloat32MaxExtent: every step by advance_float64
-    std::vector<Index> order_;                   // GEMM form: modes grouped into blocks (group_modes)
+    std::vector<Index> order_;  // GEMM form: modes grouped into blocks (group_modes)
     std::vector<Index> group_start_, block_first_;  // group boundaries in order_; first mode of each block
     std::vector<double> near_d2_, g_in_, g_out_;  // group_modes scratch; each thread's block of modes in and out
     std::vector<int> near_p_;
@@ -691,8 +703,8 @@ public:
             for (const KernelTable* k : openmp_detail::usable_kernels())
                 widths += (widths.empty() ? "" : ", ") + std::to_string(k->width) + " (" + k->isa + ")";
             throw InvalidArgument("invalid topology for backend 'openmp' (" + t.to_string() +
-                                  "): tau must be a SIMD width in float32 lanes that this CPU runs: " +
-                                  widths + ", or 0 for the widest");
+                                  "): tau must be a SIMD width in float32 lanes that this CPU runs: " + widths +
+                                  ", or 0 for the widest");
         }
         return t;
     }
@@ -726,8 +738,8 @@ public:
         // (Compact profiles run the direct form only: nothing to calibrate.)
         if (options_.pair_form == PairForm::Auto && t.f_vppu == 1 && t.pus_per_ppu == widest_->width &&
             data->k() <= kMaxSimdK && !is_compact(data->profile)) {
-            const openmp_detail::AutoForm f = auto_form(t.ppus, data->model == KernelModel::PerPoint, data->k(),
-                                                        data->n() >= kCalibrateMinPoints);
+            const openmp_detail::AutoForm f =
+                auto_form(t.ppus, data->model == KernelModel::PerPoint, data->k(), data->n() >= kCalibrateMinPoints);
             return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, f.amx, f.gemm);
         }
         return std::make_unique<OpenMPBinding>(std::move(data), t, options_.pair_form, amx_);
@@ -745,7 +757,7 @@ private:
     openmp_detail::AutoForm auto_form(int threads, bool per_point, int k, bool may_measure) const
     {
         const openmp_detail::GemmTable* unit =
-            widest_->width == 16 ? (amx_ ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
+            widest_->width == 16  ? (amx_ ? openmp_detail::gemm_table_amx() : openmp_detail::gemm_table_avx512())
             : widest_->width == 8 ? openmp_detail::gemm_table_avx2()
                                   : openmp_detail::gemm_table_generic();
         return openmp_detail::calibrated_auto_form(options_, isa_label(*widest_, amx_), threads, per_point, k,
@@ -763,12 +775,14 @@ private:
     {
         const auto& usable = openmp_detail::usable_kernels();
         if (isa == "auto") return usable.front();
-        if (isa == "amx") return openmp_detail::kernel_for_width(16) ? openmp_detail::kernel_table_avx512() : usable.front();
+        if (isa == "amx")
+            return openmp_detail::kernel_for_width(16) ? openmp_detail::kernel_table_avx512() : usable.front();
         const KernelTable* want = isa == "avx512"    ? openmp_detail::kernel_table_avx512()
                                   : isa == "avx2"    ? openmp_detail::kernel_table_avx2()
                                   : isa == "generic" ? openmp_detail::kernel_table_generic()
                                                      : nullptr;
-        if (!want) throw InvalidArgument("openmp backend: unknown isa '" + isa + "' (auto, amx, avx512, avx2, generic)");
+        if (!want)
+            throw InvalidArgument("openmp backend: unknown isa '" + isa + "' (auto, amx, avx512, avx2, generic)");
         if (std::find(usable.begin(), usable.end(), want) == usable.end())
             throw InvalidArgument("openmp backend: isa '" + isa + "' is not compiled in or this CPU does not run it");
         return want;
@@ -792,8 +806,10 @@ BackendFactory openmp_factory()
     BackendFactory f;
     f.name = "openmp";
     // Always usable: the generic kernel runs on any CPU.
-    f.probe = [] { return usable_status("openmp", {host_device(omp_get_max_threads(), *openmp_detail::usable_kernels().front(),
-                                                                    openmp_detail::amx_usable())}); };
+    f.probe = [] {
+        return usable_status("openmp", {host_device(omp_get_max_threads(), *openmp_detail::usable_kernels().front(),
+                                                    openmp_detail::amx_usable())});
+    };
     f.create = [](const BackendOptions& o) { return std::unique_ptr<Backend>(new OpenMPBackend(o)); };
     return f;
 }

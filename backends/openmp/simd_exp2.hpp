@@ -20,8 +20,14 @@ namespace {
 class FlushDenormals {
 public:
 #if defined(__SSE2__)
-    FlushDenormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
-    ~FlushDenormals() { _mm_setcsr(saved_); }
+    FlushDenormals() : saved_(_mm_getcsr())
+    {
+        _mm_setcsr(saved_ | 0x8040u);
+    }
+    ~FlushDenormals()
+    {
+        _mm_setcsr(saved_);
+    }
 
 private:
     unsigned saved_;

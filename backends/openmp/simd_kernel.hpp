@@ -23,12 +23,12 @@ struct KernelData {
     int k = 0;
     int f_vppu = 1;  ///< PUs (SIMD lanes) per vPPU, divides the SIMD width
     int f_load = 1;  ///< lanes of a vPPU that share the n-loop, 1 ≤ f_load ≤ f_vppu
-    int regs = 1;    ///< f_vppu = 1 only: SIMD vectors of modes held in registers per block
+    int regs = 1;  ///< f_vppu = 1 only: SIMD vectors of modes held in registers per block
 
     // f_vppu = 1 (one mode per lane, points broadcast): row-major n × k.
     const float* x = nullptr;
     const float* sw = nullptr;  ///< PerPoint only
-    const float* w = nullptr;   ///< PerPoint only
+    const float* w = nullptr;  ///< PerPoint only
     const float* wx = nullptr;  ///< PerPoint only
     const float* c2 = nullptr;  ///< PerPoint only, n values
 
@@ -37,7 +37,7 @@ struct KernelData {
     std::int64_t stride = 0;
     const float* xs = nullptr;
     const float* sws = nullptr;  ///< PerPoint only
-    const float* ws = nullptr;   ///< PerPoint only
+    const float* ws = nullptr;  ///< PerPoint only
     const float* wxs = nullptr;  ///< PerPoint only
     const float* c2s = nullptr;  ///< PerPoint only, stride values
 
@@ -49,7 +49,7 @@ struct KernelData {
     /// Compact profiles weigh a pair 2^c2 · g(q) with q = D² = (c2 − a)·2 ln 2 from the Gaussian's
     /// log2 weight a, masked to a ≥ c2 + cut where cut ≥ −½·log2(e) (q ≤ 1, their support).
     int profile = 0;
-    const float* p2 = nullptr;   ///< PerPoint compact profiles, f_vppu = 1: 2^c2 per point (n values)
+    const float* p2 = nullptr;  ///< PerPoint compact profiles, f_vppu = 1: 2^c2 per point (n values)
     const float* p2s = nullptr;  ///< PerPoint compact profiles, f_vppu > 1: 2^c2 (stride values)
 
     /// Truncated kernel: the block visits only rows [ranges[2r], ranges[2r+1]) for r < nranges
@@ -75,8 +75,8 @@ using RunBlockFn = void (*)(const KernelData& data, const double* positions, int
                             unsigned char* supported, void* scratch);
 
 struct KernelTable {
-    int width = 0;              ///< τ: float32 lanes per vector
-    const char* isa = "";       ///< "AVX-512", "AVX2", "SSE2", "generic"
+    int width = 0;  ///< τ: float32 lanes per vector
+    const char* isa = "";  ///< "AVX-512", "AVX2", "SSE2", "generic"
     /// Modes one block advances together: regs·τ for f_vppu = 1, τ / f_vppu otherwise.
     int (*modes_per_block)(const KernelData& data) = nullptr;
     std::size_t (*scratch_bytes)(const KernelData& data) = nullptr;

@@ -29,7 +29,10 @@ using Index = std::int64_t;
 
 constexpr Index kChunk = 512;  // float32 terms per lane before the float64 flush
 
-inline Index min_index(Index a, Index b) { return a < b ? a : b; }
+inline Index min_index(Index a, Index b)
+{
+    return a < b ? a : b;
+}
 
 /// Adds the W lanes of v into acc[0..W) (float64).
 inline void flush(double* acc, vf v)
@@ -80,7 +83,10 @@ inline void for_chunks(const KernelData& D, Index chunk, F&& f, Done&& done)
 }
 
 /// e where a ≥ thr, else 0 (the truncated kernel's mask: one compare, one AND).
-inline vf mask_ge(vf e, vf a, vf thr) { return (vf)((vi)e & (vi)(a >= thr)); }
+inline vf mask_ge(vf e, vf a, vf thr)
+{
+    return (vf)((vi)e & (vi)(a >= thr));
+}
 
 /// The weight of a pair for profile PF (KernelData::profile) from a = the Gaussian's log2 weight
 /// c2 − Σ_d (kernel-unit distance)², c2 the point's log2 prior weight (vf{} for Shared), p2 = 2^c2
@@ -152,8 +158,7 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
     for (int r = 0; r < R; ++r)
         for (int l = 0; l < W; ++l) {
             const int q = r * W + l < m ? r * W + l : 0;  // surplus lanes copy mode 0
-            for (int d = 0; d < K; ++d)
-                Y[r][d][l] = static_cast<float>(pos[q * K + d] * D.y_scale);
+            for (int d = 0; d < K; ++d) Y[r][d][l] = static_cast<float>(pos[q * K + d] * D.y_scale);
         }
 
     const vf cut = splat(D.cut);
@@ -180,48 +185,51 @@ void lanes_fixed_k(const KernelData& D, const double* pos, int m, double* out, u
             }
         }
     };
-    for_chunks(D, kChunk, [&](Index i0, Index i1) {
-        for (Index i = i0; i < i1; ++i) {
-            const float* xi = D.x + i * K;
-            if constexpr (!PP) {
+    for_chunks(
+        D, kChunk,
+        [&](Index i0, Index i1) {
+            for (Index i = i0; i < i1; ++i) {
+                const float* xi = D.x + i * K;
+                if constexpr (!PP) {
 #pragma GCC unroll 16
-                for (int r = 0; r < R; ++r) {
-                    vf a = vf{};
+                    for (int r = 0; r < R; ++r) {
+                        vf a = vf{};
 #pragma GCC unroll 16
-                    for (int d = 0; d < K; ++d) {
-                        const vf t = Y[r][d] - xi[d];
-                        a -= t * t;  // a = -|y - x|² in kernel units = log2 of the weight
+                        for (int d = 0; d < K; ++d) {
+                            const vf t = Y[r][d] - xi[d];
+                            a -= t * t;  // a = -|y - x|² in kernel units = log2 of the weight
+                        }
+                        const vf e = pair_weight<PF, false>(a, vf{}, vf{}, cut);
+                        S0[r][0] += e;
+#pragma GCC unroll 16
+                        for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
                     }
-                    const vf e = pair_weight<PF, false>(a, vf{}, vf{}, cut);
-                    S0[r][0] += e;
+                } else {
+                    const float* swi = D.sw + i * K;
+                    const float* wi = D.w + i * K;
+                    const float* wxi = D.wx + i * K;
+                    const float ci = D.c2[i];
+                    const vf thr = splat(ci) + cut;
+                    const vf p2i = PF != 0 ? splat(D.p2[i]) : vf{};
 #pragma GCC unroll 16
-                    for (int d = 0; d < K; ++d) S1[r][d] += e * xi[d];
-                }
-            } else {
-                const float* swi = D.sw + i * K;
-                const float* wi = D.w + i * K;
-                const float* wxi = D.wx + i * K;
-                const float ci = D.c2[i];
-                const vf thr = splat(ci) + cut;
-                const vf p2i = PF != 0 ? splat(D.p2[i]) : vf{};
+                    for (int r = 0; r < R; ++r) {
+                        vf a = splat(ci);
 #pragma GCC unroll 16
-                for (int r = 0; r < R; ++r) {
-                    vf a = splat(ci);
+                        for (int d = 0; d < K; ++d) {
+                            const vf t = Y[r][d] * swi[d] - xi[d];  // √w_d (y_d - x_d), one FMA
+                            a -= t * t;
+                        }
+                        const vf e = pair_weight<PF, true>(a, splat(ci), p2i, thr);
 #pragma GCC unroll 16
-                    for (int d = 0; d < K; ++d) {
-                        const vf t = Y[r][d] * swi[d] - xi[d];  // √w_d (y_d - x_d), one FMA
-                        a -= t * t;
-                    }
-                    const vf e = pair_weight<PF, true>(a, splat(ci), p2i, thr);
-#pragma GCC unroll 16
-                    for (int d = 0; d < K; ++d) {
-                        S0[r][d] += e * wi[d];
-                        S1[r][d] += e * wxi[d];
+                        for (int d = 0; d < K; ++d) {
+                            S0[r][d] += e * wi[d];
+                            S1[r][d] += e * wxi[d];
+                        }
                     }
                 }
             }
-        }
-    }, flush_sums);
+        },
+        flush_sums);
 
     for (int r = 0; r < R; ++r)
         for (int l = 0; l < W; ++l) {
@@ -517,7 +525,7 @@ void vppu_any_k(const KernelData& D, const double* pos, int m, double* out, unsi
 // ----------------------------------------------------------------------------------------------
 // Dispatch on (f_vppu, k, regs, model).
 
-constexpr int kMaxFixedK = 8;      // f_vppu = 1 specialisations k = 1..8
+constexpr int kMaxFixedK = 8;  // f_vppu = 1 specialisations k = 1..8
 constexpr int kMaxFixedKVppu = 4;  // f_vppu > 1 specialisations k = 1..4
 
 /// Whether two vectors of modes (their k coordinates and k+1 or 2k sums each) fit the register

@@ -6,14 +6,14 @@
 // and the linker can never merge an AVX-512 copy into code that runs on an older CPU.
 
 #ifndef MS_SIMD_WIDTH
-#  error "define MS_SIMD_WIDTH (float lanes per vector) before including simd_vec.hpp"
+#error "define MS_SIMD_WIDTH (float lanes per vector) before including simd_vec.hpp"
 #endif
 
 #include <cstdint>
 #include <cstring>
 
 #if defined(__SSE2__)
-#  include <immintrin.h>
+#include <immintrin.h>
 #endif
 
 namespace meanshift::openmp_detail {
@@ -25,7 +25,10 @@ typedef float vf __attribute__((vector_size(W * sizeof(float))));
 typedef std::int32_t vi __attribute__((vector_size(W * sizeof(float))));
 typedef std::uint32_t vu __attribute__((vector_size(W * sizeof(float))));
 
-inline vf splat(float s) { return vf{} + s; }
+inline vf splat(float s)
+{
+    return vf{} + s;
+}
 
 inline vf loadu(const float* p)
 {
@@ -34,7 +37,10 @@ inline vf loadu(const float* p)
     return v;
 }
 
-inline void storeu(float* p, vf v) { std::memcpy(p, &v, sizeof v); }
+inline void storeu(float* p, vf v)
+{
+    std::memcpy(p, &v, sizeof v);
+}
 
 /// Lane-wise maximum (one instruction; a vector ?: is not turned into max without fast-math).
 inline vf vmax(vf a, vf b)

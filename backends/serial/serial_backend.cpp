@@ -92,7 +92,6 @@ public:
     }
 };
 
-
 }  // namespace
 
 namespace detail {

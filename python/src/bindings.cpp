@@ -109,9 +109,12 @@ void apply(const nb::dict& d, meanshift::Options& o)
     o.exact = get<bool>(d, "exact", o.exact);
     o.search = search(get<std::string>(d, "search", "auto"));
     const std::string seeding = get<std::string>(d, "seeding", "bins");
-    if (seeding == "bins") o.seeding = meanshift::Seeding::Bins;
-    else if (seeding == "all") o.seeding = meanshift::Seeding::AllPoints;
-    else throw meanshift::InvalidArgument("seeding must be 'bins' or 'all', got '" + seeding + "'");
+    if (seeding == "bins")
+        o.seeding = meanshift::Seeding::Bins;
+    else if (seeding == "all")
+        o.seeding = meanshift::Seeding::AllPoints;
+    else
+        throw meanshift::InvalidArgument("seeding must be 'bins' or 'all', got '" + seeding + "'");
     o.bin_size = get<double>(d, "bin_size", o.bin_size);
     o.min_bin_count = get<Index>(d, "min_bin_count", o.min_bin_count);
     o.bin_data = get<bool>(d, "bin_data", o.bin_data);
@@ -169,7 +172,8 @@ nb::dict result_dict(meanshift::Result&& r)
     d["labels"] = vector<int>(std::move(r.labels));
     d["centres"] = matrix(std::move(r.centres));
     d["modes"] = matrix(std::move(r.modes));
-    d["cluster_sizes"] = vector<std::int64_t>(std::vector<std::int64_t>(r.cluster_sizes.begin(), r.cluster_sizes.end()));
+    d["cluster_sizes"] =
+        vector<std::int64_t>(std::vector<std::int64_t>(r.cluster_sizes.begin(), r.cluster_sizes.end()));
     d["iterations"] = vector<int>(std::move(r.iterations));
     d["converged"] = bools(r.converged);
     d["no_support"] = bools(r.no_support);
@@ -200,8 +204,8 @@ nb::dict result_dict(meanshift::Result&& r)
 
 // data: n × k; bandwidth: a float (isotropic), a (k,) array (one diagonal) or an (n, k) array
 // (per point), all standard deviations in data units; weights (n,) or None; seeds (m, k) or None.
-nb::dict cluster(FloatIn2 data, nb::object bandwidth, std::optional<FloatIn1> weights,
-                 std::optional<FloatIn2> seeds, nb::dict options, nb::object progress)
+nb::dict cluster(FloatIn2 data, nb::object bandwidth, std::optional<FloatIn1> weights, std::optional<FloatIn2> seeds,
+                 nb::dict options, nb::object progress)
 {
     const Index n = static_cast<Index>(data.shape(0));
     const int k = static_cast<int>(data.shape(1));
@@ -215,8 +219,8 @@ nb::dict cluster(FloatIn2 data, nb::object bandwidth, std::optional<FloatIn1> we
         o.bandwidth = meanshift::Bandwidth::per_point(Eigen::Map<const meanshift::MatrixD>(
             per_point.data(), static_cast<Index>(per_point.shape(0)), static_cast<Index>(per_point.shape(1))));
     } else if (nb::try_cast(bandwidth, diagonal)) {
-        o.bandwidth = meanshift::Bandwidth::diagonal(
-            std::vector<double>(diagonal.data(), diagonal.data() + diagonal.shape(0)));
+        o.bandwidth =
+            meanshift::Bandwidth::diagonal(std::vector<double>(diagonal.data(), diagonal.data() + diagonal.shape(0)));
     } else {
         throw meanshift::InvalidArgument("bandwidth: a float, a (k,) or an (n, k) C-contiguous float64 array");
     }
@@ -277,8 +281,8 @@ meanshift::SegmentOptions segment_options(const nb::dict& options, double hs, do
 }
 
 // pixels: H·W × C float32 in the caller's colour space, row-major.
-nb::dict segment_float(FloatIn2 pixels, int height, int width, double hs, double hr, Index min_region,
-                       double fusion, nb::dict options, nb::object progress)
+nb::dict segment_float(FloatIn2 pixels, int height, int width, double hs, double hr, Index min_region, double fusion,
+                       nb::dict options, nb::object progress)
 {
     meanshift::SegmentOptions so = segment_options(options, hs, hr, min_region, fusion);
     Bridge bridge(progress);
@@ -286,8 +290,8 @@ nb::dict segment_float(FloatIn2 pixels, int height, int width, double hs, double
     const int c = static_cast<int>(pixels.shape(1));
     if (static_cast<Index>(pixels.shape(0)) != static_cast<Index>(height) * width)
         throw meanshift::InvalidArgument("pixels must have height * width rows");
-    meanshift::Segmentation s = bridge.run(
-        [&] { return meanshift::segment_image(pixels.data(), height, width, c, so); });
+    meanshift::Segmentation s =
+        bridge.run([&] { return meanshift::segment_image(pixels.data(), height, width, c, so); });
     return segmentation_dict(std::move(s));
 }
 

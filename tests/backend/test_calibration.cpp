@@ -24,10 +24,14 @@ namespace {
 std::string temp_path(const std::string& name)
 {
     static int serial = 0;
-    return "/tmp/meanshift-calibration-test-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + "/" + name;
+    return "/tmp/meanshift-calibration-test-" + std::to_string(::getpid()) + "-" + std::to_string(serial++) + "/" +
+           name;
 }
 
-bool exists(const std::string& path) { return std::ifstream(path).good(); }
+bool exists(const std::string& path)
+{
+    return std::ifstream(path).good();
+}
 
 CalibrationEntry entry(const std::string& key, const std::string& choice)
 {
@@ -52,7 +56,8 @@ TEST_CASE("calibration: the fastest candidate on synthetic timings")
     CHECK(choose_fastest({{"direct", 0.5}, {"gemm", 0.5}}) == "direct");  // a tie keeps the earlier
     // Not finite or not > 0: not a measurement.
     CHECK(choose_fastest({{"direct", 0.0}, {"gemm", 0.3}}) == "gemm");
-    CHECK(choose_fastest({{"direct", -1.0}, {"gemm", std::numeric_limits<double>::quiet_NaN()}, {"amx", 2.0}}) == "amx");
+    CHECK(choose_fastest({{"direct", -1.0}, {"gemm", std::numeric_limits<double>::quiet_NaN()}, {"amx", 2.0}}) ==
+          "amx");
     CHECK(choose_fastest({{"direct", std::numeric_limits<double>::infinity()}}).empty());
     CHECK(choose_fastest({}).empty());
     // A margin for the first (reference) form: the others must beat it by more than the factor.

@@ -34,7 +34,10 @@ using mstest::run_step;
 using mstest::share;
 using mstest::topo;
 
-bool cuda_usable() { return mstest::backend_usable("cuda"); }
+bool cuda_usable()
+{
+    return mstest::backend_usable("cuda");
+}
 
 /// Max deviation of a CUDA step from the oracle, in prepared units.
 double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, const BackendOptions& o = {},
@@ -173,7 +176,7 @@ TEST_CASE("cuda: topologies f_vppu x f_load, with and without preloading, both m
     auto rng = make_rng("cuda-topologies");
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         const PreparedData D = mstest::random_prepared(rng, 517, 3, model);  // ragged n
-        const MatrixD Q = mstest::random_queries(rng, D, 75);                // ragged count
+        const MatrixD Q = mstest::random_queries(rng, D, 75);  // ragged count
         for (int f_vppu : {1, 2, 4, 8, 32, 64, 128}) {
             std::vector<int> loads = {f_vppu};
             if (f_vppu > 1) loads.push_back(1);
@@ -242,7 +245,7 @@ TEST_CASE("cuda: dimensions k in {1,2,3,5,8,17,64} and modes per PU, both models
                 CAPTURE(int(model));
                 CAPTURE(k);
                 CAPTURE(preload);
-                CHECK(deviation(D, Q, Topology{}, o) < kTol);        // fast kernels for k ≤ 8
+                CHECK(deviation(D, Q, Topology{}, o) < kTol);  // fast kernels for k ≤ 8
                 CHECK(deviation(D, Q, topo(0, 128, 8, 8), o) < kTol);  // Alg. 3 kernels
                 if (k <= 8)
                     for (int r : {1, 2, 4, 8}) {
@@ -379,8 +382,10 @@ TEST_CASE("cuda: the dimension-tiled GEMM kernel (k = 257..1,024) matches the fl
                 CAPTURE(cutoff);
                 CAPTURE(variant);
                 CHECK(dev < 1e-4);
-                if (variant < 2 || k > 512) CHECK(used.pus_per_ppu == 512);
-                else CHECK((used.pus_per_ppu == 256 || used.pus_per_ppu == 512));  // 256: wgmma (Hopper)
+                if (variant < 2 || k > 512)
+                    CHECK(used.pus_per_ppu == 512);
+                else
+                    CHECK((used.pus_per_ppu == 256 || used.pus_per_ppu == 512));  // 256: wgmma (Hopper)
                 worst = std::max(worst, dev);
             }
     MESSAGE("dimension-tiled GEMM kernel: largest deviation from the float64 oracle " << worst << " bandwidths");
@@ -436,8 +441,10 @@ TEST_CASE("cuda: the warpgroup-MMA GEMM kernels (k = 36-64, 130-256; compute cap
                 CAPTURE(cutoff);
                 CAPTURE(variant);
                 CHECK(dev < 1e-4);
-                if (variant == 1 && k <= 64) CHECK(used.pus_per_ppu == 128);
-                else CHECK((used.pus_per_ppu == 256 || used.pus_per_ppu == 128));
+                if (variant == 1 && k <= 64)
+                    CHECK(used.pus_per_ppu == 128);
+                else
+                    CHECK((used.pus_per_ppu == 256 || used.pus_per_ppu == 128));
                 if (variant == 0)
                     MESSAGE("k = " << k << ": tau " << used.pus_per_ppu
                                    << std::string(used.pus_per_ppu == 256 ? " (wgmma)" : " (mma.sync)"));
@@ -629,13 +636,15 @@ TEST_CASE("cuda: retire = true drops converged modes, reports shift2 in the give
         std::sort(sorted.begin(), sorted.end());
         double tol2 = 0, gap = -1;
         for (std::size_t j = sorted.size() / 4; j + 1 < 3 * sorted.size() / 4; ++j)
-            if (sorted[j + 1] - sorted[j] > gap) gap = sorted[j + 1] - sorted[j], tol2 = 0.5 * (sorted[j] + sorted[j + 1]);
+            if (sorted[j + 1] - sorted[j] > gap)
+                gap = sorted[j + 1] - sorted[j], tol2 = 0.5 * (sorted[j] + sorted[j + 1]);
         bnd->set_modes(Q.data(), Q.rows(), metric.data());
         bnd->step(tol2, true, r);
         std::set<Index> left;
         for (std::size_t j = 0; j < r.mode.size(); ++j) {
             const Index m = r.mode[j];
-            CHECK(r.status[j] == (s2[static_cast<std::size_t>(m)] <= tol2 ? ModeStatus::Converged : ModeStatus::Active));
+            CHECK(r.status[j] ==
+                  (s2[static_cast<std::size_t>(m)] <= tol2 ? ModeStatus::Converged : ModeStatus::Active));
             if (r.status[j] != ModeStatus::Active) left.insert(m);
         }
         REQUIRE(!left.empty());

@@ -29,10 +29,13 @@ using namespace meanshift;
 using mstest::make_rng;
 using mstest::oracle_step;
 using mstest::run_step;
-using mstest::topo;
 using mstest::share;
+using mstest::topo;
 
-bool opencl_usable() { return mstest::backend_usable("opencl"); }
+bool opencl_usable()
+{
+    return mstest::backend_usable("opencl");
+}
 
 /// Max deviation of an OpenCL step from the oracle, in prepared units.
 double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, const BackendOptions& o = {},
@@ -43,7 +46,10 @@ double deviation(const PreparedData& D, const MatrixD& Q, const Topology& want, 
 
 constexpr double kTol = 2e-4;  // float32 kernel vs float64 oracle, one step, prepared units
 
-Preload preload_mode(bool on) { return on ? Preload::On : Preload::Off; }
+Preload preload_mode(bool on)
+{
+    return on ? Preload::On : Preload::Off;
+}
 
 /// One step of Q on an OpenCL binding made directly (the configuration stays readable).
 MatrixD opencl_step(const BackendOptions& o, const PreparedData& D, const Topology& want, const MatrixD& Q,
@@ -86,7 +92,7 @@ TEST_CASE("opencl: topologies f_vppu x f_load, with and without preloading, both
     auto rng = make_rng("opencl-topologies");
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint}) {
         const PreparedData D = mstest::random_prepared(rng, 517, 3, model);  // ragged n
-        const MatrixD Q = mstest::random_queries(rng, D, 75);                // ragged count
+        const MatrixD Q = mstest::random_queries(rng, D, 75);  // ragged count
         for (int f_vppu : {1, 2, 3, 4, 8, 16, 32}) {
             const int tau = f_vppu == 3 ? 48 : 64;
             std::vector<int> loads = {f_vppu};
@@ -235,7 +241,7 @@ TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_
     for (KernelModel model : {KernelModel::Shared, KernelModel::PerPoint})
         for (int k : {1, 3, 5, 16, 40}) {  // r > 1, and r = 1 with dims in chunks (remainders)
             const PreparedData D = mstest::random_prepared(rng, 517, k, model);  // ragged n
-            const MatrixD Q = mstest::random_queries(rng, D, 75);                // ragged count
+            const MatrixD Q = mstest::random_queries(rng, D, 75);  // ragged count
             CAPTURE(int(model));
             CAPTURE(k);
             BackendOptions o;
@@ -246,8 +252,8 @@ TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_
             CHECK(!c.gemm);
             CHECK(!c.preload);
             CHECK(c.cpu_vw > 0);
-            CHECK(((c.cpu_dc > 0) == (c.modes_per_pu == 1 && (model == KernelModel::PerPoint ? 2 * k : k + 1) >
-                                                                  (c.cpu_vw >= 16 ? 16 : 8))));
+            CHECK(((c.cpu_dc > 0) == (c.modes_per_pu == 1 &&
+                                      (model == KernelModel::PerPoint ? 2 * k : k + 1) > (c.cpu_vw >= 16 ? 16 : 8))));
             CHECK(mstest::max_abs_diff(got, oracle_step(D, Q)) < kTol);
             if (k != 3 && k != 16) continue;  // PoCL builds every variant: the time of this test
             // several segments, explicit r, a work-group per block
@@ -262,7 +268,8 @@ TEST_CASE("opencl: CPU devices get the CPU shapes (approx_mode_cpu, range_modes_
             T.cutoff2 = 1e6;
             CHECK(mstest::max_abs_diff(opencl_step(o, T, Topology{}, Q, &c), oracle_step(T, Q)) < kTol);
             CHECK(std::string(c.kernel_name()) == "range_modes_cpu");
-            CHECK(c.cpu_range_block == (k >= 16));  // k = 16: modes in the lanes (range_modes_cpu.cl), ragged last block
+            CHECK(c.cpu_range_block ==
+                  (k >= 16));  // k = 16: modes in the lanes (range_modes_cpu.cl), ragged last block
             if (k != 3) continue;
             // the direct exponent keeps the GPU shape on a CPU device
             BackendOptions direct = o;
@@ -525,7 +532,8 @@ TEST_CASE("opencl: default preload batch fits local memory at large k; an explic
         CHECK(mstest::max_abs_diff(opencl_step(o, D, Topology{}, Q), oracle_step(D, Q)) < kTol);
         o.preload_size = 1 << 20;
         detail::OpenCLBackend too_big(o);
-        CHECK_THROWS_KEYWORD(InvalidArgument, too_big.resolve_topology(Topology{}, D), "CL_DEVICE_LOCAL_MEM_SIZE", "preload_size");
+        CHECK_THROWS_KEYWORD(InvalidArgument, too_big.resolve_topology(Topology{}, D), "CL_DEVICE_LOCAL_MEM_SIZE",
+                             "preload_size");
     }
 }
 
@@ -571,7 +579,8 @@ TEST_CASE("gpu layout: records reproduce the exponent of every point, k-d order,
                                 const double y = Q(q, d) - c[d], w = pp ? D.precision(i, d) : 1.0;
                                 want -= 0.5 * L * w * (Q(q, d) - D.points(i, d)) * (Q(q, d) - D.points(i, d));
                                 if (form == ExponentForm::Expanded)
-                                    got += pp ? rec[1 + d] * y + rec[1 + k + d] * y * y : L * y * rec[d] - 0.5 * L * y * y;
+                                    got +=
+                                        pp ? rec[1 + d] * y + rec[1 + k + d] * y * y : L * y * rec[d] - 0.5 * L * y * y;
                                 else
                                     got -= 0.5 * L * (pp ? rec[1 + k + d] : 1.0) * (y - rec[(pp ? 1 : 0) + d]) *
                                            (y - rec[(pp ? 1 : 0) + d]);

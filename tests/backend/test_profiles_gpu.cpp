@@ -119,7 +119,10 @@ std::vector<std::string> gpu_backends()
 }
 
 /// MEANSHIFT_PROFILE_TEST_QUICK=1: k = 3 and the default topology only (fewer OpenCL programs to build).
-bool quick() { return std::getenv("MEANSHIFT_PROFILE_TEST_QUICK") != nullptr; }
+bool quick()
+{
+    return std::getenv("MEANSHIFT_PROFILE_TEST_QUICK") != nullptr;
+}
 
 }  // namespace
 
@@ -279,8 +282,8 @@ TEST_CASE("profiles gpu: pairs/s probe" * doctest::skip())
         for (Index i = 0; i < n; ++i)
             for (int d = 0; d < 3; ++d) base.points(i, d) = U(rng);
         base.finalize();
-        for (KernelProfile profile : {KernelProfile::Gaussian, KernelProfile::Flat, KernelProfile::Epanechnikov,
-                                      KernelProfile::Biweight}) {
+        for (KernelProfile profile :
+             {KernelProfile::Gaussian, KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight}) {
             PreparedData D = base;
             D.profile = profile;
             D.cutoff2 = 1.0;
@@ -288,10 +291,11 @@ TEST_CASE("profiles gpu: pairs/s probe" * doctest::skip())
             meanshift::detail::build_search(D, meanshift::NeighbourSearch::Grid, why);
             double pairs = 0;
             const double rate = probe_pairs_per_s(*b, D, 4, &pairs);
-            std::printf("PROBE backend=%s device=\"%s\" profile=%s kernel=truncated n=%lld k=3 cutoff=1 pairs/step=%.4g "
-                        "pairs/s=%.4g\n",
-                        backend.c_str(), devs.front().name.c_str(), meanshift::profile_name(profile),
-                        static_cast<long long>(n), pairs, rate);
+            std::printf(
+                "PROBE backend=%s device=\"%s\" profile=%s kernel=truncated n=%lld k=3 cutoff=1 pairs/step=%.4g "
+                "pairs/s=%.4g\n",
+                backend.c_str(), devs.front().name.c_str(), meanshift::profile_name(profile), static_cast<long long>(n),
+                pairs, rate);
         }
         // Exact kernel: n/4 points (every pair), Gaussian and vMF (Gaussian weights + projection).
         const Index ne = n / 4;
@@ -317,9 +321,10 @@ TEST_CASE("profiles gpu: pairs/s probe" * doctest::skip())
             }
             double pairs = 0;
             const double rate = probe_pairs_per_s(*b, D, 4, &pairs);
-            std::printf("PROBE backend=%s device=\"%s\" profile=%s kernel=exact n=%lld k=3 pairs/step=%.4g pairs/s=%.4g\n",
-                        backend.c_str(), devs.front().name.c_str(), meanshift::profile_name(profile),
-                        static_cast<long long>(ne), pairs, rate);
+            std::printf(
+                "PROBE backend=%s device=\"%s\" profile=%s kernel=exact n=%lld k=3 pairs/step=%.4g pairs/s=%.4g\n",
+                backend.c_str(), devs.front().name.c_str(), meanshift::profile_name(profile),
+                static_cast<long long>(ne), pairs, rate);
         }
     }
 }

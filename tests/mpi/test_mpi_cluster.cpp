@@ -82,7 +82,10 @@ meanshift::Options case_options(const char* backend, double cut)
 }
 
 /// The name of a case of the ring tests, whose cutoffs are inf and 3.
-std::string case_name(const std::string& what, double cut) { return what + (std::isfinite(cut) ? " cutoff 3" : " exact"); }
+std::string case_name(const std::string& what, double cut)
+{
+    return what + (std::isfinite(cut) ? " cutoff 3" : " exact");
+}
 
 /// Bin seeding without the boundary refinement and without data binning: every point takes its bin's
 /// seed's label and the distributed ascents run on the points, as one process's do.
@@ -119,8 +122,8 @@ bool test_equal(meanshift::GroupingMethod method)
     if (r.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("strategy");
     if (r.global_points != n || r.first_row != first || r.ranks != size_) return fail("global_points/first_row/ranks");
     if (static_cast<meanshift::Index>(r.labels.size()) != count) return fail("labels size");
-    if (r.centres.rows() != ref.centres.rows()) return fail("cluster count " + std::to_string(r.centres.rows()) +
-                                                            " vs " + std::to_string(ref.centres.rows()));
+    if (r.centres.rows() != ref.centres.rows())
+        return fail("cluster count " + std::to_string(r.centres.rows()) + " vs " + std::to_string(ref.centres.rows()));
     if (r.cluster_sizes != ref.cluster_sizes) return fail("cluster sizes");
     // ARI 1.0: the labels are a bijection of the reference's (same grouping order: equal in fact).
     std::map<int, int> to_ref;
@@ -128,8 +131,9 @@ bool test_equal(meanshift::GroupingMethod method)
         const int a = r.labels[static_cast<std::size_t>(i)], b = ref.labels[static_cast<std::size_t>(first + i)];
         auto it = to_ref.emplace(a, b).first;
         if (it->second != b) return fail("labels are not a relabelling of one process's");
-        if (a != b) return fail("label " + std::to_string(a) + " vs " + std::to_string(b) + " at row " +
-                                std::to_string(first + i));
+        if (a != b)
+            return fail("label " + std::to_string(a) + " vs " + std::to_string(b) + " at row " +
+                        std::to_string(first + i));
     }
     const double dc = (r.centres - ref.centres).cwiseAbs().maxCoeff();
     if (!(dc <= 1e-5)) return fail("centres differ by " + std::to_string(dc));
@@ -143,7 +147,8 @@ bool test_equal(meanshift::GroupingMethod method)
 bool matches(const meanshift::Result& ref, const meanshift::mpi::DistributedResult& r, meanshift::Index first,
              meanshift::Index count, const std::string& name, double mode_tol)
 {
-    if (static_cast<meanshift::Index>(r.labels.size()) != count || r.modes.rows() != count) return fail(name + ": sizes");
+    if (static_cast<meanshift::Index>(r.labels.size()) != count || r.modes.rows() != count)
+        return fail(name + ": sizes");
     if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
     for (meanshift::Index i = 0; i < count; ++i)
         if (r.labels[std::size_t(i)] != ref.labels[std::size_t(first + i)])
@@ -227,9 +232,9 @@ bool all_ranks(bool ok)
 // weights (every fifth point 20×), cutoff 3 on `backend`; one process's result over all points and
 // the options a rank passes with its rows' H_i.
 struct PerPointRing {
-    std::vector<float> w;      ///< every point's weight (a rank passes w.data() + first)
+    std::vector<float> w;  ///< every point's weight (a rank passes w.data() + first)
     meanshift::Options local;  ///< this rank's options: its rows' H_i
-    meanshift::Result ref;     ///< one process, all points
+    meanshift::Result ref;  ///< one process, all points
 };
 
 PerPointRing per_point_ring(const char* backend, const meanshift::MatrixF& all,
@@ -290,7 +295,8 @@ bool test_ring()
     // each made with its own log-weight shift, are brought to one process's: modes identical within
     // float64 rounding.
     const PerPointRing c = per_point_ring("serial", all, seeds, first, count);
-    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
+    const auto rp =
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
     return all_ranks(matches(c.ref, rp, first, count, "ring per-point + weights, serial", 1e-5));
 }
 
@@ -388,7 +394,8 @@ bool test_ring_chunks()
     {
         const PerPointRing c = per_point_ring("serial", all, seeds, first, count);
         auto [ok, r] = chunked_vs_one(tiny, count, 6, "ring chunks per-point + weights", [&] {
-            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
+            return meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local,
+                                           meanshift::mpi::Strategy::Ring);
         });
         if (!all_ranks(ok && matches(c.ref, r, first, count, "ring chunks per-point + weights", 1e-5))) return false;
     }
@@ -418,9 +425,9 @@ bool test_ring_chunks()
     opt.exact = true;
     hook = tiny;
     hook.fail_rank = 1;
-    const bool failed = fails_everywhere(
-        [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring); },
-        "rank 1: ring strategy: failure injected", "a rank failing inside the pipelined ring");
+    const bool failed =
+        fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, meanshift::mpi::Strategy::Ring); },
+                         "rank 1: ring strategy: failure injected", "a rank failing inside the pipelined ring");
     hook = defaults;
     return all_ranks(failed);
 }
@@ -462,7 +469,8 @@ bool test_ring_opencl()
         if (!all_ranks(same)) return false;
     }
     const PerPointRing c = per_point_ring("opencl", all, seeds, first, count);
-    const auto rp = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
+    const auto rp =
+        meanshift::mpi::cluster(MPI_COMM_WORLD, mine, c.w.data() + first, c.local, meanshift::mpi::Strategy::Ring);
     return all_ranks(matches(c.ref, rp, first, count, "ring opencl per-point + weights", 5e-3));
 }
 
@@ -526,12 +534,14 @@ bool test_profiles()
         opt.bandwidth = meanshift::Bandwidth::isotropic(c.h);
         const Eigen::Ref<const meanshift::MatrixF> seeds(*c.all);
         const meanshift::Result ref = meanshift::cluster(*c.all, opt, &seeds);
-        if (ref.centres.rows() != 4) return fail(std::string(meanshift::profile_name(c.kernel)) + ": 4 clusters expected");
+        if (ref.centres.rows() != 4)
+            return fail(std::string(meanshift::profile_name(c.kernel)) + ": 4 clusters expected");
         const meanshift::MatrixF mine = c.all->middleRows(first, count);
         for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
                        meanshift::mpi::Strategy::Ring}) {
             const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt, s);
-            const std::string name = std::string(meanshift::profile_name(c.kernel)) + ", " + meanshift::mpi::to_string(s);
+            const std::string name =
+                std::string(meanshift::profile_name(c.kernel)) + ", " + meanshift::mpi::to_string(s);
             if (r.strategy != s) return fail(name + ": strategy");
             if (!matches(ref, r, first, count, name, 5e-3 * c.h)) return false;
             if (c.kernel == meanshift::KernelProfile::VonMisesFisher)
@@ -591,7 +601,9 @@ bool test_per_point()
     if (e.strategy != meanshift::mpi::Strategy::ReplicatedPoints) return fail("exponential-last: Auto must replicate");
     if (e.cluster_sizes != eref.cluster_sizes) return fail("exponential-last: cluster sizes differ");
     return fails_everywhere(
-               [&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition); },
+               [&] {
+                   meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::DomainDecomposition);
+               },
                "exponential-last", "exponential-last with the domain decomposition") &&
            fails_everywhere([&] { meanshift::mpi::cluster(MPI_COMM_WORLD, smine, ex, meanshift::mpi::Strategy::Ring); },
                             "exponential-last", "exponential-last with the ring");
@@ -614,7 +626,8 @@ bool test_bins()
         const std::string name = std::string("bins, ") + meanshift::mpi::to_string(s);
         if (r.strategy != s) return fail(name + ": strategy");
         if (r.seed_count != ref.seed_count)
-            return fail(name + ": " + std::to_string(r.seed_count) + " seeds, one process " + std::to_string(ref.seed_count));
+            return fail(name + ": " + std::to_string(r.seed_count) + " seeds, one process " +
+                        std::to_string(ref.seed_count));
         if (!matches(ref, r, first, count, name, 5e-3)) return false;
     }
     // min_bin_count above every bin: no seed, a named error on every rank.
@@ -668,7 +681,8 @@ bool test_refine()
         for (const auto& [lr, c] : pairs)
             if (c > best[lr.first].first) best[lr.first] = {c, lr.second};
         long long d = 0;
-        for (meanshift::Index i = 0; i < n; ++i) d += best[all_labels[std::size_t(i)]].second != ref.labels[std::size_t(i)];
+        for (meanshift::Index i = 0; i < n; ++i)
+            d += best[all_labels[std::size_t(i)]].second != ref.labels[std::size_t(i)];
         return d;
     };
     std::vector<int> unrefined_mine(unrefined.labels.begin() + first, unrefined.labels.begin() + first + count);
@@ -718,10 +732,12 @@ bool test_data_bins()
         for (auto s : {meanshift::mpi::Strategy::ReplicatedPoints, meanshift::mpi::Strategy::DomainDecomposition,
                        meanshift::mpi::Strategy::Ring}) {
             const auto r = meanshift::mpi::cluster(MPI_COMM_WORLD, mine, weighted ? w.data() + first : nullptr, opt, s);
-            const std::string name = std::string("data bins, ") + (weighted ? "weighted, " : "") +
-                                     meanshift::mpi::to_string(s);
-            std::printf("[rank %d] %s: %s | one process: %s\n", rank_, name.c_str(), r.seeding.c_str(), ref.seeding.c_str());
-            if (r.seeding.find("data binned") == std::string::npos || ref.seeding.find("data binned") == std::string::npos)
+            const std::string name =
+                std::string("data bins, ") + (weighted ? "weighted, " : "") + meanshift::mpi::to_string(s);
+            std::printf("[rank %d] %s: %s | one process: %s\n", rank_, name.c_str(), r.seeding.c_str(),
+                        ref.seeding.c_str());
+            if (r.seeding.find("data binned") == std::string::npos ||
+                ref.seeding.find("data binned") == std::string::npos)
                 return fail(name + ": the data were not binned");
             if (r.cluster_sizes != ref.cluster_sizes) return fail(name + ": cluster sizes differ");
             for (meanshift::Index i = 0; i < count; ++i)
@@ -755,8 +771,8 @@ bool test_placement()
     std::printf("[rank %d] placement: local rank %d of %d, %d openmp threads (CPUs here %d)\n", rank_, r.local_rank,
                 r.local_ranks, r.topology.ppus, CPU_COUNT(&set));
     if (r.local_ranks != size_) return fail("all ranks of this test run on one node");
-    if (r.topology.ppus != share_of_cpus) return fail("threads " + std::to_string(r.topology.ppus) + ", expected " +
-                                                      std::to_string(share_of_cpus));
+    if (r.topology.ppus != share_of_cpus)
+        return fail("threads " + std::to_string(r.topology.ppus) + ", expected " + std::to_string(share_of_cpus));
     opt.backend_options.threads = 2;
     if (meanshift::mpi::cluster(MPI_COMM_WORLD, mine, opt).topology.ppus != 2) return fail("explicit threads not kept");
     // OpenCL: with two or more GPUs the node's ranks take them in turn (a CPU device is skipped);

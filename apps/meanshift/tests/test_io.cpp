@@ -34,7 +34,10 @@ using mscli::parse_csv;
 
 namespace {
 
-std::string temp_path(const std::string& name) { return std::string(MSCLI_TEST_TMP) + "/" + name; }
+std::string temp_path(const std::string& name)
+{
+    return std::string(MSCLI_TEST_TMP) + "/" + name;
+}
 
 void write_text(const std::string& path, const std::string& text)
 {
@@ -110,7 +113,7 @@ TEST_CASE("CSV: errors name the line and column")
     CHECK(message_of("").find("no data rows") != std::string::npos);
     CHECK(message_of("a,b\n").find("no data rows") != std::string::npos);
     CHECK(message_of("a,1\n").find("'a' is not a number") != std::string::npos);  // mixed: not a header
-    CHECK(message_of("1,\"2\n").find("malformed CSV") != std::string::npos);     // unterminated quote
+    CHECK(message_of("1,\"2\n").find("malformed CSV") != std::string::npos);  // unterminated quote
 }
 
 TEST_CASE("CSV: a NUL byte in a field is an error naming the line and column (audit 26, item 7)")
@@ -168,8 +171,8 @@ TEST_CASE("NPY: headers as strict as NumPy's reader (audit 26, item 11)")
           std::string::npos);
     CHECK(npy_message("{'descr': '<f8', 'fortran_order': Trueish, 'shape': (2, 2), }")
               .find("'fortran_order' must be True or False") != std::string::npos);
-    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), } x")
-              .find("only spaces may follow") != std::string::npos);
+    CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), } x").find("only spaces may follow") !=
+          std::string::npos);
     CHECK(npy_message("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), ")
               .find("the header ends inside the dict") != std::string::npos);
     CHECK(npy_message("{'descr': [('a', '<f8')], 'fortran_order': False, 'shape': (2,), }")
@@ -328,10 +331,12 @@ TEST_CASE("escape_for_terminal: control bytes, C1, bidi and malformed UTF-8 beco
     CHECK(escape_for_terminal(std::string("a\0b\r\n\t\x7f", 7)) == "a\\x00b\\x0d\\x0a\\x09\\x7f");
     CHECK(escape_for_terminal("back\\slash") == "back\\\\slash");
     CHECK(escape_for_terminal("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é, € stay
-    CHECK(escape_for_terminal("\xc2\x9b" "2J") == "\\xc2\\x9b2J");                      // C1 CSI
-    CHECK(escape_for_terminal("\xe2\x80\xae" "txt") == "\\xe2\\x80\\xaetxt");              // RLO
-    CHECK(escape_for_terminal("\xff\xc3") == "\\xff\\xc3");                               // malformed
-    CHECK(escape_for_terminal("\xc0\xaf") == "\\xc0\\xaf");                               // overlong
+    CHECK(escape_for_terminal("\xc2\x9b"
+                              "2J") == "\\xc2\\x9b2J");  // C1 CSI
+    CHECK(escape_for_terminal("\xe2\x80\xae"
+                              "txt") == "\\xe2\\x80\\xaetxt");  // RLO
+    CHECK(escape_for_terminal("\xff\xc3") == "\\xff\\xc3");  // malformed
+    CHECK(escape_for_terminal("\xc0\xaf") == "\\xc0\\xaf");  // overlong
     CHECK(mscli::clip(std::string(100, 'x'), 5) == "xxxxx...");
     CHECK(mscli::sci(3.4028234663852886e38) == "3.4e+38");
 }
@@ -361,7 +366,8 @@ TEST_CASE("NPY: a shape larger than the data is refused before allocating")
               "4000000000000000000 bytes, but the file has 16 after the header");
     }
     CHECK_THROWS_WITH_AS(mscli::parse_npy(std::string("\x93NUMPY\x01\x00\x05\x00{'de'", 15), "h.npy"),
-                         "h.npy: malformed NPY header at byte 5 of the header: the header ends inside the dict", IoError);
+                         "h.npy: malformed NPY header at byte 5 of the header: the header ends inside the dict",
+                         IoError);
 }
 
 TEST_CASE("images: header sizes checked against the file before decoding")
@@ -383,8 +389,7 @@ TEST_CASE("images: header sizes checked against the file before decoding")
                          "--max-image-pixels N)",
                          IoError);
     CHECK_THROWS_WITH_AS(mscli::decode_rgb("", "e.png"), "e.png: empty file, not an image", IoError);
-    CHECK_THROWS_WITH_AS(mscli::decode_rgb("hello", "t.png"), doctest::Contains("t.png: cannot read image ("),
-                         IoError);
+    CHECK_THROWS_WITH_AS(mscli::decode_rgb("hello", "t.png"), doctest::Contains("t.png: cannot read image ("), IoError);
     // PNG: 26000 x 26000 in 100 bytes exceeds deflate's best ratio.
     std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x65\x90\0\0\x65\x90\x08\x02\0\0\0\0\0\0\0", 33);
     png.resize(100, '\0');
@@ -393,7 +398,8 @@ TEST_CASE("images: header sizes checked against the file before decoding")
           "image data can hold at most 1032 (deflate expands at most 1032:1): truncated or corrupt file");
     // A chunk longer than the rest of the file (stb_image allocated its declared 2 GiB first).
     std::string chunk("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\0\x08\0\0\0\x02\x01\0\0\0\0\x4d\xef\xa0\x40"
-                      "\x80\0\0\0IDAT", 41);
+                      "\x80\0\0\0IDAT",
+                      41);
     chunk.resize(81, 'x');
     CHECK(mscli::declared_size_problem(chunk, w, h) ==
           "PNG chunk at byte 33 declares 2147483648 bytes of data, but the file has only 36 left: truncated or "
@@ -545,10 +551,9 @@ TEST_CASE("OutputFiles: inputs refused as outputs, all or nothing, permissions k
     {
         mscli::OutputFiles files;
         files.add_input(in, "the input");
-        CHECK_THROWS_WITH_AS(files.add_output(in, "-o"),
-                             ("refusing to write " + in + " (-o): it is the input " + in + ", which would be lost")
-                                 .c_str(),
-                             IoError);
+        CHECK_THROWS_WITH_AS(
+            files.add_output(in, "-o"),
+            ("refusing to write " + in + " (-o): it is the input " + in + ", which would be lost").c_str(), IoError);
         const std::string dotted = std::string(MSCLI_TEST_TMP) + "/./of-in.csv";
         CHECK_THROWS_WITH_AS(files.add_output(dotted, "--modes"), doctest::Contains("(the same file)"), IoError);
     }
@@ -623,7 +628,7 @@ TEST_CASE("OutputFiles: a set is published under the target folder's lock (audit
     struct stat st {};
     CHECK(!done);
     CHECK(::stat(a.c_str(), &st) != 0);  // nothing published while the lock is held
-    ::close(fd);                          // releases the lock
+    ::close(fd);  // releases the lock
     publisher.join();
     CHECK(done);
     CHECK(!failed);
@@ -648,7 +653,10 @@ TEST_CASE("OutputFiles: a symbolic link to a file that does not exist yet is fol
 
 namespace {
 
-std::string test_file(const char* name) { return mscli::read_file(std::string(MSCLI_TEST_DATA) + "/" + name); }
+std::string test_file(const char* name)
+{
+    return mscli::read_file(std::string(MSCLI_TEST_DATA) + "/" + name);
+}
 
 // Largest channel difference from the 32 x 16 gradient the test JPEGs were made from
 // (R = 8x, G = 16y, B = 255 - 8x; written by OpenCV at quality 95).
@@ -659,7 +667,8 @@ int gradient_error(const mscli::RgbImage& img)
         for (int x = 0; x < img.width; ++x) {
             const int want[3] = {8 * x, 16 * y, 255 - 8 * x};
             for (int c = 0; c < 3; ++c)
-                worst = std::max(worst, std::abs(img.pixels[(static_cast<std::size_t>(y) * img.width + x) * 3 + c] - want[c]));
+                worst = std::max(worst,
+                                 std::abs(img.pixels[(static_cast<std::size_t>(y) * img.width + x) * 3 + c] - want[c]));
         }
     return worst;
 }
@@ -715,8 +724,8 @@ TEST_CASE("images: PNG round trip is exact; a cut JPEG or a PNG with a bad CRC i
         std::string bad = png;
         const std::size_t idat = bad.find("IDAT");
         bad[idat + 6] = static_cast<char>(bad[idat + 6] ^ 0x40);  // a byte of the compressed data
-        CHECK_THROWS_WITH_AS(mscli::decode_rgb(bad, "crc.png"),
-                             doctest::Contains("crc.png: cannot read image ("), IoError);
+        CHECK_THROWS_WITH_AS(mscli::decode_rgb(bad, "crc.png"), doctest::Contains("crc.png: cannot read image ("),
+                             IoError);
     }
 }
 

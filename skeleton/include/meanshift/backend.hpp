@@ -50,12 +50,12 @@ struct MEANSHIFT_API PreparedData {
     /// sphere_radius = 0: no projection (every other profile); sphere_origin then empty.
     VectorD sphere_origin;
     double sphere_radius = 0;
-    MatrixD points;       ///< n × k
-    MatrixD precision;    ///< n × k, 1/H_i,dd in prepared units (PerPoint only, else 0 × 0)
-    VectorD log_weight;   ///< n, c_i ≤ 0 (PerPoint only, else empty)
-    MatrixF points_f;     ///< float32 copy of points
+    MatrixD points;  ///< n × k
+    MatrixD precision;  ///< n × k, 1/H_i,dd in prepared units (PerPoint only, else 0 × 0)
+    VectorD log_weight;  ///< n, c_i ≤ 0 (PerPoint only, else empty)
+    MatrixF points_f;  ///< float32 copy of points
     MatrixF precision_f;  ///< float32 copy of precision
-    VectorF log_weight_f; ///< float32 copy of log_weight
+    VectorF log_weight_f;  ///< float32 copy of log_weight
 
     /// Truncated kernel: a pair whose Mahalanobis D² (prepared units; PerPoint: with the point's own
     /// precision, Σ_d w_id (y_d − x_id)²) exceeds cutoff2 gets weight 0. inf = the exact kernel.
@@ -81,17 +81,18 @@ struct MEANSHIFT_API PreparedData {
 
 /// What became of one mode in a step (StepReport::status).
 enum class ModeStatus : std::uint8_t {
-    Active = 0,     ///< moved by more than the tolerance: stays in the active set
+    Active = 0,  ///< moved by more than the tolerance: stays in the active set
     Converged = 1,  ///< squared shift ≤ tol² (Alg. 4/5): left the active set
     NoSupport = 2,  ///< Σ e_i underflowed to 0 (no point within reach): kept its position, left the active set
 };
 
 /// What one Binding::step() reports, one entry per mode it advanced (in no particular order).
 struct StepReport {
-    std::vector<Index> mode;           ///< index of the mode in [0, m) (the order given to set_modes)
-    std::vector<double> shift2;        ///< its squared shift in the metric given to set_modes (Alg. 5)
-    std::vector<ModeStatus> status;    ///< Active, Converged or NoSupport
-    double kernel_seconds = -1;        ///< time of the step's kernels (GPU: device time; host backends: wall time of the pair loop); < 0 when not measured
+    std::vector<Index> mode;  ///< index of the mode in [0, m) (the order given to set_modes)
+    std::vector<double> shift2;  ///< its squared shift in the metric given to set_modes (Alg. 5)
+    std::vector<ModeStatus> status;  ///< Active, Converged or NoSupport
+    double kernel_seconds =
+        -1;  ///< time of the step's kernels (GPU: device time; host backends: wall time of the pair loop); < 0 when not measured
     /// Candidate (mode, point) pairs the step evaluated: Σ over the advanced modes of the rows they
     /// visited (active × n without a neighbour grid); < 0 when the backend does not count them
     /// (the driver then counts active × n).
@@ -170,12 +171,12 @@ public:
 /// A device as a backend sees it.
 struct DeviceInfo {
     int index = 0;
-    std::string name;           ///< e.g. "NVIDIA H200", "pthread-AVX512 (PoCL)", "2 threads, AVX-512"
-    std::string kind;           ///< "cpu", "gpu", "accelerator"
-    int compute_units = 0;      ///< PPUs (SMs, compute units, cores)
-    int pus_per_ppu = 0;        ///< default τ
+    std::string name;  ///< e.g. "NVIDIA H200", "pthread-AVX512 (PoCL)", "2 threads, AVX-512"
+    std::string kind;  ///< "cpu", "gpu", "accelerator"
+    int compute_units = 0;  ///< PPUs (SMs, compute units, cores)
+    int pus_per_ppu = 0;  ///< default τ
     std::size_t global_memory = 0;  ///< bytes
-    std::size_t local_memory = 0;   ///< bytes per PPU (work-group / block), 0 if none
+    std::size_t local_memory = 0;  ///< bytes per PPU (work-group / block), 0 if none
     /// How BackendOptions names this device: BackendOptions::device_spec ("P:D") for OpenCL;
     /// empty where BackendOptions::devices takes `index` (CUDA) or there is one device.
     std::string spec;

@@ -15,9 +15,9 @@
 namespace meanshift {
 
 enum class BandwidthKind {
-    Isotropic,        ///< H_i = h² I for every point.
-    Diagonal,         ///< H_i = diag(h_1², …, h_k²) for every point (e.g. joint spatial/range bandwidths).
-    PerPoint,         ///< H_i = diag(h_i1², …, h_ik²), one row of standard deviations per point (n × k).
+    Isotropic,  ///< H_i = h² I for every point.
+    Diagonal,  ///< H_i = diag(h_1², …, h_k²) for every point (e.g. joint spatial/range bandwidths).
+    PerPoint,  ///< H_i = diag(h_i1², …, h_ik²), one row of standard deviations per point (n × k).
     ExponentialLast,  ///< Sec. IV: H_i = diag(σ_1 e^{y_i^k}, …, σ_{k-1} e^{y_i^k}, σ_k), σ_d = variances.
 };
 
@@ -38,9 +38,7 @@ public:
     BandwidthKind kind() const noexcept { return kind_; }
     /// True when every point shares one H (Isotropic, Diagonal): the kernel is then plain
     /// Gaussian mean shift in whitened coordinates.
-    bool shared() const noexcept {
-        return kind_ == BandwidthKind::Isotropic || kind_ == BandwidthKind::Diagonal;
-    }
+    bool shared() const noexcept { return kind_ == BandwidthKind::Isotropic || kind_ == BandwidthKind::Diagonal; }
     /// Diagonal of H_i (variances) for point i with coordinates y (length k). Throws
     /// InvalidArgument if the result is not finite and > 0 (singular H_i).
     void covariance_diagonal(Index i, const double* y, int k, double* out) const;

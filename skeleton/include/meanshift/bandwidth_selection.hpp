@@ -133,11 +133,11 @@ struct AdaptiveBandwidthOptions {
 
 /// What adaptive_bandwidths_detailed() found besides the bandwidths.
 struct AdaptiveBandwidths {
-    MatrixD sigma;                   ///< n × dims, row i the σ of point i (data units)
-    int k = 0;                       ///< the neighbour rank used
+    MatrixD sigma;  ///< n × dims, row i the σ of point i (data units)
+    int k = 0;  ///< the neighbour rank used
     double intrinsic_dimension = 0;  ///< d̂ of the rule (estimated or given)
-    double self_weight_share = 0;    ///< share of the points whose σ_i is the self-weight floor b · s_i
-    bool sampled = false;            ///< the neighbours came from a sample (k > sample_k)
+    double self_weight_share = 0;  ///< share of the points whose σ_i is the self-weight floor b · s_i
+    bool sampled = false;  ///< the neighbours came from a sample (k > sample_k)
 };
 
 /// The rank the defaults give for n points (AdaptiveBandwidthOptions::k = 0): round(sqrt(n)),
@@ -150,7 +150,7 @@ MEANSHIFT_API MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBan
 
 /// adaptive_bandwidths() with the intrinsic dimension it used and how often the floor decided.
 MEANSHIFT_API AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data,
-                                                             const AdaptiveBandwidthOptions& options = {});
+                                                              const AdaptiveBandwidthOptions& options = {});
 
 /// Abramson's square-root law (Abramson 1982, "On bandwidth variation in kernel estimates - a
 /// square root law", Ann. Statist. 10(4); the sample-point estimator with a pilot density of

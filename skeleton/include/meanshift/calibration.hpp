@@ -28,14 +28,14 @@ struct CalibrationTiming {
 
 /// One configuration's measurement, as the file keeps it.
 struct CalibrationEntry {
-    std::string key;      ///< calibration_key() of the fields below
+    std::string key;  ///< calibration_key() of the fields below
     std::string backend;  ///< "openmp"
-    std::string device;   ///< the backend's device, e.g. "2 threads, AVX2"
-    std::string model;    ///< "shared" or "per-point" (KernelModel)
-    int k_bucket = 0;     ///< calibration_k_bucket(k)
+    std::string device;  ///< the backend's device, e.g. "2 threads, AVX2"
+    std::string model;  ///< "shared" or "per-point" (KernelModel)
+    int k_bucket = 0;  ///< calibration_k_bucket(k)
     std::vector<CalibrationTiming> timings;  ///< every candidate form measured
-    std::string choice;   ///< the form the defaults take: choose_fastest(timings)
-    std::string measured; ///< UTC time of the measurement, ISO 8601
+    std::string choice;  ///< the form the defaults take: choose_fastest(timings)
+    std::string measured;  ///< UTC time of the measurement, ISO 8601
 };
 
 /// Where the cache lives unless BackendOptions::calibration_file says otherwise:
@@ -109,7 +109,7 @@ MEANSHIFT_API std::optional<CalibrationEntry> calibrated(const BackendOptions& o
 /// measured now where there is none (or again under Calibration::Rerun). nullopt where the backend
 /// calibrates nothing (serial, opencl, cuda), for this k (openmp: k > 4096), or under
 /// Calibration::Off. `meanshift calibrate` prints these. Throws what make_backend() throws.
-MEANSHIFT_API std::optional<CalibrationEntry> calibrate(const std::string& backend, const BackendOptions& options, int k,
-                                                        KernelModel model);
+MEANSHIFT_API std::optional<CalibrationEntry> calibrate(const std::string& backend, const BackendOptions& options,
+                                                        int k, KernelModel model);
 
 }  // namespace meanshift

@@ -40,12 +40,12 @@ namespace meanshift::model {
 
 /// One configuration to predict or one measured run.
 struct Workload {
-    Index n = 0;                 ///< data points
-    int k = 0;                   ///< dimensions
-    Index m = 0;                 ///< modes advanced per step (active queries)
-    Topology topology;           ///< fully resolved (every field ≥ 1)
+    Index n = 0;  ///< data points
+    int k = 0;  ///< dimensions
+    Index m = 0;  ///< modes advanced per step (active queries)
+    Topology topology;  ///< fully resolved (every field ≥ 1)
     KernelModel kernel = KernelModel::Shared;
-    int iterations = 1;          ///< steps (fixed iterations); the prediction scales linearly
+    int iterations = 1;  ///< steps (fixed iterations); the prediction scales linearly
     /// Truncated kernel with a neighbour grid: candidate (mode, point) pairs one step visits
     /// (StepReport::pairs, Timing::pair_interactions / iterations), 0 < C ≤ m·n. The n-loop terms
     /// then run over C/m points per mode instead of n (Theorems 1-3 with the candidate count in place
@@ -62,14 +62,14 @@ MEANSHIFT_API const std::array<std::string, kTerms>& term_names();
 
 /// The counts of Theorems 1-3 for one workload, one step (before multiplying by constants).
 struct MEANSHIFT_API CostTerms {
-    double waves = 0;           ///< W = ⌈m / (z·τ')⌉
-    double loop = 0;            ///< ⌈n/f_load⌉·(5k+λ) per wave
-    double loop_distinct = 0;   ///< ⌈n/f_load⌉·k per wave when f_vppu > 1, else 0
-    double reduce_adds = 0;     ///< 2·⌊log2 f_load⌋·k per wave
+    double waves = 0;  ///< W = ⌈m / (z·τ')⌉
+    double loop = 0;  ///< ⌈n/f_load⌉·(5k+λ) per wave
+    double loop_distinct = 0;  ///< ⌈n/f_load⌉·k per wave when f_vppu > 1, else 0
+    double reduce_adds = 0;  ///< 2·⌊log2 f_load⌋·k per wave
     double reduce_traffic = 0;  ///< 2·(f_load-1)·k per wave (the c term)
-    double aleph = 0;           ///< ℵ(k, f_load): 2k per wave when f_load is not a power of two
-    double finalize = 0;        ///< 2k per wave
-    double per_mode = 0;        ///< m·k per step
+    double aleph = 0;  ///< ℵ(k, f_load): 2k per wave when f_load is not a power of two
+    double finalize = 0;  ///< 2k per wave
+    double per_mode = 0;  ///< m·k per step
     /// Fraction of the PU-slots of all waves that do loop work on a real point:
     ///   m·n / (W · z·τ' · f_vppu · ⌈n/f_load⌉).
     /// Three under-utilisations of Theorems 1-2 multiply here: idle vPPUs in the last wave
@@ -92,8 +92,8 @@ MEANSHIFT_API CostTerms cost_terms(const Workload& w);
 
 /// Fitted machine constants, seconds per unit of each term (term_names() order).
 struct Constants {
-    std::array<double, kTerms> value{};       ///< ≥ 0
-    std::array<bool, kTerms> identified{};    ///< false: the term was 0 in every sample
+    std::array<double, kTerms> value{};  ///< ≥ 0
+    std::array<bool, kTerms> identified{};  ///< false: the term was 0 in every sample
 };
 
 /// Predicted seconds for `w` (all `w.iterations` steps).

@@ -36,7 +36,9 @@ public:
 class MEANSHIFT_API DeviceError : public Error {
 public:
     explicit DeviceError(const std::string& what, std::string build_log = {})
-        : Error(what), build_log_(std::move(build_log)) {}
+        : Error(what), build_log_(std::move(build_log))
+    {
+    }
     const std::string& build_log() const noexcept { return build_log_; }
 
 private:
@@ -56,7 +58,9 @@ public:
 class MEANSHIFT_API OutOfMemory : public Error {
 public:
     OutOfMemory(const std::string& what, std::size_t estimate, std::size_t limit)
-        : Error(what), estimate_(estimate), limit_(limit) {}
+        : Error(what), estimate_(estimate), limit_(limit)
+    {
+    }
     std::size_t estimate() const noexcept { return estimate_; }
     std::size_t limit() const noexcept { return limit_; }
 

@@ -38,9 +38,9 @@ enum class GroupingMethod {
 };
 
 struct Grouping {
-    std::vector<int> labels;       ///< m labels in [0, c); groups numbered by decreasing size
-    MatrixD centres;               ///< c × k: mean of the modes of each group
-    std::vector<Index> sizes;      ///< c group sizes
+    std::vector<int> labels;  ///< m labels in [0, c); groups numbered by decreasing size
+    MatrixD centres;  ///< c × k: mean of the modes of each group
+    std::vector<Index> sizes;  ///< c group sizes
 };
 
 /// Groups m modes (m × k row-major, in a space where the metric is Euclidean) with radius eps

@@ -59,7 +59,7 @@ enum class Seeding {
 inline constexpr double kDefaultBinSize = 0.5;
 
 struct Options {
-    Bandwidth bandwidth;                 ///< covariance model H_i (default isotropic h = 1)
+    Bandwidth bandwidth;  ///< covariance model H_i (default isotropic h = 1)
     /// Weight profile of the mean-shift step (kernel_profile.hpp): Gaussian (σ = the bandwidth),
     /// the compact Flat / Epanechnikov / Biweight (radius = the bandwidth; exact, cutoff not used)
     /// or VonMisesFisher (unit vectors, isotropic bandwidth, κ = 1/h²). A backend without the
@@ -71,9 +71,9 @@ struct Options {
     /// `tolerance`, and the moved points are grouped like modes. false = the standard (non-blurring)
     /// mean shift of Alg. 4, in which the data stay put and only the modes move.
     bool blurring = false;
-    std::string backend = "auto";        ///< "serial", "openmp", "opencl", "cuda", "auto"
+    std::string backend = "auto";  ///< "serial", "openmp", "opencl", "cuda", "auto"
     BackendOptions backend_options;
-    Topology topology;                   ///< zeros = backend defaults
+    Topology topology;  ///< zeros = backend defaults
     /// Alg. 4: a mode stops when its shift, as a Mahalanobis distance (Alg. 5, in units of the
     /// bandwidth), is ≤ tolerance (t_d), or after max_iterations (m_it) iterations.
     int max_iterations = 100;
@@ -116,7 +116,7 @@ struct Options {
     /// Seeds when cluster() gets none (explicit seeds are always used as given).
     Seeding seeding = Seeding::Bins;
     double bin_size = kDefaultBinSize;  ///< Seeding::Bins and bin_data: bin side, bandwidth units, > 0
-    Index min_bin_count = 1;            ///< Seeding::Bins: bins with fewer points seed nothing (≥ 1)
+    Index min_bin_count = 1;  ///< Seeding::Bins: bins with fewer points seed nothing (≥ 1)
     /// Replace the data by the means of their bins (side bin_size) weighted by their counts (times
     /// the sample weights) before the ascent; every point is labelled like its bin. Off by default.
     bool bin_data = false;
@@ -148,21 +148,21 @@ struct Options {
 };
 
 struct Timing {
-    double seconds_total = 0;     ///< cluster() wall time
-    double seconds_prepare = 0;   ///< validation, centring, whitening, seeds, search, bind (upload)
-    double seconds_search = 0;    ///< of seconds_prepare: building the neighbour search (grid, lattice, kd-tree)
+    double seconds_total = 0;  ///< cluster() wall time
+    double seconds_prepare = 0;  ///< validation, centring, whitening, seeds, search, bind (upload)
+    double seconds_search = 0;  ///< of seconds_prepare: building the neighbour search (grid, lattice, kd-tree)
     /// of seconds_prepare: Backend::bind and Binding::set_modes (device buffers and layouts,
     /// uploads of the points and the modes; host backends: their copies)
     double seconds_bind = 0;
-    double seconds_iterate = 0;   ///< all backend steps incl. transfers and the final read-back of the modes
+    double seconds_iterate = 0;  ///< all backend steps incl. transfers and the final read-back of the modes
     /// Σ of StepReport::kernel_seconds: the pair kernels (GPU: device time of the step's kernels;
     /// host backends: the pair loop). seconds_iterate − seconds_kernels is the host overhead.
     double seconds_kernels = 0;
-    double seconds_group = 0;     ///< groupModes (Alg. 6) and the labelling of the points (below)
+    double seconds_group = 0;  ///< groupModes (Alg. 6) and the labelling of the points (below)
     /// The stages of seconds_prepare, in the order they run (each ⊂ seconds_prepare):
     double seconds_validate = 0;  ///< checks of data, options and bandwidths; centring and whitening (prepare)
-    double seconds_seeding = 0;   ///< choice of the seeds: bins (keys, radix sort, means), binned data
-    double seconds_order = 0;     ///< the modes' Morton / cell order and their gathers into it
+    double seconds_seeding = 0;  ///< choice of the seeds: bins (keys, radix sort, means), binned data
+    double seconds_order = 0;  ///< the modes' Morton / cell order and their gathers into it
     /// The stages of seconds_group:
     double seconds_grouping = 0;  ///< group_modes() alone
     /// boundary refinement (its ascents included) and labels of every point by its seed's mode
@@ -170,7 +170,7 @@ struct Timing {
     /// Peak resident memory of the process when cluster() returned (bytes; getrusage's ru_maxrss,
     /// 0 where the platform does not report it). A whole-process figure: it includes the caller's data.
     std::size_t peak_memory_bytes = 0;
-    int iterations = 0;           ///< iterations run (the longest mode)
+    int iterations = 0;  ///< iterations run (the longest mode)
     /// Σ over iterations of the candidate (mode, point) pairs evaluated (StepReport::pairs): active
     /// modes × n for brute force, fewer with a neighbour grid; boundary refinement included.
     double pair_interactions = 0;
@@ -186,19 +186,19 @@ struct Timing {
 };
 
 struct Result {
-    MatrixF modes;                 ///< m × k converged position of each query (data units)
-    MatrixF centres;               ///< c × k cluster centres (data units), largest cluster first; 0 × k for GroupingMethod::None
-    std::vector<int> labels;       ///< m cluster labels in [0, c); empty for GroupingMethod::None
+    MatrixF modes;  ///< m × k converged position of each query (data units)
+    MatrixF centres;  ///< c × k cluster centres (data units), largest cluster first; 0 × k for GroupingMethod::None
+    std::vector<int> labels;  ///< m cluster labels in [0, c); empty for GroupingMethod::None
     std::vector<Index> cluster_sizes;  ///< c; empty for GroupingMethod::None
-    std::vector<int> iterations;   ///< m iterations made by each mode
-    std::vector<bool> converged;   ///< m: shift ≤ tolerance reached (always true in fixed mode for supported modes)
+    std::vector<int> iterations;  ///< m iterations made by each mode
+    std::vector<bool> converged;  ///< m: shift ≤ tolerance reached (always true in fixed mode for supported modes)
     /// m: the mode had no support (every kernel weight underflowed to 0: a seed far from all
     /// data); it kept its position and is not counted as converged.
     std::vector<bool> no_support;
     Index modes_without_support = 0;  ///< count of true entries in no_support
     Timing timing;
-    std::string backend;           ///< backend that ran
-    Topology topology;             ///< resolved topology
+    std::string backend;  ///< backend that ran
+    Topology topology;  ///< resolved topology
     /// Neighbour search that ran: "brute force", "grid over dims {0,1}, 40 x 38 cells", "exact
     /// (backend has no truncated kernel yet)", with the reason when a grid was declined.
     std::string search;
@@ -213,11 +213,11 @@ struct Result {
 /// data; pass `seeds` (m × k) to start the ascent elsewhere. Throws InvalidArgument (bad input),
 /// BackendUnavailable, DeviceError.
 MEANSHIFT_API Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options,
-               const Eigen::Ref<const MatrixF>* seeds = nullptr);
+                             const Eigen::Ref<const MatrixF>* seeds = nullptr);
 
 /// Raw-pointer overload: `data` is n × k row-major, `seeds` m × k row-major or nullptr.
-MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& options,
-               const float* seeds = nullptr, Index m = 0);
+MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& options, const float* seeds = nullptr,
+                             Index m = 0);
 
 /// Weighted points (sample weights, eq. 1 with a weight per point): `weights` holds n
 /// non-negative finite values, not all zero (else InvalidArgument); nullptr = all 1. A point of
@@ -225,9 +225,9 @@ MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& o
 /// log-weight (a shared bandwidth with weights runs as KernelModel::PerPoint with unit
 /// precisions), so every backend supports it, at the per-point kernel's speed.
 MEANSHIFT_API Result cluster(const float* data, Index n, int k, const Options& options, const float* weights,
-               const float* seeds, Index m);
+                             const float* seeds, Index m);
 MEANSHIFT_API Result cluster(const Eigen::Ref<const MatrixF>& data, const Options& options, const float* weights,
-               const Eigen::Ref<const MatrixF>* seeds = nullptr);
+                             const Eigen::Ref<const MatrixF>* seeds = nullptr);
 
 /// Bytes a run of cluster() on n points of k dimensions with these options needs beyond the
 /// caller's input, estimated from the sizes alone before anything is allocated: the prepared data
@@ -235,8 +235,7 @@ MEANSHIFT_API Result cluster(const Eigen::Ref<const MatrixF>& data, const Option
 /// copy and index, the backend's copy of the points, and the seeds/modes (m seeds; 0 = one per
 /// point, the most that bin seeding can give) in the driver, the backend and the result. Meant to
 /// err on the high side of the peak (docs/usage.md gives a measurement); saturates at SIZE_MAX.
-MEANSHIFT_API std::size_t estimate_memory(Index n, int k, const Options& options, Index m = 0,
-                                          bool weighted = false);
+MEANSHIFT_API std::size_t estimate_memory(Index n, int k, const Options& options, Index m = 0, bool weighted = false);
 
 /// The machine's available physical memory in bytes (Linux: MemAvailable of /proc/meminfo, else
 /// the free physical pages); 0 when unknown. Options::max_memory = 0 uses it.

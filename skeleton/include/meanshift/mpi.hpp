@@ -85,7 +85,9 @@ namespace meanshift::mpi {
 class DistributedError : public Error {
 public:
     DistributedError(int rank, std::string kind, const std::string& what)
-        : Error(what), rank_(rank), kind_(std::move(kind)) {}
+        : Error(what), rank_(rank), kind_(std::move(kind))
+    {
+    }
     int rank() const noexcept { return rank_; }
     const std::string& kind() const noexcept { return kind_; }
 
@@ -104,7 +106,7 @@ enum class Strategy {
     /// DomainDecomposition for the truncated kernel with R > 1 ranks when the largest rank would
     /// hold at most 75 % of the points (slab + halo, estimated from the sample), else ReplicatedPoints.
     Auto,
-    ReplicatedPoints,     ///< every rank holds all points, the modes are split
+    ReplicatedPoints,  ///< every rank holds all points, the modes are split
     DomainDecomposition,  ///< slabs + halos of the cutoff's width; InvalidArgument with the exact kernel
     /// Points stay on their rank; every iteration the active modes pass once around the ring of
     /// ranks with their partial sums (Binding::accumulate), each pass pipelined in chunks. Exact or
@@ -116,19 +118,22 @@ enum class Strategy {
 
 /// Times of the distributed run (seconds, this rank's wall clock).
 struct DistributedTiming {
-    double seconds_check = 0;      ///< option check (broadcast + agreement)
-    double seconds_allgather = 0;  ///< MPI_Allgatherv of the points (replicated) / the decomposition's exchange (domain)
+    double seconds_check = 0;  ///< option check (broadcast + agreement)
+    double seconds_allgather =
+        0;  ///< MPI_Allgatherv of the points (replicated) / the decomposition's exchange (domain)
     /// domain: the per-iteration hand-over of modes (and the active-count reduction); ring: the time
     /// blocked waiting for the passes' chunks (transfers the sums did not hide, and a slower
     /// previous rank's sums)
     double seconds_migrate = 0;
-    double seconds_ascent = 0;     ///< this rank's cluster() call for its seeds
-    double seconds_wait = 0;       ///< agreement after the ascent (= waiting for the slowest rank)
-    double seconds_gather = 0;     ///< MPI_Gatherv of the modes to rank 0
-    double seconds_group = 0;      ///< grouping on rank 0 (others wait)
+    double seconds_ascent = 0;  ///< this rank's cluster() call for its seeds
+    double seconds_wait = 0;  ///< agreement after the ascent (= waiting for the slowest rank)
+    double seconds_gather = 0;  ///< MPI_Gatherv of the modes to rank 0
+    double seconds_group = 0;  ///< grouping on rank 0 (others wait)
     double seconds_broadcast = 0;  ///< centres, sizes, labels
-    double seconds_binning = 0;    ///< bin seeding: this rank's bins, their merge on rank 0 and broadcast (coarse, data and boundary bins)
-    double seconds_label = 0;      ///< bin seeding: each of this rank's points given its bin's (or fine bin's) mode and label
+    double seconds_binning =
+        0;  ///< bin seeding: this rank's bins, their merge on rank 0 and broadcast (coarse, data and boundary bins)
+    double seconds_label =
+        0;  ///< bin seeding: each of this rank's points given its bin's (or fine bin's) mode and label
     double seconds_total = 0;
 };
 
@@ -137,14 +142,14 @@ struct DistributedResult : Result {
     /// (local_points order); centres and cluster_sizes are global (identical on every rank);
     /// timing is this rank's ascent; seed_count = local rows (every point a seed) or all ranks' bin
     /// seeds (bin seeding, counted as one process counts them); backend = this rank's backend.
-    Index global_points = 0;        ///< n, all ranks together
-    Index first_row = 0;            ///< global index of this rank's first row (ranks in comm order)
+    Index global_points = 0;  ///< n, all ranks together
+    Index first_row = 0;  ///< global index of this rank's first row (ranks in comm order)
     int ranks = 1;
     Strategy strategy = Strategy::ReplicatedPoints;  ///< the strategy that ran (Auto resolved)
     Index local_points_held = 0;  ///< points this rank's ascent ran against (n replicated; slab + halo for domain)
-    Index modes_migrated = 0;     ///< domain: hand-overs of modes between ranks, all ranks together
-    int local_rank = 0;           ///< this rank among the ranks of its node (MPI_COMM_TYPE_SHARED)
-    int local_ranks = 1;          ///< ranks on this rank's node
+    Index modes_migrated = 0;  ///< domain: hand-overs of modes between ranks, all ranks together
+    int local_rank = 0;  ///< this rank among the ranks of its node (MPI_COMM_TYPE_SHARED)
+    int local_ranks = 1;  ///< ranks on this rank's node
     DistributedTiming distributed;
 };
 

@@ -49,9 +49,9 @@ enum class NeighbourSearch {
 /// are already sorted by the cells of a one-pixel grid over (y, x).
 struct PixelLattice {
     Index height = 0;  ///< rows of pixels, ≥ 1
-    Index width = 0;   ///< columns of pixels, ≥ 1; height · width must equal the number of points
-    int x_dim = 0;     ///< data column of the pixel's column x
-    int y_dim = 1;     ///< data column of the pixel's row y (≠ x_dim)
+    Index width = 0;  ///< columns of pixels, ≥ 1; height · width must equal the number of points
+    int x_dim = 0;  ///< data column of the pixel's column x
+    int y_dim = 1;  ///< data column of the pixel's row y (≠ x_dim)
 };
 
 /// Auto takes the grid when the expected fraction of candidate pairs (points in a mode's cell
@@ -86,12 +86,12 @@ inline constexpr int kGridTryTreeDims = 6;
 /// (NeighbourSearch::Lattice) has dims {y_dim, x_dim}, cells {height, width}, a side of one pixel
 /// (1/hs in prepared units for segment_image) and start[c] = c.
 struct MEANSHIFT_API CellGrid {
-    std::vector<int> dims;        ///< the g grid dimensions (indices into k), g ≥ 1
-    std::vector<double> origin;   ///< per grid dim: lower edge of cell 0 (prepared units)
-    std::vector<double> side;     ///< per grid dim: cell side (prepared units), > 0
-    std::vector<double> radius;   ///< per grid dim: search radius (prepared units)
-    std::vector<Index> cells;     ///< cells per grid dim (≥ 1)
-    std::vector<Index> start;     ///< prod(cells) + 1 offsets into the prepared rows
+    std::vector<int> dims;  ///< the g grid dimensions (indices into k), g ≥ 1
+    std::vector<double> origin;  ///< per grid dim: lower edge of cell 0 (prepared units)
+    std::vector<double> side;  ///< per grid dim: cell side (prepared units), > 0
+    std::vector<double> radius;  ///< per grid dim: search radius (prepared units)
+    std::vector<Index> cells;  ///< cells per grid dim (≥ 1)
+    std::vector<Index> start;  ///< prod(cells) + 1 offsets into the prepared rows
 
     int g() const noexcept { return static_cast<int>(dims.size()); }
     Index cell_count() const noexcept { return start.empty() ? 0 : static_cast<Index>(start.size()) - 1; }
@@ -121,17 +121,17 @@ struct MEANSHIFT_API CellGrid {
 /// of modes can reach lie in the leaves whose reach box meets the block's bounding box. The boxes are
 /// stored as float32 rounded outwards (conservative), node_count × k each.
 struct MEANSHIFT_API KdTree {
-    int k = 0;                      ///< dims of the prepared points
-    Index leaf_size = 0;            ///< most points per leaf (nanoflann's leaf_max_size; grows with k, kdtree.cpp)
-    Index leaves = 0;               ///< number of leaves
-    std::vector<float> reach_lo;    ///< node_count × k, lower edges of the reach boxes (prepared units)
-    std::vector<float> reach_hi;    ///< node_count × k, upper edges
-    std::vector<float> common_lo;   ///< node_count × k, max over the node's leaves of reach_lo
-    std::vector<float> common_hi;   ///< node_count × k, min over the node's leaves of reach_hi
+    int k = 0;  ///< dims of the prepared points
+    Index leaf_size = 0;  ///< most points per leaf (nanoflann's leaf_max_size; grows with k, kdtree.cpp)
+    Index leaves = 0;  ///< number of leaves
+    std::vector<float> reach_lo;  ///< node_count × k, lower edges of the reach boxes (prepared units)
+    std::vector<float> reach_hi;  ///< node_count × k, upper edges
+    std::vector<float> common_lo;  ///< node_count × k, max over the node's leaves of reach_lo
+    std::vector<float> common_hi;  ///< node_count × k, min over the node's leaves of reach_hi
     std::vector<Index> begin, end;  ///< per node: its rows [begin, end) of the prepared rows
-    std::vector<Index> child;       ///< 2 per node: children's node indices, −1 −1 for a leaf
-    std::vector<int> split_dim;     ///< per inner node: the dim it splits (leaves: −1)
-    std::vector<double> split;      ///< per inner node: points below go to child 0 (leaf_start())
+    std::vector<Index> child;  ///< 2 per node: children's node indices, −1 −1 for a leaf
+    std::vector<int> split_dim;  ///< per inner node: the dim it splits (leaves: −1)
+    std::vector<double> split;  ///< per inner node: points below go to child 0 (leaf_start())
 
     Index node_count() const noexcept { return static_cast<Index>(begin.size()); }
     /// Appends to `ranges` (begin, end, …, ascending, adjacent ranges merged) the rows of the

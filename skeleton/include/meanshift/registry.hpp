@@ -18,7 +18,7 @@ struct BackendStatus {
     std::string name;
     bool compiled_in = false;
     bool usable = false;
-    std::string reason;               ///< why it is not usable (empty when usable)
+    std::string reason;  ///< why it is not usable (empty when usable)
     std::vector<DeviceInfo> devices;  ///< what it sees
 };
 

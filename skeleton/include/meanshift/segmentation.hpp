@@ -134,9 +134,9 @@ struct SegmentTiming {
     /// prepare, iterate, group, bandwidths, connect, fusion, pruning, output.
     std::vector<std::pair<const char*, double>> stages() const
     {
-        return {{"prepare", seconds_prepare}, {"iterate", seconds_iterate}, {"group", seconds_group},
+        return {{"prepare", seconds_prepare},       {"iterate", seconds_iterate}, {"group", seconds_group},
                 {"bandwidths", seconds_bandwidths}, {"connect", seconds_connect}, {"fusion", seconds_fusion},
-                {"pruning", seconds_pruning}, {"output", seconds_output}};
+                {"pruning", seconds_pruning},       {"output", seconds_output}};
     }
 };
 
@@ -159,11 +159,11 @@ struct Segmentation {
     /// H·W per-pixel range bandwidths hr_i when SegmentOptions::adaptive is on; empty otherwise.
     std::vector<float> range_bandwidths;
     Index regions_connected = 0;  ///< regions after the pixel-level joining of (b)
-    Index regions_fused = 0;      ///< regions after the region fusion of (b)
-    int fusion_passes = 0;        ///< passes of the region fusion until its fixed point
-    double seconds_filter = 0;    ///< (a), including the ascent's preparation and grouping
+    Index regions_fused = 0;  ///< regions after the region fusion of (b)
+    int fusion_passes = 0;  ///< passes of the region fusion until its fixed point
+    double seconds_filter = 0;  ///< (a), including the ascent's preparation and grouping
     double seconds_bandwidths = 0;  ///< the adaptive range bandwidths (part of seconds_filter; 0 when off)
-    double seconds_regions = 0;   ///< (b) + (c) + the outputs
+    double seconds_regions = 0;  ///< (b) + (c) + the outputs
     /// Per-stage seconds of (a), (b), (c) and the outputs, and the peak memory (SegmentTiming).
     SegmentTiming timing;
     int segments() const noexcept { return static_cast<int>(sizes.size()); }

@@ -18,10 +18,10 @@
 namespace meanshift {
 
 struct MEANSHIFT_API Topology {
-    int ppus = 0;         ///< z; 0 = let the backend choose (all it has).
+    int ppus = 0;  ///< z; 0 = let the backend choose (all it has).
     int pus_per_ppu = 0;  ///< τ; 0 = backend default (SIMD width, work-group size, block size).
-    int f_vppu = 0;       ///< PUs per vPPU; 0 = backend default.
-    int f_load = 0;       ///< PUs of a vPPU sharing the n-loop; 0 = f_vppu (all of them).
+    int f_vppu = 0;  ///< PUs per vPPU; 0 = backend default.
+    int f_load = 0;  ///< PUs of a vPPU sharing the n-loop; 0 = f_vppu (all of them).
 
     /// Number of vPPUs per PPU, τ' = τ / f_vppu (valid after resolve()).
     int vppus_per_ppu() const noexcept { return f_vppu > 0 ? pus_per_ppu / f_vppu : 0; }

@@ -38,10 +38,10 @@ struct OpenMPTuning {
 
 /// CUDA backend (backends/cuda).
 struct CudaTuning {
-    int modes_per_pu = 0;     ///< r, modes each thread carries in the fast kernels (1, 2, 4, 8); 0 = default table
-    int kernel_variant = 0;   ///< point-loop variant of the fast kernels (1..3, kernel_params.hpp); 0 = default
-    Index max_queries = 0;    ///< modes per launch chunk; 0 = 2^24 (small values exercise the chunking)
-    Index max_points = 0;     ///< points resident per device chunk; 0 = as many as fit in device memory
+    int modes_per_pu = 0;  ///< r, modes each thread carries in the fast kernels (1, 2, 4, 8); 0 = default table
+    int kernel_variant = 0;  ///< point-loop variant of the fast kernels (1..3, kernel_params.hpp); 0 = default
+    Index max_queries = 0;  ///< modes per launch chunk; 0 = 2^24 (small values exercise the chunking)
+    Index max_points = 0;  ///< points resident per device chunk; 0 = as many as fit in device memory
     /// GEMM form of the shared model: Hopper's warpgroup-MMA kernel where the devices and k allow
     /// (compute capability 9.0, k = 33..64, k % 4 == 0); false: the mma.sync kernel everywhere.
     bool wgmma = true;
@@ -52,16 +52,16 @@ enum class ExponentForm { Expanded, Direct };
 
 /// OpenCL backend (backends/opencl).
 struct OpenCLTuning {
-    int modes_per_pu = 0;                          ///< r when f_vppu = 1; 0 = default table
+    int modes_per_pu = 0;  ///< r when f_vppu = 1; 0 = default table
     ExponentForm exponent = ExponentForm::Expanded;
-    int segments = 0;                              ///< n-loop segments per mode block; 0 = automatic
-    bool nv_ex2 = true;                            ///< NVIDIA: exp2 as one ex2.approx instruction
-    std::string extra_build_options;               ///< appended to the program build options
+    int segments = 0;  ///< n-loop segments per mode block; 0 = automatic
+    bool nv_ex2 = true;  ///< NVIDIA: exp2 as one ex2.approx instruction
+    std::string extra_build_options;  ///< appended to the program build options
     // The GEMM kernel (PairForm::Gemm, kernels/gemm_modes.cl); 0 = the default of the device class.
-    int gemm_modes = 0;      ///< BM, modes per work-group tile (1..256)
-    int gemm_points = 0;     ///< BN, points per tile (1..256)
+    int gemm_modes = 0;  ///< BM, modes per work-group tile (1..256)
+    int gemm_points = 0;  ///< BN, points per tile (1..256)
     int gemm_dim_chunk = 0;  ///< BK, dims staged in local memory per step of the exponent product (1..64)
-    int gemm_min_k = 0;      ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
+    int gemm_min_k = 0;  ///< smallest k at which PairForm::Auto takes the GEMM kernel; 0 = measured default
     /// Smallest k at which a GEMM step of the shared model takes the dimension-tiled kernel
     /// (kernels/gemm_wide.cl) instead of gemm_modes.cl; 0 = measured default (GPUs only).
     int gemm_wide_min_k = 0;
@@ -90,10 +90,10 @@ MEANSHIFT_API void check_thread_count(const std::string& who, const std::string&
 
 /// Per-backend options chosen by the user at run time.
 struct MEANSHIFT_API BackendOptions {
-    std::vector<int> devices;   ///< device indices to use (multi-device backends); empty = all (CUDA) / default
-    std::string device_spec;    ///< OpenCL "P:D" (platform:device); empty = first GPU, else first device
+    std::vector<int> devices;  ///< device indices to use (multi-device backends); empty = all (CUDA) / default
+    std::string device_spec;  ///< OpenCL "P:D" (platform:device); empty = first GPU, else first device
     Preload preload = Preload::Auto;  ///< Alg. 7 local-memory preloading (OpenCL, CUDA)
-    int preload_size = 0;       ///< points staged per batch / tile width W; 0 = backend default
+    int preload_size = 0;  ///< points staged per batch / tile width W; 0 = backend default
     /// OpenMP threads (z); 0 = all. At most max_threads(): more cannot run faster and, far beyond
     /// it, crashed inside libgomp (100,000 threads overflowed GOMP_parallel's stack);
     /// the openmp and serial backends refuse a larger value (InvalidArgument naming threads, the

@@ -107,8 +107,9 @@ inline std::uint64_t packed_cell(const MatrixD& P, Index i, double side, const C
 {
     std::uint64_t packed = 0;
     for (std::size_t d = 0; d < c.lo.size(); ++d) {
-        const std::uint64_t off = static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(P(i, Index(d)) / side))) -
-                                  static_cast<std::uint64_t>(c.lo[d]);
+        const std::uint64_t off =
+            static_cast<std::uint64_t>(static_cast<std::int64_t>(std::floor(P(i, Index(d)) / side))) -
+            static_cast<std::uint64_t>(c.lo[d]);
         packed = c.width[d] >= 64 ? off : (packed << c.width[d]) | off;
     }
     return packed;
@@ -171,7 +172,8 @@ int sum_chunks(Index n, int k, Index B)
     return static_cast<int>(std::max<Index>(1, std::min({Index{16}, by_rows, by_memory})));
 }
 
-void chunked_sums(const MatrixD& P, const std::vector<Index, NoInitAllocator<Index>>& of, const float* weights, int threads, Bins& b)
+void chunked_sums(const MatrixD& P, const std::vector<Index, NoInitAllocator<Index>>& of, const float* weights,
+                  int threads, Bins& b)
 {
     const Index n = P.rows(), k = P.cols(), B = static_cast<Index>(b.count.size());
     const int chunks = sum_chunks(n, static_cast<int>(k), B);
@@ -278,8 +280,9 @@ Bins make_bins(const MatrixD& P, double side, const float* weights)
         std::vector<char> starts(static_cast<std::size_t>(n), 0);
         MS_PARALLEL_FOR(n * 4)
         for (Index r = 0; r < n; ++r)
-            starts[std::size_t(r)] = r == 0 || (keyed.empty() ? less(idx[std::size_t(r - 1)], idx[std::size_t(r)])
-                                                              : keyed[std::size_t(r)].first != keyed[std::size_t(r - 1)].first);
+            starts[std::size_t(r)] =
+                r == 0 || (keyed.empty() ? less(idx[std::size_t(r - 1)], idx[std::size_t(r)])
+                                         : keyed[std::size_t(r)].first != keyed[std::size_t(r - 1)].first);
         for (Index r = 0; r < n; ++r)
             if (starts[std::size_t(r)]) first.push_back(r);
         first.push_back(n);

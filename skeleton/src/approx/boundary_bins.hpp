@@ -28,8 +28,10 @@ inline Index find_cell(const std::vector<std::int64_t>& keys, std::size_t rows, 
     while (lo < hi) {  // first row whose key is not less than cell
         const Index mid = lo + (hi - lo) / 2;
         const std::int64_t* km = keys.data() + std::size_t(mid) * k;
-        if (std::lexicographical_compare(km, km + k, cell, cell + k)) lo = mid + 1;
-        else hi = mid;
+        if (std::lexicographical_compare(km, km + k, cell, cell + k))
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo < static_cast<Index>(rows) && std::equal(cell, cell + k, keys.data() + std::size_t(lo) * k)) return lo;
     return -1;

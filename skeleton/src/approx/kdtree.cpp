@@ -52,7 +52,8 @@ Index KdTree::box_ranges(const double* lo, const double* hi, std::vector<Index>&
         const float* rl = reach_lo.data() + static_cast<std::size_t>(node) * ku;
         const float* rh = reach_hi.data() + static_cast<std::size_t>(node) * ku;
         bool meets = true;
-        for (int d = 0; d < k && meets; ++d) meets = static_cast<double>(rl[d]) <= hi[d] && lo[d] <= static_cast<double>(rh[d]);
+        for (int d = 0; d < k && meets; ++d)
+            meets = static_cast<double>(rl[d]) <= hi[d] && lo[d] <= static_cast<double>(rh[d]);
         if (!meets) continue;
         const Index c0 = child[2 * static_cast<std::size_t>(node)];
         // Every leaf below meets the box: take the node's rows whole (most of the walk when a block
@@ -60,7 +61,8 @@ Index KdTree::box_ranges(const double* lo, const double* hi, std::vector<Index>&
         const float* cl = common_lo.data() + static_cast<std::size_t>(node) * ku;
         const float* ch = common_hi.data() + static_cast<std::size_t>(node) * ku;
         bool all = true;
-        for (int d = 0; d < k && all; ++d) all = static_cast<double>(cl[d]) <= hi[d] && lo[d] <= static_cast<double>(ch[d]);
+        for (int d = 0; d < k && all; ++d)
+            all = static_cast<double>(cl[d]) <= hi[d] && lo[d] <= static_cast<double>(ch[d]);
         if (c0 < 0 || all) {
             const Index b = begin[std::size_t(node)], e = end[std::size_t(node)];
             const std::size_t sz = ranges.size();
@@ -114,7 +116,10 @@ struct RowsAdaptor {
     std::size_t kdtree_get_point_count() const { return static_cast<std::size_t>(P.rows()); }
     double kdtree_get_pt(std::uint32_t i, int d) const { return P(static_cast<Index>(i), d); }
     template <class Box>
-    bool kdtree_get_bbox(Box&) const { return false; }
+    bool kdtree_get_bbox(Box&) const
+    {
+        return false;
+    }
 };
 
 using NanoTree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, RowsAdaptor>, RowsAdaptor, -1,
@@ -135,7 +140,8 @@ KdTree build_kdtree(const PreparedData& D, Index leaf_size, std::vector<Index>& 
     if (n >= static_cast<Index>(std::numeric_limits<std::uint32_t>::max()))
         throw InvalidArgument("kd-tree: n = " + std::to_string(n) + " exceeds nanoflann's 32-bit indices");
     const RowsAdaptor rows{D.points};
-    NanoTree nano(k, rows, nanoflann::KDTreeSingleIndexAdaptorParams(static_cast<std::size_t>(std::max<Index>(1, leaf_size))));
+    NanoTree nano(k, rows,
+                  nanoflann::KDTreeSingleIndexAdaptorParams(static_cast<std::size_t>(std::max<Index>(1, leaf_size))));
 
     order.resize(static_cast<std::size_t>(n));
     for (Index r = 0; r < n; ++r) order[std::size_t(r)] = static_cast<Index>(nano.vAcc[std::size_t(r)]);

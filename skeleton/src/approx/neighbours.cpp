@@ -245,10 +245,11 @@ void check_lattice(const PixelLattice& L, const PreparedData& D)
         fail_lattice("the image is " + std::to_string(L.width) + " x " + std::to_string(L.height) + " pixels (empty)");
     if (L.x_dim < 0 || L.x_dim >= D.k() || L.y_dim < 0 || L.y_dim >= D.k() || L.x_dim == L.y_dim)
         fail_lattice("x_dim = " + std::to_string(L.x_dim) + " and y_dim = " + std::to_string(L.y_dim) +
-             " must be two different columns of the k = " + std::to_string(D.k()) + " data columns");
+                     " must be two different columns of the k = " + std::to_string(D.k()) + " data columns");
     if (D.n() % L.width != 0 || D.n() / L.width != L.height)
         fail_lattice(std::to_string(L.width) + " x " + std::to_string(L.height) + " pixels, but the data have " +
-             std::to_string(D.n()) + " rows (the lattice needs the pixels themselves as the data: no bin_data)");
+                     std::to_string(D.n()) +
+                     " rows (the lattice needs the pixels themselves as the data: no bin_data)");
 }
 
 /// The pixel lattice: a grid over (y_dim, x_dim) whose cells are the pixels; row r = y·W + x is
@@ -303,10 +304,10 @@ CellGrid lattice_grid(const PixelLattice& L, const PreparedData& D)
     for (Index r = 0; r < n && off_centre; ++r) {
         const double* y = P + r * k;
         if (grid.coord(0, y[L.y_dim]) != r / L.width || grid.coord(1, y[L.x_dim]) != r % L.width)
-            fail_lattice("row " + std::to_string(r) + " is not pixel (x, y) = (" + std::to_string(r % L.width) +
-                         ", " + std::to_string(r / L.width) + ") of a " + std::to_string(L.width) + " x " +
-                         std::to_string(L.height) + " row-major lattice in data columns " +
-                         std::to_string(L.x_dim) + " (x), " + std::to_string(L.y_dim) + " (y)");
+            fail_lattice("row " + std::to_string(r) + " is not pixel (x, y) = (" + std::to_string(r % L.width) + ", " +
+                         std::to_string(r / L.width) + ") of a " + std::to_string(L.width) + " x " +
+                         std::to_string(L.height) + " row-major lattice in data columns " + std::to_string(L.x_dim) +
+                         " (x), " + std::to_string(L.y_dim) + " (y)");
     }
     grid.start.resize(static_cast<std::size_t>(n) + 1);
     std::iota(grid.start.begin(), grid.start.end(), Index{0});
@@ -450,8 +451,8 @@ void build_search(PreparedData& D, NeighbourSearch search, std::string& descript
         std::ostringstream why;
         why.precision(2);
         why << "pixel lattice " << lattice->width << " x " << lattice->height << ", window radius "
-            << grid.radius[1] / grid.side[1] << " x " << grid.radius[0] / grid.side[0] << " px ("
-            << 100 * fraction << " % of the pairs are candidates)";
+            << grid.radius[1] / grid.side[1] << " x " << grid.radius[0] / grid.side[0] << " px (" << 100 * fraction
+            << " % of the pairs are candidates)";
         description = why.str();
         D.grid = std::move(grid);
         return;

@@ -70,8 +70,8 @@ std::vector<Index> select_rows(Index n, Keep&& keep)
 
 }  // namespace
 
-SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
-                    const float* seeds, Index m)
+SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights, const float* seeds,
+                    Index m)
 {
     SeedPlan p;
     const bool exact = options.exact;
@@ -84,8 +84,8 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
     if (want_bin_data || want_bins) {
         const double side = want_bins && options.refine_boundaries ? options.bin_size / 4 : options.bin_size;
         if (!bins_fit(prep.data.points, side))
-            declined = std::string(want_bin_data ? " (bin_data" : " (bin seeding") + " declined: " +
-                       bins_overflow_reason(prep.data.points, side) + ")";
+            declined = std::string(want_bin_data ? " (bin_data" : " (bin seeding") +
+                       " declined: " + bins_overflow_reason(prep.data.points, side) + ")";
     }
     auto all_points = [&] {
         p.seeds_are_points = true;
@@ -102,7 +102,8 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         const MatrixF Xb = from_prepared(prep, b.mean);
         std::vector<float> wb(static_cast<std::size_t>(B));
         for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.weight[j]);
-        if (!weights) for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.count[std::size_t(j)]);
+        if (!weights)
+            for (Index j = 0; j < B; ++j) wb[std::size_t(j)] = static_cast<float>(b.count[std::size_t(j)]);
         prep = prepare(Xb.data(), B, k, options.bandwidth, wb.data());
         p.seeds = to_prepared(prep, Xb.data(), B, "bins");
         p.point_seed.assign(b.of.begin(), b.of.end());
@@ -132,8 +133,9 @@ SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, cons
         Index S = 0;
         for (Index j = 0; j < B; ++j)
             if (b.count[std::size_t(j)] >= options.min_bin_count) seed_of_bin[std::size_t(j)] = S++;
-        if (S == 0) throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
-                                          ": no bin holds that many points (no seeds)");
+        if (S == 0)
+            throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
+                                  ": no bin holds that many points (no seeds)");
         p.seeds.resize(S, k);
         for (Index j = 0; j < B; ++j)
             if (seed_of_bin[std::size_t(j)] >= 0) p.seeds.row(seed_of_bin[std::size_t(j)]) = b.mean.row(j);
@@ -188,20 +190,19 @@ MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& optio
     D.precision = MatrixD::Ones(B, k);
     D.points = std::move(b.mean);
     D.finalize();
-    for (Index j = 0; j < B; ++j)
-        D.log_weight[j] += b.weight[j] > 0 ? std::max(-1e4, std::log(b.weight[j])) : -1e4;
+    for (Index j = 0; j < B; ++j) D.log_weight[j] += b.weight[j] > 0 ? std::max(-1e4, std::log(b.weight[j])) : -1e4;
     D.log_weight.array() -= D.log_weight.maxCoeff();
     D.log_weight = D.log_weight.cwiseMax(-1e4);
     D.log_weight_f = D.log_weight.cast<float>();
     prep.data = std::move(D);
-    plan.description += ", data binned at " + number(side) + " bandwidths: " + grouped(n) + " -> " + grouped(B) +
-                        " weighted points";
+    plan.description +=
+        ", data binned at " + number(side) + " bandwidths: " + grouped(n) + " -> " + grouped(B) + " weighted points";
     return caller;
 }
 
 Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD* points, Binding& binding,
-                           const Grouping& g,
-                           SeedAscents& a, const Options& options, Timing& timing, std::string& description)
+                           const Grouping& g, SeedAscents& a, const Options& options, Timing& timing,
+                           std::string& description)
 {
     Grouping out = g;
     if (!plan.refine || g.labels.empty()) return out;
@@ -269,9 +270,9 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     // (up to 200: the host work of this stage on the GPU), at most 25 % steps spent on resolved
     // seeds. A mode's step depends on its own position only, so the trajectories and labels are
     // those of one upload per iteration.
-    std::vector<Index> id;       // binding slot -> fine seed
-    std::vector<char> live;      // binding slot still wanted
-    std::vector<Index> slot_bin; // bin of the slot's position after the last step
+    std::vector<Index> id;  // binding slot -> fine seed
+    std::vector<char> live;  // binding slot still wanted
+    std::vector<Index> slot_bin;  // bin of the slot's position after the last step
     Index n_live = 0;
     MatrixD Ys;
     while (!active.empty() && it < max_it) {
@@ -374,8 +375,8 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     for (std::size_t r = 0; r < rows.size(); ++r) {
         plan.point_seed[std::size_t(caller_row(rows[r]))] = S + fine.of[r];
     }
-    description += ", " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(b.side / 4) +
-                   " (" + std::to_string(F) + " seeds, " + std::to_string(early) + " resolved by their trajectory)";
+    description += ", " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(b.side / 4) + " (" +
+                   std::to_string(F) + " seeds, " + std::to_string(early) + " resolved by their trajectory)";
     return out;
 }
 

@@ -47,8 +47,8 @@ struct NoInitAllocator : std::allocator<T> {
 struct Bins {
     std::vector<Index, NoInitAllocator<Index>> of;  ///< n: bin of each row (every entry written by make_bins)
     std::vector<Index> count;  ///< B: rows per bin
-    MatrixD mean;              ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
-    VectorD weight;            ///< B: Σ weights (or counts)
+    MatrixD mean;  ///< B × k: mean of the rows of each bin (weighted by `weights` if given)
+    VectorD weight;  ///< B: Σ weights (or counts)
     std::vector<std::int64_t> key;  ///< B × k: integer cell coordinates ⌊x/side⌋, lexicographically increasing
     double side = 0;
 
@@ -82,15 +82,15 @@ Index count_bins(const MatrixD& P, double side);
 
 /// The starting points of the ascents.
 struct SeedPlan {
-    MatrixD seeds;                  ///< m × k, prepared units; empty when seeds_are_points
+    MatrixD seeds;  ///< m × k, prepared units; empty when seeds_are_points
     /// Every point is a seed (Seeding::AllPoints, the exact kernel): the seeds are the prepared
     /// points in caller order, not copied here (an n × k copy cost a photo 4-7 ms of page faults).
     bool seeds_are_points = false;
     /// Per caller row: the seed whose ascent labels it (bin seeding, binned data); empty when the
     /// seeds themselves are the queries (all points, explicit seeds).
     std::vector<Index> point_seed;
-    bool own_metric = false;        ///< Alg. 5 with the seed's own H_i (seeds = the data, per-point model)
-    std::string description;        ///< Result::seeding
+    bool own_metric = false;  ///< Alg. 5 with the seed's own H_i (seeds = the data, per-point model)
+    std::string description;  ///< Result::seeding
     /// Seeding::Bins only (refine = true): the bins and the seed of each bin, kept for
     /// refine_boundaries().
     bool refine = false;
@@ -101,8 +101,8 @@ struct SeedPlan {
 /// Chooses the seeds for `options` (exact, bin_data, seeding, bin_size, min_bin_count). With
 /// bin_data it replaces `prep` by the binned data. `seeds` (m × k, data units) or nullptr.
 /// Throws InvalidArgument when min_bin_count leaves no seed or the explicit seeds are invalid.
-SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights,
-                    const float* seeds, Index m);
+SeedPlan plan_seeds(Prepared& prep, Index n, int k, const Options& options, const float* weights, const float* seeds,
+                    Index m);
 
 /// Options::data_bin_size: when it applies (Seeding::Bins plan, shared bandwidth, not exact/bin_data,
 /// no lattice) and, in automatic mode, leaves at most n/4 cells, replaces prep.data by the weighted
@@ -113,10 +113,10 @@ MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& optio
 
 /// Per seed, in the caller's seed order: what its ascent gave.
 struct SeedAscents {
-    MatrixD modes;                  ///< m × k, prepared units
-    std::vector<int> iterations;    ///< m
-    std::vector<bool> converged;    ///< m
-    std::vector<bool> no_support;   ///< m
+    MatrixD modes;  ///< m × k, prepared units
+    std::vector<int> iterations;  ///< m
+    std::vector<bool> converged;  ///< m
+    std::vector<bool> no_support;  ///< m
 };
 
 /// Boundary refinement of bin seeding (Options::refine_boundaries; plan.refine). A bin is on a
@@ -131,8 +131,8 @@ struct SeedAscents {
 /// `points` (caller order, prepared units): the caller's points when D holds binned data
 /// (bin_data_for_ascent), nullptr when D's points are the caller's (in D.original's order).
 Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD* points, Binding& binding,
-                           const Grouping& g,
-                           SeedAscents& a, const Options& options, Timing& timing, std::string& description);
+                           const Grouping& g, SeedAscents& a, const Options& options, Timing& timing,
+                           std::string& description);
 
 /// Fills r.labels, modes, iterations, converged, no_support (n rows), cluster_sizes and centres
 /// from the seeds' grouping `g`: every data row i takes the label and mode of seed point_seed[i];

@@ -61,7 +61,10 @@ double rule_factor(Index n, int k, BandwidthRule rule)
     return rule == BandwidthRule::Scott ? std::pow(double(n), e) : std::pow(double(n) * (k + 2.0) / 4.0, e);
 }
 
-const char* rule_name(BandwidthRule rule) { return rule == BandwidthRule::Scott ? "Scott's rule" : "Silverman's rule"; }
+const char* rule_name(BandwidthRule rule)
+{
+    return rule == BandwidthRule::Scott ? "Scott's rule" : "Silverman's rule";
+}
 
 void require_two(const MatrixF& data, BandwidthRule rule)
 {
@@ -237,7 +240,7 @@ double self_weight_width(const double* d, Index r, double w)
             e2 += x * d[j] * d[j];
         }
         const double g = std::log(w * e) - lo * u;  // ln(w Σ exp(−d² u))
-        const double slope = e2 / e;                 // −g'(u): the weighted mean of d²
+        const double slope = e2 / e;  // −g'(u): the weighted mean of d²
         const double next = u + g / slope;
         if (!(next > u) || next - u <= 1e-13 * next) {
             u = std::max(u, next);
@@ -253,8 +256,8 @@ std::vector<double> inverse_scale(const std::vector<double>& scale, Index k)
     std::vector<double> inv;
     if (scale.empty()) return inv;
     if (Index(scale.size()) != k)
-        throw InvalidArgument("knn_distances: scale has " + std::to_string(scale.size()) + " values but the data have " +
-                              std::to_string(k) + " dimensions");
+        throw InvalidArgument("knn_distances: scale has " + std::to_string(scale.size()) +
+                              " values but the data have " + std::to_string(k) + " dimensions");
     for (std::size_t d = 0; d < scale.size(); ++d) {
         require_value(std::isfinite(scale[d]) && scale[d] > 0,
                       "knn_distances: scale[" + std::to_string(d) + "] must be finite and > 0", scale[d]);
@@ -345,8 +348,8 @@ AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data, const Adapt
         throw InvalidArgument("adaptive_bandwidths: k must be in [1, n-1] = [1, " + std::to_string(n - 1) + "], got " +
                               std::to_string(k));
     require_value(std::isfinite(o.c) && o.c > 0, "adaptive_bandwidths: c must be finite and > 0", o.c);
-    require_value(o.floor_fraction >= 0 && o.floor_fraction <= 1, "adaptive_bandwidths: floor_fraction must be in [0, 1]",
-                  o.floor_fraction);
+    require_value(o.floor_fraction >= 0 && o.floor_fraction <= 1,
+                  "adaptive_bandwidths: floor_fraction must be in [0, 1]", o.floor_fraction);
     require_value(o.intrinsic_dimension == 0 || (std::isfinite(o.intrinsic_dimension) && o.intrinsic_dimension >= 1),
                   "adaptive_bandwidths: intrinsic_dimension must be 0 (estimate) or >= 1", o.intrinsic_dimension);
     std::vector<double> scale;
@@ -357,7 +360,8 @@ AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data, const Adapt
                 throw InvalidArgument("adaptive_bandwidths: per_dimension: dimension " + std::to_string(d) +
                                       " is constant (standard deviation 0)");
     }
-    if (o.sample_k < 0) throw InvalidArgument("adaptive_bandwidths: sample_k must be >= 0, got " + std::to_string(o.sample_k));
+    if (o.sample_k < 0)
+        throw InvalidArgument("adaptive_bandwidths: sample_k must be >= 0, got " + std::to_string(o.sample_k));
     const std::vector<double> inv = inverse_scale(scale, dims);
     const NeighbourTable t = o.sample_k > 0 && k > o.sample_k
                                  ? neighbours_sampled(data, k, o.sample_k, inv, o.backend, o.backend_options)
@@ -378,7 +382,8 @@ AdaptiveBandwidths adaptive_bandwidths_detailed(const MatrixF& data, const Adapt
     out.k = k;
     out.sampled = t.sampled;
     out.intrinsic_dimension = o.intrinsic_dimension > 0 ? o.intrinsic_dimension : intrinsic_dimension_mle(t.d, dims);
-    const double density_factor = kAdaptiveDensityFactor * std::pow(out.intrinsic_dimension, -kAdaptiveDimensionExponent);
+    const double density_factor =
+        kAdaptiveDensityFactor * std::pow(out.intrinsic_dimension, -kAdaptiveDimensionExponent);
     out.sigma.resize(n, dims);
     for (Index i = 0; i < n; ++i)
         if (!(std::max(t.d(i, r - 1), floor) > 0))
@@ -414,7 +419,8 @@ MatrixD adaptive_bandwidths(const MatrixF& data, const AdaptiveBandwidthOptions&
 std::vector<double> pilot_density(const MatrixF& data, double sigma)
 {
     require_data(data, "pilot_density");
-    require_value(sigma > 0 && std::isfinite(sigma), "pilot_density: the pilot bandwidth must be finite and > 0", sigma);
+    require_value(sigma > 0 && std::isfinite(sigma), "pilot_density: the pilot bandwidth must be finite and > 0",
+                  sigma);
     const Index n = data.rows();
     const std::size_t k = std::size_t(data.cols());
     std::vector<double> x(std::size_t(n) * k);  // row-major doubles

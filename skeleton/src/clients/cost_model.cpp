@@ -12,7 +12,10 @@
 namespace meanshift::model {
 namespace {
 
-double ceil_div(double a, double b) { return std::ceil(a / b); }
+double ceil_div(double a, double b)
+{
+    return std::ceil(a / b);
+}
 
 int floor_log2(int v)
 {
@@ -67,8 +70,7 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b)
             }
             double alpha = 1.0;
             for (Eigen::Index j = 0; j < p; ++j)
-                if (passive[static_cast<std::size_t>(j)] && s[j] <= 0)
-                    alpha = std::min(alpha, x[j] / (x[j] - s[j]));
+                if (passive[static_cast<std::size_t>(j)] && s[j] <= 0) alpha = std::min(alpha, x[j] / (x[j] - s[j]));
             x += alpha * (s - x);
             for (Eigen::Index j = 0; j < p; ++j)
                 if (passive[static_cast<std::size_t>(j)] && x[j] <= 1e-15 * std::max(1.0, x.cwiseAbs().maxCoeff())) {
@@ -84,17 +86,26 @@ Eigen::VectorXd nnls(const Eigen::MatrixXd& A, const Eigen::VectorXd& b)
 
 const std::array<std::string, kTerms>& term_names()
 {
-    static const std::array<std::string, kTerms> names = {
-        "loop", "loop_distinct", "reduce_adds", "reduce_traffic", "aleph", "finalize", "per_mode", "per_step"};
+    static const std::array<std::string, kTerms> names = {"loop",  "loop_distinct", "reduce_adds", "reduce_traffic",
+                                                          "aleph", "finalize",      "per_mode",    "per_step"};
     return names;
 }
 
-int lambda(KernelModel kernel, int k) { return kernel == KernelModel::PerPoint ? 2 * k + 1 : 0; }
+int lambda(KernelModel kernel, int k)
+{
+    return kernel == KernelModel::PerPoint ? 2 * k + 1 : 0;
+}
 
 std::array<double, kTerms> CostTerms::row() const
 {
-    return {waves * loop, waves * loop_distinct, waves * reduce_adds, waves * reduce_traffic, waves * aleph,
-            waves * finalize, per_mode, 1.0};
+    return {waves * loop,
+            waves * loop_distinct,
+            waves * reduce_adds,
+            waves * reduce_traffic,
+            waves * aleph,
+            waves * finalize,
+            per_mode,
+            1.0};
 }
 
 CostTerms cost_terms(const Workload& w)
@@ -126,8 +137,7 @@ CostTerms cost_terms(const Workload& w)
     c.aleph = f_load != l ? 2.0 * k : 0.0;
     c.finalize = 2.0 * k;
     c.per_mode = static_cast<double>(w.m) * k;
-    c.utilisation = static_cast<double>(w.m) * n_loop /
-                    (c.waves * z * tau_prime * t.f_vppu * chunk);
+    c.utilisation = static_cast<double>(w.m) * n_loop / (c.waves * z * tau_prime * t.f_vppu * chunk);
     return c;
 }
 

@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-
 namespace meanshift {
 namespace {
 
@@ -75,7 +74,9 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
         throw InvalidArgument(std::string(who) + "window (--adaptive-window) = " + std::to_string(o.window) +
                               " pixels exceeds the limit of " + std::to_string(reach) +
                               ", the image's larger side (a wider window adds no pixel)");
-    const long long w = o.window > 0 ? o.window : std::clamp<long long>(static_cast<long long>(std::min(std::ceil(hs), 1e18)), 1, reach);
+    const long long w = o.window > 0
+                            ? o.window
+                            : std::clamp<long long>(static_cast<long long>(std::min(std::ceil(hs), 1e18)), 1, reach);
     const long long side = 2 * w + 1;
     const long long k = o.k > 0 ? o.k : std::max(1LL, (side * side - 1) / 4);
     std::vector<double> d(n), dist;
@@ -85,8 +86,10 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
             const std::size_t i = static_cast<std::size_t>(y) * width + x;
             const float* p = pixels + i * channels;
             dist.clear();
-            const int v0 = static_cast<int>(std::max<long long>(0, y - w)), v1 = static_cast<int>(std::min<long long>(height - 1, y + w));
-            const int u0 = static_cast<int>(std::max<long long>(0, x - w)), u1 = static_cast<int>(std::min<long long>(width - 1, x + w));
+            const int v0 = static_cast<int>(std::max<long long>(0, y - w)),
+                      v1 = static_cast<int>(std::min<long long>(height - 1, y + w));
+            const int u0 = static_cast<int>(std::max<long long>(0, x - w)),
+                      u1 = static_cast<int>(std::min<long long>(width - 1, x + w));
             for (int v = v0; v <= v1; ++v)
                 for (int u = u0; u <= u1; ++u) {
                     if (u == x && v == y) continue;
@@ -102,7 +105,8 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
                 d[i] = 0;
                 continue;
             }
-            const std::size_t r = static_cast<std::size_t>(std::min<long long>(static_cast<long long>(dist.size()), k)) - 1;
+            const std::size_t r =
+                static_cast<std::size_t>(std::min<long long>(static_cast<long long>(dist.size()), k)) - 1;
             std::nth_element(dist.begin(), dist.begin() + static_cast<std::ptrdiff_t>(r), dist.end());
             d[i] = std::sqrt(dist[r]);
         }
@@ -133,8 +137,7 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     if (height <= 0 || width <= 0)
         throw InvalidArgument("segment_image: the image is " + std::to_string(width) + " x " + std::to_string(height) +
                               " pixels (empty)");
-    if (channels < 1)
-        throw InvalidArgument("segment_image: channels must be >= 1, got " + std::to_string(channels));
+    if (channels < 1) throw InvalidArgument("segment_image: channels must be >= 1, got " + std::to_string(channels));
     if (pixels == nullptr) throw InvalidArgument("segment_image: pixels is null");
     const double hs = options.spatial_bandwidth, hr = options.range_bandwidth;
     check_positive(hs, "spatial_bandwidth (hs)");
@@ -154,7 +157,9 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
         const Index values = n * C;
         Index bad = values;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(detail::host_threads()) if (values >= (Index(1) << 20))
+#pragma omp parallel for schedule(static) reduction(min                                                                \
+                                                    : bad)                                                             \
+    num_threads(detail::host_threads()) if (values >= (Index(1) << 20))
 #endif
         for (Index j = 0; j < values; ++j)
             if (!std::isfinite(pixels[static_cast<std::size_t>(j)]) && j < bad) bad = j;

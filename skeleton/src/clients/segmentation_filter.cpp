@@ -31,7 +31,6 @@
 namespace meanshift::detail {
 namespace {
 
-
 // The options cluster() would accept and the banded ascent reproduces; anything else goes the
 // generic way (which also says what is wrong).
 bool applies(const Options& o)
@@ -259,7 +258,7 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
     // One binding refilled band after band where the backend can (gpu::Rebindable: the CUDA
     // binding keeps its device buffers), else bound afresh per band.
     std::unique_ptr<Binding> binding;
-    std::future<void> next;            // the next band's preparation; declared after what it uses
+    std::future<void> next;  // the next band's preparation; declared after what it uses
     prepare_band(slot[0], 0);
     for (int i = 0;; ++i) {
         Band& b = slot[i % 2];
@@ -389,8 +388,8 @@ bool filter_image(const float* pixels, int height, int width, int channels, cons
         search += "; in " + std::to_string(bands) + " bands of " + std::to_string(band_rows) + " rows, each with " +
                   std::to_string(halo) + " rows either side";
     r.search = search;
-    r.timing.seconds_prepare = r.timing.seconds_validate + r.timing.seconds_search + r.timing.seconds_bind +
-                               r.timing.seconds_order;
+    r.timing.seconds_prepare =
+        r.timing.seconds_validate + r.timing.seconds_search + r.timing.seconds_bind + r.timing.seconds_order;
     r.timing.seconds_total = since(t_start);
     r.timing.peak_memory_bytes = peak_memory_bytes();
     return true;

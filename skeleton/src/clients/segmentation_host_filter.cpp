@@ -47,7 +47,6 @@
 namespace meanshift::detail {
 namespace {
 
-
 // Vectors of L float32 / int32 lanes (GCC and Clang vector extensions): the same code compiles
 // to SSE, AVX2 or AVX-512 under each function's target attribute.
 template <int L>
@@ -91,8 +90,8 @@ struct Params {
     std::size_t stride = 0;  // floats from one plane to the next
     int C = 0, H = 0, W = 0;
     float hs = 0, inv_hs2 = 0;  // pixels; 1 / hs²
-    float reach = 0;            // cutoff · hs, pixels
-    float cutoff2 = 0;          // in bandwidths²
+    float reach = 0;  // cutoff · hs, pixels
+    float cutoff2 = 0;  // in bandwidths²
     double tol2 = 0;
     int max_it = 0;
     bool fixed = false;
@@ -253,7 +252,8 @@ double row_generic(const Params& P, int v, float* modes, PixelOutcome* outcome)
 
 #if MS_IMAGE_X86
 template <int C>
-MS_TARGET("avx2,fma") double row_avx2(const Params& P, int v, float* modes, PixelOutcome* outcome)
+MS_TARGET("avx2,fma")
+double row_avx2(const Params& P, int v, float* modes, PixelOutcome* outcome)
 {
     return row_impl<C, 8>(P, v, modes, outcome);
 }
@@ -401,12 +401,14 @@ bool filter_image_host(const float* pixels, int height, int width, int channels,
     for (Index y0 = 0; y0 < H; y0 += rows) {
         const Index y1 = std::min(H, y0 + rows);
         ++bands;
-        r.timing.pair_interactions += run_rows(run, P, static_cast<int>(y0), static_cast<int>(y1), modes, outcome.data());
+        r.timing.pair_interactions +=
+            run_rows(run, P, static_cast<int>(y0), static_cast<int>(y1), modes, outcome.data());
         if (o.progress) {
             // Each pixel ascends to its end before the next band: the report is per band, with the
             // most iterations a pixel of it made (at least 1) and the pixels of the bands still to come.
             int most = 1;
-            for (Index q = y0 * W; q < y1 * W; ++q) most = std::max(most, outcome[static_cast<std::size_t>(q)].iterations);
+            for (Index q = y0 * W; q < y1 * W; ++q)
+                most = std::max(most, outcome[static_cast<std::size_t>(q)].iterations);
             if (!o.progress(most, n - y1 * W, n)) throw Error("cancelled by the progress callback");
         }
     }

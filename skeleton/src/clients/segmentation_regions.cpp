@@ -22,7 +22,6 @@
 namespace meanshift::detail {
 namespace {
 
-
 // Union-find over pixels stored in the labels: parent[i] ≤ i, so a root is its tree's smallest
 // pixel and finds walk towards the start of the image.
 std::int32_t find_root(std::int32_t* parent, std::int32_t a)
@@ -112,7 +111,7 @@ struct Regions {
     int channels = 0;
     std::vector<std::int32_t> parent;
     std::vector<double> count;  // pixels, by root
-    std::vector<double> sum;    // Σ mode colour, by root, channels each
+    std::vector<double> sum;  // Σ mode colour, by root, channels each
     std::vector<std::uint64_t> edges;  // (a << 32 | b) of adjacent regions' roots, a < b, sorted, unique
 
     std::int32_t find(std::int32_t a)
@@ -250,8 +249,10 @@ struct Regions {
         // Merged from the back into the same storage: w + |mv| ≤ E.
         std::size_t i = w, k = mv.size(), o = w + mv.size();
         while (k > 0) {
-            if (i > 0 && ed[i - 1] > mv[k - 1]) ed[--o] = ed[--i];
-            else ed[--o] = mv[--k];
+            if (i > 0 && ed[i - 1] > mv[k - 1])
+                ed[--o] = ed[--i];
+            else
+                ed[--o] = mv[--k];
         }
         edges.resize(w + mv.size());
         edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
@@ -264,7 +265,6 @@ struct Regions {
         return r;
     }
 };
-
 
 // Joins the regions of every adjacent pair marked in `close` (edges of G.edges, between roots) with
 // the result of G.unite() called on them one by one in edge order: the unions of two different
@@ -340,7 +340,6 @@ bool unite_close_pairs(Regions& G, const std::vector<unsigned char>& close, int 
 #endif
     return true;
 }
-
 
 // Adjacency lists (CSR: first[r] .. first[r + 1] in adj) of the regions 0 .. R - 1 from the edge set,
 // in parallel: degrees and slots taken with atomic increments, so a list's order varies from run to
@@ -481,8 +480,10 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
     for (int b = 0; b < T; ++b) {
         std::int32_t roots = 0;
         for (Index i = band[std::size_t(b)] * W; i < band[std::size_t(b) + 1] * W; ++i) {
-            if (parent[i] == i) ++roots;
-            else parent[i] = parent[parent[i]];  // parent[i] < i is final already (scan order)
+            if (parent[i] == i)
+                ++roots;
+            else
+                parent[i] = parent[parent[i]];  // parent[i] < i is final already (scan order)
         }
         band_roots[std::size_t(b) + 1] = roots;
     }
@@ -608,7 +609,8 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
 #pragma omp parallel for schedule(static, 1) num_threads(T)
 #endif
         for (int b = 0; b < T; ++b) {
-            std::copy(local[std::size_t(b)].begin(), local[std::size_t(b)].end(), G.edges.begin() + std::ptrdiff_t(chunk[std::size_t(b)]));
+            std::copy(local[std::size_t(b)].begin(), local[std::size_t(b)].end(),
+                      G.edges.begin() + std::ptrdiff_t(chunk[std::size_t(b)]));
             std::vector<std::uint64_t>().swap(local[std::size_t(b)]);
         }
         merge_chunks(G.edges.data(), chunk, T);
@@ -690,9 +692,8 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
             order.push_back(root);
         }
     }
-    std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
-        return G.count[std::size_t(a)] > G.count[std::size_t(b)];
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::int32_t a, std::int32_t b) { return G.count[std::size_t(a)] > G.count[std::size_t(b)]; });
     const std::size_t S = order.size();
     for (std::size_t l = 0; l < S; ++l) segment[std::size_t(order[l])] = static_cast<std::int32_t>(l);
     for (std::int32_t r = 0; r < R; ++r) segment[std::size_t(r)] = segment[std::size_t(G.find(r))];
@@ -716,7 +717,8 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
         const std::size_t uC = std::size_t(C), nC = std::size_t(n) * uC;
         float top_mode = 0, top_colour = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) num_threads(T) reduction(max : top_mode, top_colour) if (n >= (Index(1) << 16))
+#pragma omp parallel for schedule(static) num_threads(T) reduction(max                                                 \
+                                                                   : top_mode, top_colour) if (n >= (Index(1) << 16))
 #endif
         for (std::size_t j = 0; j < nC; ++j) {
             top_mode = std::max(top_mode, std::fabs(filtered[j]));
@@ -759,8 +761,10 @@ void segment_regions(const MatrixF& modes, const float* pixels, const SegmentOpt
     for (std::size_t l = 0; l < S; ++l)
         for (int ch = 0; ch < C; ++ch) {
             const double c = static_cast<double>(s.sizes[l]);
-            s.colours(static_cast<Index>(l), ch) = static_cast<float>(colour_sum[l * std::size_t(C) + std::size_t(ch)] / c);
-            s.mode_colours(static_cast<Index>(l), ch) = static_cast<float>(mode_sum[l * std::size_t(C) + std::size_t(ch)] / c);
+            s.colours(static_cast<Index>(l), ch) =
+                static_cast<float>(colour_sum[l * std::size_t(C) + std::size_t(ch)] / c);
+            s.mode_colours(static_cast<Index>(l), ch) =
+                static_cast<float>(mode_sum[l * std::size_t(C) + std::size_t(ch)] / c);
         }
     s.timing.seconds_output = since(t_output);
 }

@@ -30,8 +30,9 @@ inline double max_abs(const double* x, std::size_t count)
 {
     double m = 0;
 #if defined(_OPENMP)
-#pragma omp parallel for simd schedule(static) reduction(max : m) num_threads(host_threads()) \
-    if (count >= static_cast<std::size_t>(kParallelMinValues))
+#pragma omp parallel for simd schedule(static) reduction(max                                                           \
+                                                         : m)                                                          \
+    num_threads(host_threads()) if (count >= static_cast <std::size_t>(kParallelMinValues))
 #endif
     for (std::size_t i = 0; i < count; ++i) m = std::max(m, std::fabs(x[i]));
     return m;
@@ -43,8 +44,9 @@ inline double max_value(const double* x, Index count)
 {
     double m = x[0];
 #if defined(_OPENMP)
-#pragma omp parallel for simd schedule(static) reduction(max : m) num_threads(host_threads()) \
-    if (count >= kParallelMinValues)
+#pragma omp parallel for simd schedule(static) reduction(max                                                           \
+                                                         : m)                                                          \
+    num_threads(host_threads()) if (count >= kParallelMinValues)
 #endif
     for (Index i = 1; i < count; ++i) m = std::max(m, x[i]);
     return m;

@@ -45,7 +45,8 @@ Bandwidth Bandwidth::diagonal(std::vector<double> h)
 
 Bandwidth Bandwidth::per_point(MatrixD h)
 {
-    if (h.size() == 0) throw InvalidArgument("bandwidth: per-point bandwidths must be an n x k matrix, got an empty one");
+    if (h.size() == 0)
+        throw InvalidArgument("bandwidth: per-point bandwidths must be an n x k matrix, got an empty one");
     // One pass on the host threads; only a refused value is looked up again in order, so the
     // message names the first one (10^7 × 3 values: the check is a pass over 240 MB).
     bool bad = false;
@@ -103,9 +104,9 @@ void Bandwidth::covariance_diagonal(Index i, const double* y, int k, double* out
         if (!std::isfinite(out[d]) || out[d] < DBL_MIN || !std::isfinite(1.0 / out[d])) {
             if (kind_ != BandwidthKind::ExponentialLast) {
                 // The user gave a finite, positive sigma: say which one and why it cannot be used.
-                const double sigma = kind_ == BandwidthKind::PerPoint ? per_point_(i, d)
+                const double sigma = kind_ == BandwidthKind::PerPoint   ? per_point_(i, d)
                                      : kind_ == BandwidthKind::Diagonal ? params_[std::size_t(d)]
-                                                                          : params_[0];
+                                                                        : params_[0];
                 char buf[320];
                 std::snprintf(buf, sizeof buf,
                               "bandwidth: sigma = %.3g%s%s (dimension %d) is out of range: its variance sigma^2 %s "
@@ -118,7 +119,8 @@ void Bandwidth::covariance_diagonal(Index i, const double* y, int k, double* out
             }
             std::ostringstream m;
             m << "bandwidth: H_" << i << " is singular or not finite: diagonal entry " << d << " = " << out[d];
-            if (kind_ == BandwidthKind::ExponentialLast) m << " (sigma_d * exp(y_i[k-1]) with y_i[k-1] = " << y[k - 1] << ")";
+            if (kind_ == BandwidthKind::ExponentialLast)
+                m << " (sigma_d * exp(y_i[k-1]) with y_i[k-1] = " << y[k - 1] << ")";
             throw InvalidArgument(m.str());
         }
     }

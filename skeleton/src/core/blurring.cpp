@@ -16,7 +16,10 @@ namespace meanshift::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0)
+{
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 /// Change of the shift entropy below which the iterations stop (Carreira-Perpiñán 2006).
 constexpr double kEntropyChange = 1e-8;
@@ -69,8 +72,7 @@ bool blurring_converged(double entropy, double previous_entropy, double max_shif
 Result run_blurring(PendingBackend& pending, std::unique_ptr<Binding>& binding, const float* data, Index n, int k,
                     const Options& options, const float* weights, const float* seeds)
 {
-    if (seeds)
-        throw InvalidArgument("blurring mean shift moves the data themselves: explicit seeds are not taken");
+    if (seeds) throw InvalidArgument("blurring mean shift moves the data themselves: explicit seeds are not taken");
     const bool vmf = options.kernel == KernelProfile::VonMisesFisher;
     if (vmf) check_unit_rows(options.bandwidth, data, n, k);
     const auto t_start = Clock::now();
@@ -95,8 +97,8 @@ Result run_blurring(PendingBackend& pending, std::unique_ptr<Binding>& binding, 
         throw BackendUnavailable("backend '" + backend.name() + "' has no '" + profile_name(options.kernel) +
                                  "' kernel profile");
     // Compact profiles weigh 0 beyond their support; a backend that masks by cutoff2 gets it.
-    base.cutoff2 = is_compact(options.kernel) && backend.supports_cutoff() ? 1.0
-                                                                          : std::numeric_limits<double>::infinity();
+    base.cutoff2 =
+        is_compact(options.kernel) && backend.supports_cutoff() ? 1.0 : std::numeric_limits<double>::infinity();
     r.cutoff = is_compact(options.kernel) ? 1.0 : std::numeric_limits<double>::infinity();
     r.backend = backend.name();
     r.topology = backend.resolve_topology(options.topology, base);

@@ -84,8 +84,8 @@ nlohmann::json to_json(const CalibrationEntry& e)
 {
     nlohmann::json timings = nlohmann::json::object();
     for (const CalibrationTiming& t : e.timings) timings[t.form] = t.seconds;
-    return {{"key", e.key},           {"backend", e.backend}, {"device", e.device},   {"model", e.model},
-            {"k_bucket", e.k_bucket}, {"seconds", timings},   {"choice", e.choice},   {"measured", e.measured}};
+    return {{"key", e.key},           {"backend", e.backend}, {"device", e.device}, {"model", e.model},
+            {"k_bucket", e.k_bucket}, {"seconds", timings},   {"choice", e.choice}, {"measured", e.measured}};
 }
 
 /// Throws nlohmann's exceptions on a wrong shape (load() turns them into a warning).
@@ -121,7 +121,7 @@ void make_parent(const std::string& path)
     const std::size_t slash = path.find_last_of('/');
     if (slash == std::string::npos || slash == 0) return;
     const std::string dir = path.substr(0, slash);
-    for (std::size_t p = dir.find('/', 1); ; p = dir.find('/', p + 1)) {
+    for (std::size_t p = dir.find('/', 1);; p = dir.find('/', p + 1)) {
         const std::string part = dir.substr(0, p);
         if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
             throw Error("calibration file " + path + ": cannot create folder " + part + ": " + std::strerror(errno));
@@ -129,7 +129,10 @@ void make_parent(const std::string& path)
     }
 }
 
-void warn(const std::string& message) { std::fprintf(stderr, "meanshift: warning: %s\n", message.c_str()); }
+void warn(const std::string& message)
+{
+    std::fprintf(stderr, "meanshift: warning: %s\n", message.c_str());
+}
 
 }  // namespace
 
@@ -270,7 +273,7 @@ std::optional<CalibrationEntry> calibrated(const BackendOptions& options, Calibr
 
     static std::mutex mutex;
     static std::map<std::string, CalibrationFile> files;  // read once per process and path
-    static std::set<std::string> rerun;                   // path + key measured again in this process
+    static std::set<std::string> rerun;  // path + key measured again in this process
     const std::lock_guard<std::mutex> lock(mutex);
     auto it = files.find(path);
     if (it == files.end()) {

@@ -66,10 +66,8 @@ bool exact_is_cheap(const Options& o, Index n, int k, Index seeds)
 {
     const bool defaults = !o.exact && o.cutoff == kDefaultCutoff && o.search == NeighbourSearch::Auto &&
                           o.seeding == Seeding::Bins && o.bin_size == kDefaultBinSize && o.min_bin_count == 1 &&
-                          !o.bin_data &&
-                          o.data_bin_size == 0 && !o.lattice;
-    return defaults && n > 0 && k > 0 &&
-           double(seeds > 0 ? seeds : n) * double(n) * double(k) <= kExactBudget;
+                          !o.bin_data && o.data_bin_size == 0 && !o.lattice;
+    return defaults && n > 0 && k > 0 && double(seeds > 0 ? seeds : n) * double(n) * double(k) <= kExactBudget;
 }
 
 /// Options::kernel = VonMisesFisher takes unit vectors and one isotropic bandwidth h (κ = 1/h²):
@@ -91,8 +89,8 @@ void check_vmf_input(const Options& o, const float* data, Index n, int k)
         const double norm = std::sqrt(s);
         if (!(std::abs(norm - 1.0) <= 1e-3)) {
             std::ostringstream msg;
-            msg << "kernel 'vmf' (Options::kernel) takes unit vectors (|x| = 1 within 1e-3): row " << i
-                << " has norm " << norm;
+            msg << "kernel 'vmf' (Options::kernel) takes unit vectors (|x| = 1 within 1e-3): row " << i << " has norm "
+                << norm;
             throw InvalidArgument(msg.str());
         }
     }
@@ -129,7 +127,8 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     if (seeds && m < 1) throw InvalidArgument("seeds: need at least one seed point (m = 0)");
     if (requested.blurring) return detail::run_blurring(pending, binding, data, n, k, requested, weights, seeds);
     // Options::max_memory: the estimate comes before prepare() allocates anything.
-    if (n > 0 && k > 0) detail::check_memory(n, k, requested, seeds ? m : 0, weights != nullptr);  // else prepare() says why
+    if (n > 0 && k > 0)
+        detail::check_memory(n, k, requested, seeds ? m : 0, weights != nullptr);  // else prepare() says why
     // (the caller's options, as estimate_memory() sees them)
 
     Result r;
@@ -233,8 +232,9 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
         order = own_pixels ? detail::lattice_order(options.lattice->height, options.lattice->width)
                 // Per-point H_i on a grid: the grid's cells too (the range kernels' boxes span the
                 // grid dims only; a 3-D Morton order scaled per dim also cuts a forest's height).
-                : lattice || (D->grid && D->model == KernelModel::PerPoint) ? detail::cell_order(*D->grid, Y0.data(), m, k)
-                           : detail::morton_order(Y0);
+                : lattice || (D->grid && D->model == KernelModel::PerPoint)
+                    ? detail::cell_order(*D->grid, Y0.data(), m, k)
+                    : detail::morton_order(Y0);
     }
     if (any_order) {
         r.timing.seconds_order = seconds_since(t_order);
@@ -285,7 +285,8 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
             last[q] = report.status[j];
         }
         // Candidate pairs the backend visited (a neighbour grid visits fewer than a × n).
-        r.timing.pair_interactions += report.pairs >= 0 ? report.pairs : static_cast<double>(a) * static_cast<double>(nd);
+        r.timing.pair_interactions +=
+            report.pairs >= 0 ? report.pairs : static_cast<double>(a) * static_cast<double>(nd);
         ++it;
         if (options.progress && !options.progress(it, binding->active_count(), m))
             throw Error("cancelled by the progress callback");
@@ -316,7 +317,8 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     // GroupingMethod::ScikitLearn ranks and labels over the caller's data: labels of the points.
     const bool sklearn = options.grouping == GroupingMethod::ScikitLearn;
     Grouping g = sklearn ? detail::group_like_sklearn(Y, seed_none, prep, data, n, options.merge_eps)
-                 : group ? group_modes(Y, options.merge_eps, options.grouping) : Grouping{{}, MatrixD(0, k), {}};
+                 : group ? group_modes(Y, options.merge_eps, options.grouping)
+                         : Grouping{{}, MatrixD(0, k), {}};
     r.timing.seconds_grouping = seconds_since(t_group);
     const auto t_label = Clock::now();
     if (plan.point_seed.empty() || sklearn) {
@@ -330,10 +332,11 @@ Result run(detail::PendingBackend& pending, std::unique_ptr<Binding>& binding, c
     } else {
         detail::SeedAscents a{Y, std::move(seed_iterations), std::move(seed_converged), std::move(seed_none)};
         const Grouping gr = detail::refine_boundaries(plan, *D, caller_points.rows() ? &caller_points : nullptr,
-                                                                 *binding, g, a, options, r.timing, r.seeding);
+                                                      *binding, g, a, options, r.timing, r.seeding);
         detail::label_points_by_seed(r, prep, gr, a, plan.point_seed);
     }
-    for (bool none : r.no_support) if (none) ++r.modes_without_support;
+    for (bool none : r.no_support)
+        if (none) ++r.modes_without_support;
     r.timing.seconds_label = seconds_since(t_label);
     r.timing.seconds_group = seconds_since(t_group);
     r.timing.seconds_total = seconds_since(t_start);
@@ -382,7 +385,10 @@ Clusterer::~Clusterer() = default;
 Clusterer::Clusterer(Clusterer&&) noexcept = default;
 Clusterer& Clusterer::operator=(Clusterer&&) noexcept = default;
 
-Backend& Clusterer::backend() { return backend_->get(); }
+Backend& Clusterer::backend()
+{
+    return backend_->get();
+}
 
 Binding& Clusterer::binding()
 {
@@ -395,7 +401,8 @@ Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const Eigen::Ref<co
     return fit(data, nullptr, seeds);
 }
 
-Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const float* weights, const Eigen::Ref<const MatrixF>* seeds)
+Result Clusterer::fit(const Eigen::Ref<const MatrixF>& data, const float* weights,
+                      const Eigen::Ref<const MatrixF>* seeds)
 {
     // Eigen::Ref of a row-major matrix may still carry an outer stride: copy to dense then.
     const Index n = data.rows();

@@ -24,11 +24,17 @@ namespace {
 
 using detail::ModeGrid;
 
-double dist2(const MatrixD& p, Index a, Index b) { return (p.row(a) - p.row(b)).squaredNorm(); }
+double dist2(const MatrixD& p, Index a, Index b)
+{
+    return (p.row(a) - p.row(b)).squaredNorm();
+}
 
 /// Modes per block: enough rows to share among the threads, few enough that the in-order pass
 /// over a block's undecided modes (≤ block² / 2 tests) stays small beside the parallel pass.
-Index block_rows() { return std::max<Index>(1024, Index{64} * detail::host_threads()); }
+Index block_rows()
+{
+    return std::max<Index>(1024, Index{64} * detail::host_threads());
+}
 
 /// Rows whose distance to `rows` is tested per GEMM tile (a tile is rows × kTile doubles per thread).
 constexpr Index kChunk = 32;
@@ -46,8 +52,8 @@ void first_within(const MatrixD& modes, const VectorD& norm, Index s, Index e, c
     using Map = Eigen::Map<const MatrixD>;
     const Index chunks = (e - s + kChunk - 1) / kChunk;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 1) num_threads(detail::host_threads()) \
-    if ((e - s) * count * k >= detail::kParallelMinValues)
+#pragma omp parallel for schedule(dynamic, 1)                                                                          \
+    num_threads(detail::host_threads()) if ((e - s) * count * k >= detail::kParallelMinValues)
 #endif
     for (Index ch = 0; ch < chunks; ++ch) {
         const Index a = s + ch * kChunk, b = std::min(e, a + kChunk), rows = b - a;
@@ -82,7 +88,8 @@ Grouping finish(const MatrixD& modes, std::vector<int> raw, int groups)
     for (int g : raw) ++size[std::size_t(g)];
     std::vector<int> order(static_cast<std::size_t>(groups));
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return size[std::size_t(a)] > size[std::size_t(b)]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return size[std::size_t(a)] > size[std::size_t(b)]; });
     std::vector<int> rank(static_cast<std::size_t>(groups));
     for (int r = 0; r < groups; ++r) rank[std::size_t(order[std::size_t(r)])] = r;
 
@@ -104,9 +111,9 @@ Grouping finish(const MatrixD& modes, std::vector<int> raw, int groups)
 
 /// The groups' representatives (first modes), kept contiguous for the GEMM tiles.
 struct Representatives {
-    std::vector<Index> mode;    ///< mode index of each group's representative
-    std::vector<double> rows;   ///< count × k, row-major
-    std::vector<double> norm;   ///< squared norms
+    std::vector<Index> mode;  ///< mode index of each group's representative
+    std::vector<double> rows;  ///< count × k, row-major
+    std::vector<double> norm;  ///< squared norms
     void add(const MatrixD& modes, Index i)
     {
         mode.push_back(i);
@@ -215,8 +222,8 @@ Grouping components(const MatrixD& modes, double delta)
             for (Index j = 0; j < s; ++j) root[std::size_t(j)] = find_root(parent, j);
             for (Index j = s; j < e; ++j) root[std::size_t(j)] = j;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(dynamic, 16) num_threads(detail::host_threads()) \
-    if ((e - s) * e * modes.cols() >= detail::kParallelMinValues)
+#pragma omp parallel for schedule(dynamic, 16)                                                                         \
+    num_threads(detail::host_threads()) if ((e - s) * e * modes.cols() >= detail::kParallelMinValues)
 #endif
             for (Index i = s; i < e; ++i) {
                 auto& l = links[std::size_t(i - s)];

@@ -21,10 +21,14 @@ struct Cloud {
     std::size_t kdtree_get_point_count() const { return std::size_t(data.rows()); }
     double kdtree_get_pt(std::size_t i, std::size_t d) const { return data(Index(i), Index(d)); }
     template <class Box>
-    bool kdtree_get_bbox(Box&) const { return false; }
+    bool kdtree_get_bbox(Box&) const
+    {
+        return false;
+    }
 };
 
-using KdIndex = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
+using KdIndex =
+    nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Cloud>, Cloud, -1, std::size_t>;
 
 }  // namespace
 

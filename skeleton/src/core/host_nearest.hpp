@@ -34,9 +34,9 @@ private:
     struct Tree;
     const MatrixF& points_;
     std::unique_ptr<Tree> tree_;  // null: brute force
-    Eigen::RowVectorXd centre_;   // brute force: the points' mean,
-    MatrixF centred_;             // the points minus it (n × k, float32: the screening GEMM),
-    VectorF norms_;               // and their squared norms (n)
+    Eigen::RowVectorXd centre_;  // brute force: the points' mean,
+    MatrixF centred_;  // the points minus it (n × k, float32: the screening GEMM),
+    VectorF norms_;  // and their squared norms (n)
 };
 
 /// The checks every Backend::nearest_distances makes: finite data, matching k, n, m >= 1,

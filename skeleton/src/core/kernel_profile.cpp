@@ -10,8 +10,8 @@ namespace meanshift {
 
 const std::vector<KernelProfile>& kernel_profiles()
 {
-    static const std::vector<KernelProfile> all{KernelProfile::Gaussian, KernelProfile::Flat,
-                                                KernelProfile::Epanechnikov, KernelProfile::Biweight,
+    static const std::vector<KernelProfile> all{KernelProfile::Gaussian,       KernelProfile::Flat,
+                                                KernelProfile::Epanechnikov,   KernelProfile::Biweight,
                                                 KernelProfile::VonMisesFisher, KernelProfile::Triweight};
     return all;
 }

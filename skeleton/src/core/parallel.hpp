@@ -18,11 +18,11 @@
 #define MS_PRAGMA(x) _Pragma(#x)
 #if defined(_OPENMP)
 /// `for` loop over independent iterations, parallel when `values` ≥ kParallelMinValues.
-#define MS_PARALLEL_FOR(values)                                                                            \
+#define MS_PARALLEL_FOR(values)                                                                                        \
     MS_PRAGMA(omp parallel for schedule(static) num_threads(::meanshift::detail::host_threads())          \
                   if ((values) >= ::meanshift::detail::kParallelMinValues))
 /// The same, or-reducing the bool `flag` over the iterations.
-#define MS_PARALLEL_FOR_OR(values, flag)                                                                   \
+#define MS_PARALLEL_FOR_OR(values, flag)                                                                               \
     MS_PRAGMA(omp parallel for schedule(static) reduction(|| : flag)                                        \
                   num_threads(::meanshift::detail::host_threads())                                          \
                   if ((values) >= ::meanshift::detail::kParallelMinValues))

@@ -121,10 +121,14 @@ std::string bytes_text(double b)
 {
     std::ostringstream s;
     s.precision(3);
-    if (b >= 1e9) s << b / 1e9 << " GB";
-    else if (b >= 1e6) s << b / 1e6 << " MB";
-    else if (b >= 1e3) s << b / 1e3 << " kB";
-    else s << b << " bytes";
+    if (b >= 1e9)
+        s << b / 1e9 << " GB";
+    else if (b >= 1e6)
+        s << b / 1e6 << " MB";
+    else if (b >= 1e3)
+        s << b / 1e3 << " kB";
+    else
+        s << b << " bytes";
     return s.str();
 }
 
@@ -173,8 +177,9 @@ bool check_weights(const float* weights, Index n)
     // the first one.
     bool bad = false, any = false;
 #if defined(_OPENMP)
-#pragma omp parallel for schedule(static) reduction(|| : bad, any) num_threads(host_threads()) \
-    if (n >= kParallelMinValues)
+#pragma omp parallel for schedule(static) reduction(||                                                                 \
+                                                    : bad, any)                                                        \
+    num_threads(host_threads()) if (n >= kParallelMinValues)
 #endif
     for (Index i = 0; i < n; ++i) {
         bad = bad || !(weights[i] >= 0 && weights[i] <= std::numeric_limits<float>::max());
@@ -206,16 +211,16 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
 
     const auto& params = bw.parameters();
     if (bw.kind() == BandwidthKind::Diagonal && static_cast<int>(params.size()) != k)
-        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) + " diagonal bandwidths given for k = " +
-                              std::to_string(k) + " dimensions");
+        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) +
+                              " diagonal bandwidths given for k = " + std::to_string(k) + " dimensions");
     if (bw.kind() == BandwidthKind::ExponentialLast && static_cast<int>(params.size()) != k)
-        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) + " Sec. IV sigmas given for k = " +
-                              std::to_string(k) + " dimensions");
+        throw InvalidArgument("bandwidth: " + std::to_string(params.size()) +
+                              " Sec. IV sigmas given for k = " + std::to_string(k) + " dimensions");
     if (bw.kind() == BandwidthKind::PerPoint &&
         (bw.per_point_values().rows() != n || bw.per_point_values().cols() != k))
         throw InvalidArgument("bandwidth: per-point bandwidths are " + std::to_string(bw.per_point_values().rows()) +
-                              " x " + std::to_string(bw.per_point_values().cols()) + ", data are " +
-                              std::to_string(n) + " x " + std::to_string(k));
+                              " x " + std::to_string(bw.per_point_values().cols()) + ", data are " + std::to_string(n) +
+                              " x " + std::to_string(k));
 
     Prepared p;
     const std::size_t ku = static_cast<std::size_t>(k);
@@ -247,7 +252,8 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
         MatrixD prec(n, k);
         double* P = prec.data();
         per_point_variances(bw, data, n, k, [P, ku](Index i, const double* var) {
-            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) P[j] = std::log(1.0 / var[d]);
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j)
+                P[j] = std::log(1.0 / var[d]);
         });
         std::vector<double> log_sum(P, P + ku);
         for (Index i = 1; i < n; ++i)
@@ -260,7 +266,8 @@ Prepared prepare(const float* data, Index n, int k, const Bandwidth& bw, const f
         }
         const double* s2 = scale2.data();
         per_point_variances(bw, data, n, k, [P, ku, s2](Index i, const double* var) {
-            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j) P[j] = (1.0 / var[d]) / s2[d];
+            for (std::size_t d = 0, j = static_cast<std::size_t>(i) * ku; d < ku; ++d, ++j)
+                P[j] = (1.0 / var[d]) / s2[d];
         });
         D.precision = std::move(prec);
     }

@@ -15,7 +15,7 @@ namespace meanshift::detail {
 struct Prepared {
     PreparedData data;
     VectorD centre;  ///< k: subtracted from every coordinate (bounding-box centre of the data)
-    VectorD scale;   ///< k: prepared = (x - centre) * scale
+    VectorD scale;  ///< k: prepared = (x - centre) * scale
     /// Prepared units are whitened: for a shared H by 1/h_d, for per-point H_i by the geometric mean
     /// of sqrt(1/H_i,dd) over the points. Euclidean distance in prepared units is therefore the
     /// Mahalanobis distance in bandwidth units (exact for a shared H, the typical bandwidth otherwise).

@@ -22,7 +22,10 @@ struct Rows {
     std::size_t kdtree_get_point_count() const { return std::size_t(m.rows()); }
     double kdtree_get_pt(std::size_t i, std::size_t d) const { return m(Index(i), Index(d)); }
     template <class Box>
-    bool kdtree_get_bbox(Box&) const { return false; }
+    bool kdtree_get_bbox(Box&) const
+    {
+        return false;
+    }
 };
 using Tree = nanoflann::KDTreeSingleIndexAdaptor<nanoflann::L2_Simple_Adaptor<double, Rows>, Rows, -1, std::size_t>;
 
@@ -34,7 +37,9 @@ struct CountWithin {
     double above;
     Index count = 0;
     explicit CountWithin(double radius2)
-        : r2(radius2), above(std::nextafter(radius2, std::numeric_limits<double>::infinity())) {}
+        : r2(radius2), above(std::nextafter(radius2, std::numeric_limits<double>::infinity()))
+    {
+    }
     void init() {}
     void clear() { count = 0; }
     std::size_t size() const { return std::size_t(count); }
@@ -112,7 +117,8 @@ Grouping group_like_sklearn(const MatrixD& modes, const std::vector<bool>& no_su
             if (modes(a, d) != modes(b, d)) return modes(a, d) > modes(b, d);
         return false;
     };
-    std::sort(order.begin(), order.end(), [&](Index a, Index b) { return lex_greater(a, b) || (!lex_greater(b, a) && a < b); });
+    std::sort(order.begin(), order.end(),
+              [&](Index a, Index b) { return lex_greater(a, b) || (!lex_greater(b, a) && a < b); });
     std::vector<Index> distinct;  // first index of each run of equal modes, lexicographically descending
     for (std::size_t r = 0; r < order.size(); ++r)
         if (r == 0 || lex_greater(order[r - 1], order[r])) distinct.push_back(order[r]);

@@ -74,25 +74,49 @@ void check_thread_count(const std::string& who, const std::string& option, long 
 
 std::vector<std::string> BackendOptions::keys()
 {
-    return {"preload",           "preload_size",         "threads",         "devices",           "device",
-            "pair_form",         "calibration",       "calibration_file",  "openmp.isa",        "cuda.modes_per_pu",    "cuda.kernel_variant", "cuda.max_queries", "cuda.max_points", "cuda.wgmma",
-            "opencl.modes_per_pu", "opencl.exponent",    "opencl.segments", "opencl.nv_ex2",     "opencl.build_options",
-            "opencl.gemm_modes", "opencl.gemm_points", "opencl.gemm_dim_chunk", "opencl.gemm_min_k", "opencl.gemm_wide_min_k"};
+    return {"preload",
+            "preload_size",
+            "threads",
+            "devices",
+            "device",
+            "pair_form",
+            "calibration",
+            "calibration_file",
+            "openmp.isa",
+            "cuda.modes_per_pu",
+            "cuda.kernel_variant",
+            "cuda.max_queries",
+            "cuda.max_points",
+            "cuda.wgmma",
+            "opencl.modes_per_pu",
+            "opencl.exponent",
+            "opencl.segments",
+            "opencl.nv_ex2",
+            "opencl.build_options",
+            "opencl.gemm_modes",
+            "opencl.gemm_points",
+            "opencl.gemm_dim_chunk",
+            "opencl.gemm_min_k",
+            "opencl.gemm_wide_min_k"};
 }
 
 void BackendOptions::set(const std::string& key, const std::string& v)
 {
     if (key == "preload")
-        preload = parse_choice<Preload>(key, v, {{"auto", Preload::Auto}, {"on", Preload::On}, {"off", Preload::Off},
-                                                 {"1", Preload::On}, {"0", Preload::Off}});
+        preload = parse_choice<Preload>(key, v,
+                                        {{"auto", Preload::Auto},
+                                         {"on", Preload::On},
+                                         {"off", Preload::Off},
+                                         {"1", Preload::On},
+                                         {"0", Preload::Off}});
     else if (key == "preload_size")
         preload_size = static_cast<int>(parse_int(key, v, 0, 1 << 20));
     else if (key == "pair_form")
-        pair_form = parse_choice<PairForm>(key, v, {{"auto", PairForm::Auto}, {"direct", PairForm::Direct},
-                                                    {"gemm", PairForm::Gemm}});
+        pair_form = parse_choice<PairForm>(
+            key, v, {{"auto", PairForm::Auto}, {"direct", PairForm::Direct}, {"gemm", PairForm::Gemm}});
     else if (key == "calibration")
-        calibration = parse_choice<Calibration>(key, v, {{"auto", Calibration::Auto}, {"off", Calibration::Off},
-                                                         {"rerun", Calibration::Rerun}});
+        calibration = parse_choice<Calibration>(
+            key, v, {{"auto", Calibration::Auto}, {"off", Calibration::Off}, {"rerun", Calibration::Rerun}});
     else if (key == "calibration_file")
         calibration_file = v;
     else if (key == "threads")
@@ -110,10 +134,11 @@ void BackendOptions::set(const std::string& key, const std::string& v)
     } else if (key == "device")
         device_spec = v;
     else if (key == "openmp.isa")
-        openmp.isa = parse_choice<std::string>(key, v, {{"auto", "auto"}, {"amx", "amx"}, {"avx512", "avx512"}, {"avx2", "avx2"},
-                                                        {"generic", "generic"}});
+        openmp.isa = parse_choice<std::string>(
+            key, v, {{"auto", "auto"}, {"amx", "amx"}, {"avx512", "avx512"}, {"avx2", "avx2"}, {"generic", "generic"}});
     else if (key == "cuda.modes_per_pu")
-        cuda.modes_per_pu = static_cast<int>(parse_choice<long long>(key, v, {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}}));
+        cuda.modes_per_pu =
+            static_cast<int>(parse_choice<long long>(key, v, {{"0", 0}, {"1", 1}, {"2", 2}, {"4", 4}, {"8", 8}}));
     else if (key == "cuda.kernel_variant")
         cuda.kernel_variant = static_cast<int>(parse_int(key, v, 0, 3));
     else if (key == "cuda.max_queries")
@@ -125,8 +150,8 @@ void BackendOptions::set(const std::string& key, const std::string& v)
     else if (key == "opencl.modes_per_pu")
         opencl.modes_per_pu = static_cast<int>(parse_int(key, v, 0, 16));
     else if (key == "opencl.exponent")
-        opencl.exponent = parse_choice<ExponentForm>(key, v, {{"expanded", ExponentForm::Expanded},
-                                                              {"direct", ExponentForm::Direct}});
+        opencl.exponent = parse_choice<ExponentForm>(
+            key, v, {{"expanded", ExponentForm::Expanded}, {"direct", ExponentForm::Direct}});
     else if (key == "opencl.segments")
         opencl.segments = static_cast<int>(parse_int(key, v, 0, kIntMax));
     else if (key == "opencl.nv_ex2")

@@ -34,7 +34,7 @@ struct KeyHash {
 
 struct Cell {
     long long count = 0;
-    double weight = 0;        ///< Σ sample weights (the count without them)
+    double weight = 0;  ///< Σ sample weights (the count without them)
     std::vector<double> sum;  ///< Σ weight · prepared coordinates
 };
 
@@ -122,11 +122,11 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     std::vector<double> weights_in(rank == 0 ? static_cast<std::size_t>(total) : 0);
     {
         const RowType key_row(k, MPI_INT64_T), sum_row(k, MPI_DOUBLE);
-        check_mpi(MPI_Gatherv(keys_out.data(), nb, key_row.type, keys_in.data(), nbs.data(), displs.data(), key_row.type,
-                              0, comm),
+        check_mpi(MPI_Gatherv(keys_out.data(), nb, key_row.type, keys_in.data(), nbs.data(), displs.data(),
+                              key_row.type, 0, comm),
                   "MPI_Gatherv (bin keys)");
-        check_mpi(MPI_Gatherv(sums_out.data(), nb, sum_row.type, sums_in.data(), nbs.data(), displs.data(), sum_row.type,
-                              0, comm),
+        check_mpi(MPI_Gatherv(sums_out.data(), nb, sum_row.type, sums_in.data(), nbs.data(), displs.data(),
+                              sum_row.type, 0, comm),
                   "MPI_Gatherv (bin sums)");
         check_mpi(MPI_Gatherv(counts_out.data(), nb, MPI_LONG_LONG, counts_in.data(), nbs.data(), displs.data(),
                               MPI_LONG_LONG, 0, comm),
@@ -172,14 +172,15 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
             }
             for (Index q = 0; q < S; ++q)
                 for (int d = 0; d < k; ++d)
-                    seeds_flat.push_back(static_cast<float>(seeds(q, d) / scale[std::size_t(d)] + centre[std::size_t(d)]));
+                    seeds_flat.push_back(
+                        static_cast<float>(seeds(q, d) / scale[std::size_t(d)] + centre[std::size_t(d)]));
         }
     }
     agree(comm, attempt([&] {
-        if (rank == 0 && S == 0)
-            throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
-                                  ": no bin holds that many points (no seeds)");
-    }));
+              if (rank == 0 && S == 0)
+                  throw InvalidArgument("min_bin_count = " + std::to_string(options.min_bin_count) +
+                                        ": no bin holds that many points (no seeds)");
+          }));
 
     // 3. Every rank gets the bin table (to label its points) and the seeds.
     long long dims[2] = {static_cast<long long>(b.count.size()), S};
@@ -191,11 +192,14 @@ BinSeeds plan_bin_seeds(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, c
     seeds_flat.resize(static_cast<std::size_t>(dims[1]) * K);
     static_assert(sizeof(Index) == sizeof(long long), "Index is a 64-bit integer");
     check_mpi(MPI_Bcast(b.keys.data(), static_cast<int>(b.keys.size()), MPI_INT64_T, 0, comm), "MPI_Bcast (bin keys)");
-    check_mpi(MPI_Bcast(b.count.data(), static_cast<int>(b.count.size()), MPI_LONG_LONG, 0, comm), "MPI_Bcast (bin sizes)");
-    check_mpi(MPI_Bcast(b.weight.data(), static_cast<int>(b.weight.size()), MPI_DOUBLE, 0, comm), "MPI_Bcast (bin weights)");
+    check_mpi(MPI_Bcast(b.count.data(), static_cast<int>(b.count.size()), MPI_LONG_LONG, 0, comm),
+              "MPI_Bcast (bin sizes)");
+    check_mpi(MPI_Bcast(b.weight.data(), static_cast<int>(b.weight.size()), MPI_DOUBLE, 0, comm),
+              "MPI_Bcast (bin weights)");
     check_mpi(MPI_Bcast(b.seed_of_bin.data(), static_cast<int>(b.seed_of_bin.size()), MPI_LONG_LONG, 0, comm),
               "MPI_Bcast (seed of each bin)");
-    check_mpi(MPI_Bcast(seeds_flat.data(), static_cast<int>(seeds_flat.size()), MPI_FLOAT, 0, comm), "MPI_Bcast (seeds)");
+    check_mpi(MPI_Bcast(seeds_flat.data(), static_cast<int>(seeds_flat.size()), MPI_FLOAT, 0, comm),
+              "MPI_Bcast (seeds)");
     b.seeds = Eigen::Map<const MatrixF>(seeds_flat.data(), static_cast<Index>(dims[1]), k);
     return b;
 }

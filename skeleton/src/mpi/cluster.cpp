@@ -77,10 +77,20 @@ std::string signature_field(std::size_t i, std::size_t nparams)
 {
     if (i < 3) return kSignatureNames[i];
     if (i < 3 + nparams) return "bandwidth";
-    static const char* const rest[] = {"max_iterations", "tolerance", "fixed_iterations", "fixed_iterations",
-                                       "grouping",       "merge_eps", "cutoff",           "exact",
-                                       "search",         "seeding",        "bin_size",
-                                       "min_bin_count",  "refine_boundaries", "strategy",
+    static const char* const rest[] = {"max_iterations",
+                                       "tolerance",
+                                       "fixed_iterations",
+                                       "fixed_iterations",
+                                       "grouping",
+                                       "merge_eps",
+                                       "cutoff",
+                                       "exact",
+                                       "search",
+                                       "seeding",
+                                       "bin_size",
+                                       "min_bin_count",
+                                       "refine_boundaries",
+                                       "strategy",
                                        "sample weights (given or not)"};
     const std::size_t j = i - 3 - nparams;
     return j < sizeof(rest) / sizeof(rest[0]) ? rest[j] : "options";
@@ -157,26 +167,28 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     // 1. Options: local validity, then the same on every rank (rank 0's signature broadcast).
     auto t = Clock::now();
     agree(comm, attempt([&] {
-        if (k < 1) throw InvalidArgument("the points must have at least one column, got " + std::to_string(k));
-        if (options.bin_data && !options.exact)
-            throw InvalidArgument("Options::bin_data is not distributed; bin seeding (Options::seeding = Bins) is");
-        if (options.bandwidth.kind() == BandwidthKind::PerPoint &&
-            (options.bandwidth.per_point_values().rows() != n_local || options.bandwidth.per_point_values().cols() != k))
-            throw InvalidArgument("per-point bandwidths: each rank passes one row per local point, " +
-                                  std::to_string(n_local) + " x " + std::to_string(k) + " here, got " +
-                                  std::to_string(options.bandwidth.per_point_values().rows()) + " x " +
-                                  std::to_string(options.bandwidth.per_point_values().cols()));
-        for (Index i = 0; i < n_local; ++i)
-            for (int d = 0; d < k; ++d)
-                if (!std::isfinite(local_points(i, d)))
-                    throw InvalidArgument("local point " + std::to_string(i) + " has a non-finite coordinate " +
-                                          std::to_string(local_points(i, d)));
-        if (local_weights)
-            for (Index i = 0; i < n_local; ++i)
-                if (!std::isfinite(local_weights[i]) || local_weights[i] < 0)
-                    throw InvalidArgument("local weight " + std::to_string(i) + " is " +
-                                          std::to_string(local_weights[i]) + ": weights must be finite and >= 0");
-    }));
+              if (k < 1) throw InvalidArgument("the points must have at least one column, got " + std::to_string(k));
+              if (options.bin_data && !options.exact)
+                  throw InvalidArgument(
+                      "Options::bin_data is not distributed; bin seeding (Options::seeding = Bins) is");
+              if (options.bandwidth.kind() == BandwidthKind::PerPoint &&
+                  (options.bandwidth.per_point_values().rows() != n_local ||
+                   options.bandwidth.per_point_values().cols() != k))
+                  throw InvalidArgument("per-point bandwidths: each rank passes one row per local point, " +
+                                        std::to_string(n_local) + " x " + std::to_string(k) + " here, got " +
+                                        std::to_string(options.bandwidth.per_point_values().rows()) + " x " +
+                                        std::to_string(options.bandwidth.per_point_values().cols()));
+              for (Index i = 0; i < n_local; ++i)
+                  for (int d = 0; d < k; ++d)
+                      if (!std::isfinite(local_points(i, d)))
+                          throw InvalidArgument("local point " + std::to_string(i) + " has a non-finite coordinate " +
+                                                std::to_string(local_points(i, d)));
+              if (local_weights)
+                  for (Index i = 0; i < n_local; ++i)
+                      if (!std::isfinite(local_weights[i]) || local_weights[i] < 0)
+                          throw InvalidArgument("local weight " + std::to_string(i) + " is " +
+                                                std::to_string(local_weights[i]) + ": weights must be finite and >= 0");
+          }));
     {
         std::vector<double> mine = signature(k, options, strategy);
         mine.push_back(local_weights ? 1 : 0);
@@ -186,18 +198,18 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         if (rank == 0) root = mine;
         check_mpi(MPI_Bcast(root.data(), static_cast<int>(len), MPI_DOUBLE, 0, comm), "MPI_Bcast (options)");
         agree(comm, attempt([&] {
-            const std::size_t np = options.bandwidth.parameters().size();
-            for (std::size_t i = 0; i < std::max(mine.size(), root.size()); ++i) {
-                const bool same = i < mine.size() && i < root.size() &&
-                                  std::memcmp(&mine[i], &root[i], sizeof(double)) == 0;
-                if (!same)
-                    throw InvalidArgument("options differ from rank 0's: " + signature_field(i, np) +
-                                          (i < mine.size() && i < root.size()
-                                               ? " (" + std::to_string(mine[i]) + " here, " +
-                                                     std::to_string(root[i]) + " on rank 0)"
-                                               : std::string()));
-            }
-        }));
+                  const std::size_t np = options.bandwidth.parameters().size();
+                  for (std::size_t i = 0; i < std::max(mine.size(), root.size()); ++i) {
+                      const bool same =
+                          i < mine.size() && i < root.size() && std::memcmp(&mine[i], &root[i], sizeof(double)) == 0;
+                      if (!same)
+                          throw InvalidArgument("options differ from rank 0's: " + signature_field(i, np) +
+                                                (i < mine.size() && i < root.size()
+                                                     ? " (" + std::to_string(mine[i]) + " here, " +
+                                                           std::to_string(root[i]) + " on rank 0)"
+                                                     : std::string()));
+                  }
+              }));
     }
     // One device and a share of the cores per rank on a shared node, where the caller left them open.
     Options run_options = options;
@@ -218,19 +230,21 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     long long total = 0;
     for (int r = 0; r < size; ++r) {
         displs[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(total, INT_MAX));
-        counts[static_cast<std::size_t>(r)] = static_cast<int>(std::min<long long>(counts64[static_cast<std::size_t>(r)], INT_MAX));
+        counts[static_cast<std::size_t>(r)] =
+            static_cast<int>(std::min<long long>(counts64[static_cast<std::size_t>(r)], INT_MAX));
         first_rows[static_cast<std::size_t>(r)] = total;
         total += counts64[static_cast<std::size_t>(r)];
     }
     first_rows[static_cast<std::size_t>(size)] = total;
     const bool truncated = !options.exact && std::isfinite(options.cutoff);
     agree(comm, attempt([&] {
-        if (total < 1) throw InvalidArgument("no points on any rank");
-        if (total > INT_MAX) throw InvalidArgument("more than 2^31 - 1 points in all: not supported yet");
-        if (strategy == Strategy::DomainDecomposition && !truncated)
-            throw InvalidArgument("the domain decomposition needs the truncated kernel (a finite Options::cutoff, "
-                                  "not exact): with the exact kernel every point reaches every mode");
-    }));
+              if (total < 1) throw InvalidArgument("no points on any rank");
+              if (total > INT_MAX) throw InvalidArgument("more than 2^31 - 1 points in all: not supported yet");
+              if (strategy == Strategy::DomainDecomposition && !truncated)
+                  throw InvalidArgument(
+                      "the domain decomposition needs the truncated kernel (a finite Options::cutoff, "
+                      "not exact): with the exact kernel every point reaches every mode");
+          }));
     out.global_points = total;
     out.first_row = displs[static_cast<std::size_t>(rank)];
     std::vector<double> lo(static_cast<std::size_t>(k), std::numeric_limits<double>::infinity()),
@@ -250,22 +264,24 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         std::vector<double> log_precision(static_cast<std::size_t>(k), 0), var(static_cast<std::size_t>(k)),
             x(static_cast<std::size_t>(k));
         agree(comm, attempt([&] {
-            for (Index i = 0; i < n_local; ++i) {
-                for (int d = 0; d < k; ++d) x[std::size_t(d)] = local_points(i, d);
-                options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());  // throws for a singular H_i
-                for (int d = 0; d < k; ++d) {
-                    log_precision[std::size_t(d)] -= std::log(var[std::size_t(d)]);
-                    reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
-                }
-            }
-        }));
-        check_mpi(MPI_Allreduce(MPI_IN_PLACE, log_precision.data(), k, MPI_DOUBLE, MPI_SUM, comm), "MPI_Allreduce (precisions)");
+                  for (Index i = 0; i < n_local; ++i) {
+                      for (int d = 0; d < k; ++d) x[std::size_t(d)] = local_points(i, d);
+                      options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());  // throws for a singular H_i
+                      for (int d = 0; d < k; ++d) {
+                          log_precision[std::size_t(d)] -= std::log(var[std::size_t(d)]);
+                          reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
+                      }
+                  }
+              }));
+        check_mpi(MPI_Allreduce(MPI_IN_PLACE, log_precision.data(), k, MPI_DOUBLE, MPI_SUM, comm),
+                  "MPI_Allreduce (precisions)");
         check_mpi(MPI_Allreduce(MPI_IN_PLACE, reach.data(), k, MPI_DOUBLE, MPI_MAX, comm), "MPI_Allreduce (reach)");
         const std::vector<double>& p = options.bandwidth.parameters();
         for (int d = 0; d < k; ++d)
-            scale[std::size_t(d)] = options.bandwidth.shared()
-                                        ? 1.0 / (p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)])
-                                        : std::sqrt(std::exp(log_precision[std::size_t(d)] / static_cast<double>(total)));
+            scale[std::size_t(d)] =
+                options.bandwidth.shared()
+                    ? 1.0 / (p.size() == 1 ? p[0] : p[static_cast<std::size_t>(d)])
+                    : std::sqrt(std::exp(log_precision[std::size_t(d)] / static_cast<double>(total)));
     }
     detail::Slabs slabs;
     Strategy chosen = Strategy::ReplicatedPoints;
@@ -273,17 +289,18 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     // Sec. IV's exponential-last model moves H_i with the coordinates: no fixed halo bounds it.
     const bool decomposable = options.bandwidth.kind() != BandwidthKind::ExponentialLast;
     agree(comm, attempt([&] {
-        if (strategy == Strategy::DomainDecomposition && !decomposable)
-            throw InvalidArgument("the domain decomposition does not take the exponential-last bandwidth model "
-                                  "(H_i depends on the mode's coordinates); use the replicated strategy");
-        if (strategy == Strategy::Ring && !decomposable)
-            throw InvalidArgument("the ring strategy does not take the exponential-last bandwidth model (H_i depends "
-                                  "on the mode's coordinates); use the replicated strategy");
-    }));
+              if (strategy == Strategy::DomainDecomposition && !decomposable)
+                  throw InvalidArgument("the domain decomposition does not take the exponential-last bandwidth model "
+                                        "(H_i depends on the mode's coordinates); use the replicated strategy");
+              if (strategy == Strategy::Ring && !decomposable)
+                  throw InvalidArgument(
+                      "the ring strategy does not take the exponential-last bandwidth model (H_i depends "
+                      "on the mode's coordinates); use the replicated strategy");
+          }));
     if (strategy == Strategy::Ring) {
         chosen = Strategy::Ring;
     } else if (truncated && decomposable && strategy != Strategy::ReplicatedPoints &&
-        (size > 1 || strategy == Strategy::DomainDecomposition)) {
+               (size > 1 || strategy == Strategy::DomainDecomposition)) {
         slabs = detail::plan_slabs(comm, local_points, reach, lo, hi, options.cutoff);
         if (strategy == Strategy::DomainDecomposition || slabs.largest_share <= kDomainMaxShare)
             chosen = Strategy::DomainDecomposition;
@@ -302,16 +319,15 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     double extent = 0;  // the largest |prepared coordinate|
     for (int d = 0; d < k; ++d)
         extent = std::max(extent, 0.5 * (hi[std::size_t(d)] - lo[std::size_t(d)]) * scale[std::size_t(d)]);
-    auto bins_fit = [&](double side) {
-        return side > 0 && extent / side < 0.5 * ::meanshift::detail::kMaxBinCell;
-    };
+    auto bins_fit = [&](double side) { return side > 0 && extent / side < 0.5 * ::meanshift::detail::kMaxBinCell; };
     const double finest = options.refine_boundaries ? options.bin_size / 4 : options.bin_size;
     const bool wants_bins = !options.exact && options.seeding == Seeding::Bins;
     const bool seeded = wants_bins && bins_fit(finest);
     // Prepared units of one process, (x − mid) · scale (prepare.cpp), for the grouping and the bins.
     auto prepared = [&](const MatrixF& y) {
         MatrixD Y = y.cast<double>();
-        for (int d = 0; d < k; ++d) Y.col(d) = ((Y.col(d).array() - mid[std::size_t(d)]) * scale[std::size_t(d)]).matrix();
+        for (int d = 0; d < k; ++d)
+            Y.col(d) = ((Y.col(d).array() - mid[std::size_t(d)]) * scale[std::size_t(d)]).matrix();
         return Y;
     };
 
@@ -319,7 +335,7 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     // weighted by their counts (× sample weights), instead of the points.
     detail::BinSeeds cells;
     bool binned = false;
-    MatrixF my_cells;                 // this rank's share of the cells (domain decomposition, ring)
+    MatrixF my_cells;  // this rank's share of the cells (domain decomposition, ring)
     std::vector<float> my_cell_weights;
     std::vector<long long> cell_first;  // each rank's first cell, R + 1 values
     float no_cells = 0;  // a weight pointer for a rank without cells: every rank must pass weights or none
@@ -385,8 +401,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         if (chosen == Strategy::Ring) {  // with data binning the cells are the points that stay on their rank
             t_a = Clock::now();
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
-            return take(binned ? detail::ring_ascent(comm, my_cells, cell_weights, run_options, scale, queries, settled)
-                               : detail::ring_ascent(comm, mine_rows, local_weights, run_options, scale, queries, settled));
+            return take(
+                binned ? detail::ring_ascent(comm, my_cells, cell_weights, run_options, scale, queries, settled)
+                       : detail::ring_ascent(comm, mine_rows, local_weights, run_options, scale, queries, settled));
         }
         if (chosen == Strategy::DomainDecomposition) {
             const float* cell_weights = my_cell_weights.empty() ? &no_cells : my_cell_weights.data();
@@ -411,7 +428,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         std::exception_ptr ascent_error = attempt([&] {
             if (q.rows() > 0) {
                 const Eigen::Ref<const MatrixF> seeds(q);
-                a = meanshift::cluster(all, replica_options, all_weights.empty() ? nullptr : all_weights.data(), &seeds);
+                a = meanshift::cluster(all, replica_options, all_weights.empty() ? nullptr : all_weights.data(),
+                                       &seeds);
             } else {
                 a.modes = MatrixF(0, k);
             }
@@ -426,9 +444,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     // Seeds split evenly over the ranks; their ascents; every seed's mode and outcome (iterations,
     // converged, no support) to every rank, which labels its own points from them.
     struct SeedAscent {
-        MatrixF modes;           ///< S × k, data units, every rank
+        MatrixF modes;  ///< S × k, data units, every rank
         std::vector<int> state;  ///< S × 3
-        Result local;            ///< this rank's share (backend, timing)
+        Result local;  ///< this rank's share (backend, timing)
     };
     auto ascend_seeds = [&](const MatrixF& seeds, const std::function<bool(const double*)>& settled) {
         const long long S = seeds.rows();
@@ -503,7 +521,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         t = Clock::now();
         modes_all = rank == 0 ? MatrixF(static_cast<Index>(total), k) : MatrixF(0, k);
         check_mpi(MPI_Gatherv(n_local ? local.modes.data() : nullptr, static_cast<int>(n_local), row_f.type,
-                              rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0, comm),
+                              rank == 0 ? modes_all.data() : nullptr, counts.data(), displs.data(), row_f.type, 0,
+                              comm),
                   "MPI_Gatherv (modes)");
         out.distributed.seconds_gather += since(t);
     }
@@ -514,8 +533,9 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     const bool grouped = options.grouping != GroupingMethod::None;
     Grouping g;
     agree(comm, attempt([&] {
-        if (rank == 0 && grouped) g = group_modes(prepared(seeded ? coarse.modes : modes_all), options.merge_eps, options.grouping);
-    }));
+              if (rank == 0 && grouped)
+                  g = group_modes(prepared(seeded ? coarse.modes : modes_all), options.merge_eps, options.grouping);
+          }));
     out.distributed.seconds_group += since(t);
 
     // 4b. Boundary refinement (Options::refine_boundaries, as one process does it, docs/mpi.md): the
@@ -544,11 +564,13 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         if (n_boundary > 0) {
             std::vector<Index> rows;
             agree(comm, attempt([&] {
-                for (Index i = 0; i < n_local; ++i)
-                    if (boundary[std::size_t(bins.bin_of(mine_rows.data() + i * k, mid, scale))]) rows.push_back(i);
-            }));
+                      for (Index i = 0; i < n_local; ++i)
+                          if (boundary[std::size_t(bins.bin_of(mine_rows.data() + i * k, mid, scale))])
+                              rows.push_back(i);
+                  }));
             MatrixF mine_boundary(static_cast<Index>(rows.size()), k);
-            for (std::size_t r = 0; r < rows.size(); ++r) mine_boundary.row(static_cast<Index>(r)) = mine_rows.row(rows[r]);
+            for (std::size_t r = 0; r < rows.size(); ++r)
+                mine_boundary.row(static_cast<Index>(r)) = mine_rows.row(rows[r]);
             Options fine_options = options;
             fine_options.bin_size = options.bin_size / 4;
             fine_options.min_bin_count = 1;
@@ -576,19 +598,19 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             }
             fine_labels.assign(static_cast<std::size_t>(F), 0);
             agree(comm, attempt([&] {
-                if (rank != 0) return;
-                const MatrixD Z = prepared(refined.modes);
-                for (Index f = 0; f < F; ++f) {
-                    const Index j = settled_bin[std::size_t(f)];
-                    if (j >= 0) {
-                        fine_labels[std::size_t(f)] = bin_label[std::size_t(j)];
-                    } else {
-                        Index best = 0;
-                        (g.centres.rowwise() - Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
-                        fine_labels[std::size_t(f)] = static_cast<int>(best);
-                    }
-                }
-            }));
+                      if (rank != 0) return;
+                      const MatrixD Z = prepared(refined.modes);
+                      for (Index f = 0; f < F; ++f) {
+                          const Index j = settled_bin[std::size_t(f)];
+                          if (j >= 0) {
+                              fine_labels[std::size_t(f)] = bin_label[std::size_t(j)];
+                          } else {
+                              Index best = 0;
+                              (g.centres.rowwise() - Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
+                              fine_labels[std::size_t(f)] = static_cast<int>(best);
+                          }
+                      }
+                  }));
             out.distributed.seconds_group += since(t);
         }
     }
@@ -601,36 +623,39 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
     MatrixD centres;
     std::vector<long long> sizes;
     agree(comm, attempt([&] {
-        if (rank != 0 || !grouped) return;
-        if (seeded) {
-            std::vector<long long> points(g.sizes.size(), 0);
-            for (std::size_t b = 0; b < bins.count.size(); ++b)
-                if (!refine || !boundary[b]) points[std::size_t(g.labels[std::size_t(bins.seed_of_bin[b])])] += bins.count[b];
-            for (std::size_t f = 0; f < fine_labels.size(); ++f) points[std::size_t(fine_labels[f])] += fine.count[f];
-            std::vector<int> by(points.size());
-            std::iota(by.begin(), by.end(), 0);
-            std::stable_sort(by.begin(), by.end(), [&](int x, int y) { return points[std::size_t(x)] > points[std::size_t(y)]; });
-            std::vector<int> renumber(points.size());
-            MatrixD sorted(static_cast<Index>(points.size()), k);
-            for (std::size_t j = 0; j < by.size(); ++j) {
-                renumber[std::size_t(by[j])] = static_cast<int>(j);
-                sorted.row(static_cast<Index>(j)) = g.centres.row(by[j]);
-                sizes.push_back(points[std::size_t(by[j])]);
-            }
-            // Clusters no point maps to (possible through min_bin_count or the refinement) are
-            // dropped, as one process drops them: they sort last.
-            while (!sizes.empty() && sizes.back() == 0) sizes.pop_back();
-            g.centres = sorted.topRows(static_cast<Index>(sizes.size()));
-            for (int& l : g.labels) l = renumber[std::size_t(l)];
-            for (int& l : fine_labels) l = renumber[std::size_t(l)];
-        } else {
-            sizes.assign(g.sizes.begin(), g.sizes.end());
-        }
-        centres = g.centres;
-        for (int d = 0; d < k; ++d)
-            centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + mid[std::size_t(d)]).matrix();
-        seed_labels = std::move(g.labels);
-    }));
+              if (rank != 0 || !grouped) return;
+              if (seeded) {
+                  std::vector<long long> points(g.sizes.size(), 0);
+                  for (std::size_t b = 0; b < bins.count.size(); ++b)
+                      if (!refine || !boundary[b])
+                          points[std::size_t(g.labels[std::size_t(bins.seed_of_bin[b])])] += bins.count[b];
+                  for (std::size_t f = 0; f < fine_labels.size(); ++f)
+                      points[std::size_t(fine_labels[f])] += fine.count[f];
+                  std::vector<int> by(points.size());
+                  std::iota(by.begin(), by.end(), 0);
+                  std::stable_sort(by.begin(), by.end(),
+                                   [&](int x, int y) { return points[std::size_t(x)] > points[std::size_t(y)]; });
+                  std::vector<int> renumber(points.size());
+                  MatrixD sorted(static_cast<Index>(points.size()), k);
+                  for (std::size_t j = 0; j < by.size(); ++j) {
+                      renumber[std::size_t(by[j])] = static_cast<int>(j);
+                      sorted.row(static_cast<Index>(j)) = g.centres.row(by[j]);
+                      sizes.push_back(points[std::size_t(by[j])]);
+                  }
+                  // Clusters no point maps to (possible through min_bin_count or the refinement) are
+                  // dropped, as one process drops them: they sort last.
+                  while (!sizes.empty() && sizes.back() == 0) sizes.pop_back();
+                  g.centres = sorted.topRows(static_cast<Index>(sizes.size()));
+                  for (int& l : g.labels) l = renumber[std::size_t(l)];
+                  for (int& l : fine_labels) l = renumber[std::size_t(l)];
+              } else {
+                  sizes.assign(g.sizes.begin(), g.sizes.end());
+              }
+              centres = g.centres;
+              for (int d = 0; d < k; ++d)
+                  centres.col(d) = (centres.col(d).array() / scale[std::size_t(d)] + mid[std::size_t(d)]).matrix();
+              seed_labels = std::move(g.labels);
+          }));
     out.distributed.seconds_group += since(t);
 
     t = Clock::now();
@@ -671,26 +696,27 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
         out.no_support.assign(static_cast<std::size_t>(n_local), false);
         const auto t_label = Clock::now();
         agree(comm, attempt([&] {
-            for (Index i = 0; i < n_local; ++i) {
-                const float* x = mine_rows.data() + i * k;
-                const Index j = bins.bin_of(x, mid, scale);
-                const bool on_boundary = refine && boundary[std::size_t(j)];
-                const Index f = on_boundary ? fine.seed_of(x, mid, scale) : -1;
-                // A fine seed that settled in a bin takes that bin's seed's mode and outcome (as in
-                // one process), its own steps added.
-                const Index via = f >= 0 ? settled_bin[std::size_t(f)] : j;
-                const bool own = f >= 0 && via < 0;
-                const SeedAscent& a = own ? refined : coarse;
-                const Index s = own ? f : bins.seed_of_bin[std::size_t(via)];
-                out.modes.row(i) = a.modes.row(s);
-                if (!out.labels.empty())
-                    out.labels[std::size_t(i)] = f >= 0 ? fine_labels[std::size_t(f)] : seed_labels[std::size_t(s)];
-                out.iterations[std::size_t(i)] =
-                    a.state[std::size_t(3 * s)] + (f >= 0 && !own ? refined.state[std::size_t(3 * f)] : 0);
-                out.converged[std::size_t(i)] = a.state[std::size_t(3 * s + 1)] != 0;
-                out.no_support[std::size_t(i)] = a.state[std::size_t(3 * s + 2)] != 0;
-            }
-        }));
+                  for (Index i = 0; i < n_local; ++i) {
+                      const float* x = mine_rows.data() + i * k;
+                      const Index j = bins.bin_of(x, mid, scale);
+                      const bool on_boundary = refine && boundary[std::size_t(j)];
+                      const Index f = on_boundary ? fine.seed_of(x, mid, scale) : -1;
+                      // A fine seed that settled in a bin takes that bin's seed's mode and outcome (as in
+                      // one process), its own steps added.
+                      const Index via = f >= 0 ? settled_bin[std::size_t(f)] : j;
+                      const bool own = f >= 0 && via < 0;
+                      const SeedAscent& a = own ? refined : coarse;
+                      const Index s = own ? f : bins.seed_of_bin[std::size_t(via)];
+                      out.modes.row(i) = a.modes.row(s);
+                      if (!out.labels.empty())
+                          out.labels[std::size_t(i)] =
+                              f >= 0 ? fine_labels[std::size_t(f)] : seed_labels[std::size_t(s)];
+                      out.iterations[std::size_t(i)] =
+                          a.state[std::size_t(3 * s)] + (f >= 0 && !own ? refined.state[std::size_t(3 * f)] : 0);
+                      out.converged[std::size_t(i)] = a.state[std::size_t(3 * s + 1)] != 0;
+                      out.no_support[std::size_t(i)] = a.state[std::size_t(3 * s + 2)] != 0;
+                  }
+              }));
         out.distributed.seconds_label = since(t_label);
     } else {
         out.modes = std::move(local.modes);
@@ -718,11 +744,11 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             out.seeding += "; data binned at " + number(cells.side) + " bandwidths: " + std::to_string(total) + " -> " +
                            std::to_string(cells.seeds.rows()) + " weighted points";
         if (refine)
-            out.seeding += "; " + std::to_string(n_boundary) + " boundary bins re-seeded at " +
-                           number(options.bin_size / 4) + " (" + std::to_string(F) + " seeds, " +
-                           std::to_string(std::count_if(settled_bin.begin(), settled_bin.end(),
-                                                        [](Index j) { return j >= 0; })) +
-                           " resolved by their trajectory)";
+            out.seeding +=
+                "; " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(options.bin_size / 4) +
+                " (" + std::to_string(F) + " seeds, " +
+                std::to_string(std::count_if(settled_bin.begin(), settled_bin.end(), [](Index j) { return j >= 0; })) +
+                " resolved by their trajectory)";
         else if (!options.refine_boundaries)
             out.seeding += " (no boundary refinement)";
     } else {
@@ -734,7 +760,8 @@ DistributedResult cluster(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local_
             out.seeding += o.str();
         }
     }
-    for (bool none : out.no_support) if (none) ++out.modes_without_support;
+    for (bool none : out.no_support)
+        if (none) ++out.modes_without_support;
     out.distributed.seconds_total = since(t_start);
     return out;
 }

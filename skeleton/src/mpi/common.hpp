@@ -14,7 +14,10 @@
 namespace meanshift::mpi::detail {
 
 using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+inline double since(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 inline void check_mpi(int rc, const char* what)
 {
@@ -67,11 +70,11 @@ struct LocalAscent {
 
 /// Result of the sample that places the slab boundaries (domain.cpp).
 struct Slabs {
-    int dim = 0;                   ///< the cut dimension
-    double scale = 1;              ///< 1 / h of that dimension (bandwidth units per data unit)
-    std::vector<double> bounds;    ///< R − 1 boundaries in bandwidth units, ascending
-    double halo = 0;               ///< halo width, bandwidth units (the cutoff, with a float32 margin)
-    double largest_share = 1;      ///< estimated largest (slab + halo) share of the points
+    int dim = 0;  ///< the cut dimension
+    double scale = 1;  ///< 1 / h of that dimension (bandwidth units per data unit)
+    std::vector<double> bounds;  ///< R − 1 boundaries in bandwidth units, ascending
+    double halo = 0;  ///< halo width, bandwidth units (the cutoff, with a float32 margin)
+    double largest_share = 1;  ///< estimated largest (slab + halo) share of the points
     /// No slabs: every rank holds every point and keeps its own modes (domain_ascent then runs the
     /// replicated strategy's ascents, one iteration at a time, so that `settled` can stop them).
     bool everywhere = false;
@@ -79,11 +82,11 @@ struct Slabs {
 
 /// Bin seeding across ranks (bins.cpp): the merged bins of all ranks, in one process's order.
 struct BinSeeds {
-    double side = 0;                     ///< bin side, bandwidth units (Options::bin_size)
-    std::vector<std::int64_t> keys;      ///< B × k cell coordinates, lexicographically increasing
-    std::vector<long long> count;        ///< B: points per bin, all ranks together
-    std::vector<double> weight;          ///< B: Σ sample weights per bin (= count without weights)
-    std::vector<Index> seed_of_bin;      ///< B: the seed labelling each bin (nearest seed below min_bin_count)
+    double side = 0;  ///< bin side, bandwidth units (Options::bin_size)
+    std::vector<std::int64_t> keys;  ///< B × k cell coordinates, lexicographically increasing
+    std::vector<long long> count;  ///< B: points per bin, all ranks together
+    std::vector<double> weight;  ///< B: Σ sample weights per bin (= count without weights)
+    std::vector<Index> seed_of_bin;  ///< B: the seed labelling each bin (nearest seed below min_bin_count)
     /// S × k, data units: the means (weighted by the sample weights, if given) of the bins with
     /// ≥ min_bin_count points.
     MatrixF seeds;
@@ -115,8 +118,8 @@ Index count_cells(const Eigen::Ref<const MatrixF>& local, double side, const std
 /// Where this rank runs on its node (placement.cpp).
 struct NodePlacement {
     int local_rank = 0, local_size = 1;  ///< among the ranks of this node (MPI_COMM_TYPE_SHARED)
-    bool threads_set = false;            ///< BackendOptions::threads was 0 and is now this rank's share
-    int device = -1;                     ///< the device (Backend::devices() index) given to this rank, −1 = not set here
+    bool threads_set = false;  ///< BackendOptions::threads was 0 and is now this rank's share
+    int device = -1;  ///< the device (Backend::devices() index) given to this rank, −1 = not set here
 };
 
 /// The OpenCL device a rank takes by default: with two or more GPUs, GPU (local_rank mod their
@@ -152,8 +155,9 @@ void prepared_frame(const PreparedData& D, const MatrixF& rows, const std::vecto
 /// `settled` (may be empty): a test of a mode's position (k values, data units) after every step;
 /// a mode it accepts stops there, reported converged (the boundary refinement's early stop).
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
-                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
-                          const MatrixF* queries = nullptr, const std::vector<long long>& query_first = {},
+                          const std::vector<double>& scale, const Slabs& slabs,
+                          const std::vector<long long>& first_rows, const MatrixF* queries = nullptr,
+                          const std::vector<long long>& query_first = {},
                           const std::function<bool(const double*)>& settled = {});
 
 /// How the ring splits a travelling block of modes into chunks (ring.cpp): a block of a modes goes
@@ -163,7 +167,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
 /// with the block sizes, so ranks with other settings still agree on every message.
 struct RingChunks {
     Index min_rows = 2048;  ///< a chunk carries at least this many modes (unless the block is smaller)
-    int max_chunks = 8;     ///< chunks per block at most: the pipeline's depth
+    int max_chunks = 8;  ///< chunks per block at most: the pipeline's depth
     /// Chunk boundaries at multiples of it: the host kernels' blocks of modes (openmp: up to 32) then
     /// fall as in one call for the whole block, so a mode's sums do not depend on the chunking.
     Index granule = 64;

@@ -51,11 +51,13 @@ void exchange_modes(MPI_Comm comm, int size, int k, std::vector<Mode>& modes, st
     for (int d : dest) ++send_counts[static_cast<std::size_t>(d)];
     std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
     const long long nsend = displacements(send_counts, send_displs);
-    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (modes)");
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm),
+              "MPI_Alltoall (modes)");
     const long long nrecv = displacements(recv_counts, recv_displs);
 
     std::vector<long long> meta_out(static_cast<std::size_t>(nsend) * 4), meta_in(static_cast<std::size_t>(nrecv) * 4);
-    std::vector<double> pos_out(static_cast<std::size_t>(nsend) * std::size_t(k)), pos_in(static_cast<std::size_t>(nrecv) * std::size_t(k));
+    std::vector<double> pos_out(static_cast<std::size_t>(nsend) * std::size_t(k)),
+        pos_in(static_cast<std::size_t>(nrecv) * std::size_t(k));
     std::vector<int> fill(send_displs);
     for (std::size_t i = 0; i < modes.size(); ++i) {
         const double* y = pos.data() + i * std::size_t(k);
@@ -106,7 +108,10 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     const Index m = std::min(n, kSamplesPerRank);
     std::vector<double> mine(static_cast<std::size_t>(2 * m));
     for (Index i = 0; i < m; ++i) {
-        const Index row = m == n ? i : static_cast<Index>((static_cast<double>(i) + 0.5) * static_cast<double>(n) / static_cast<double>(m));
+        const Index row =
+            m == n
+                ? i
+                : static_cast<Index>((static_cast<double>(i) + 0.5) * static_cast<double>(n) / static_cast<double>(m));
         mine[std::size_t(2 * i)] = static_cast<double>(local(row, s.dim)) * s.scale;
         mine[std::size_t(2 * i + 1)] = static_cast<double>(n) / static_cast<double>(m);
     }
@@ -115,8 +120,9 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     check_mpi(MPI_Allgather(&mine_count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm), "MPI_Allgather (sample)");
     const long long total = displacements(counts, displs);
     std::vector<double> all(static_cast<std::size_t>(total));
-    check_mpi(MPI_Allgatherv(mine.data(), mine_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm),
-              "MPI_Allgatherv (sample)");
+    check_mpi(
+        MPI_Allgatherv(mine.data(), mine_count, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, comm),
+        "MPI_Allgatherv (sample)");
     std::vector<std::pair<double, double>> v(static_cast<std::size_t>(total / 2));
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = {all[2 * i], all[2 * i + 1]};
     std::sort(v.begin(), v.end());
@@ -128,7 +134,7 @@ Slabs plan_slabs(MPI_Comm comm, const Eigen::Ref<const MatrixF>& local, const st
     for (int j = 1; j < size; ++j) {
         const double target = weight * j / size;
         while (at < v.size() && acc + v[at].second <= target) acc += v[at++].second;
-        const double b = at == 0 ? v.front().first
+        const double b = at == 0          ? v.front().first
                          : at >= v.size() ? v.back().first
                                           : 0.5 * (v[at - 1].first + v[at].first);
         s.bounds.push_back(b);
@@ -166,9 +172,9 @@ void prepared_frame(const PreparedData& D, const MatrixF& rows, const std::vecto
 }
 
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
-                          const std::vector<double>& scale, const Slabs& slabs, const std::vector<long long>& first_rows,
-                          const MatrixF* queries, const std::vector<long long>& query_first,
-                          const std::function<bool(const double*)>& settled)
+                          const std::vector<double>& scale, const Slabs& slabs,
+                          const std::vector<long long>& first_rows, const MatrixF* queries,
+                          const std::vector<long long>& query_first, const std::function<bool(const double*)>& settled)
 {
     int rank = 0, size = 1;
     check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
@@ -187,12 +193,12 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     std::vector<int> send_counts(static_cast<std::size_t>(size), 0);
     for (Index i = 0; i < n_local; ++i) {
         const double u = u_of(local.data() + i * k);
-        for (int r = owner(u - slabs.halo); r <= owner(u + slabs.halo); ++r)
-            ++send_counts[std::size_t(r)];
+        for (int r = owner(u - slabs.halo); r <= owner(u + slabs.halo); ++r) ++send_counts[std::size_t(r)];
     }
     std::vector<int> send_displs, recv_counts(static_cast<std::size_t>(size)), recv_displs;
     const long long nsend = displacements(send_counts, send_displs);
-    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm), "MPI_Alltoall (points)");
+    check_mpi(MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm),
+              "MPI_Alltoall (points)");
     const long long nrecv = displacements(recv_counts, recv_displs);
     MatrixF send_rows(static_cast<Index>(nsend), k);
     std::vector<long long> send_ids(static_cast<std::size_t>(nsend));
@@ -251,18 +257,18 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     std::optional<Clusterer> clusterer;
     std::vector<double> centre(static_cast<std::size_t>(k), 0), unit(static_cast<std::size_t>(k), 1);
     agree(comm, attempt([&] {
-        if (nrecv == 0) return;
-        if (per_point) bind_options.bandwidth = Bandwidth::per_point(held_h);
-        clusterer.emplace(bind_options);
-        if (!slabs.everywhere && !clusterer->backend().supports_cutoff())
-            throw InvalidArgument("the domain decomposition needs a backend with the truncated kernel; " +
-                                  clusterer->backend().name() + " has none");
-        const MatrixF seed = held.topRows(1);
-        const Eigen::Ref<const MatrixF> seed_ref(seed);
-        out.bind_info = clusterer->fit(held, weights ? held_w.data() : nullptr, &seed_ref);
-        // This rank's prepared units (the held points' own whitening).
-        prepared_frame(clusterer->binding().data(), held, scale, centre, unit);
-    }));
+              if (nrecv == 0) return;
+              if (per_point) bind_options.bandwidth = Bandwidth::per_point(held_h);
+              clusterer.emplace(bind_options);
+              if (!slabs.everywhere && !clusterer->backend().supports_cutoff())
+                  throw InvalidArgument("the domain decomposition needs a backend with the truncated kernel; " +
+                                        clusterer->backend().name() + " has none");
+              const MatrixF seed = held.topRows(1);
+              const Eigen::Ref<const MatrixF> seed_ref(seed);
+              out.bind_info = clusterer->fit(held, weights ? held_w.data() : nullptr, &seed_ref);
+              // This rank's prepared units (the held points' own whitening).
+              prepared_frame(clusterer->binding().data(), held, scale, centre, unit);
+          }));
 
     // 3. The ascents, one iteration at a time on every rank (a collective count ends them). The
     //    modes start in the binding's row order (its search's cell/leaf order: nearby modes together,
@@ -354,43 +360,44 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
         if (all_active == 0 || it >= max_it) break;
         iterations = it + 1;
         agree(comm, attempt([&] {
-            if (active == 0) return;
-            if (!clusterer) {  // no point within the halo of this slab: no support (as one process)
-                for (Mode& md : modes) md.status = ModeStatus::NoSupport;
-                return;
-            }
-            Binding& b = clusterer->binding();
-            if (!bound) {
-                retire_finished();
-                Y.resize(pos.size());
-                for (std::size_t i = 0; i < pos.size(); ++i)
-                    Y[i] = (pos[i] - centre[i % std::size_t(k)]) * unit[i % std::size_t(k)];
-                metric.clear();
-                if (!own_units)
-                    for (std::size_t i = 0; i < modes.size(); ++i) metric.insert(metric.end(), weight.begin(), weight.end());
-                b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
-                bound = true;
-            }
-            const Index stepped = b.active_count();
-            b.step(tol2, !fixed, report);
-            b.read_modes(Y.data());
-            for (std::size_t i = 0; i < pos.size(); ++i)
-                pos[i] = Y[i] / unit[i % std::size_t(k)] + centre[i % std::size_t(k)];
-            for (std::size_t j = 0; j < report.mode.size(); ++j) {
-                Mode& md = modes[std::size_t(report.mode[j])];
-                ++md.iterations;
-                md.status = report.status[j];
-            }
-            pairs += report.pairs >= 0 ? report.pairs : static_cast<double>(stepped) * static_cast<double>(nrecv);
-            if (settled) {  // stopped modes leave the binding at the next set_modes
-                for (std::size_t i = 0; i < modes.size(); ++i)
-                    if (live(modes[i]) && settled(pos.data() + i * std::size_t(k))) {
-                        modes[i].settled = true;
-                        bound = false;
-                    }
-            }
-            if (report.kernel_seconds > 0) kernel_seconds += report.kernel_seconds;
-        }));
+                  if (active == 0) return;
+                  if (!clusterer) {  // no point within the halo of this slab: no support (as one process)
+                      for (Mode& md : modes) md.status = ModeStatus::NoSupport;
+                      return;
+                  }
+                  Binding& b = clusterer->binding();
+                  if (!bound) {
+                      retire_finished();
+                      Y.resize(pos.size());
+                      for (std::size_t i = 0; i < pos.size(); ++i)
+                          Y[i] = (pos[i] - centre[i % std::size_t(k)]) * unit[i % std::size_t(k)];
+                      metric.clear();
+                      if (!own_units)
+                          for (std::size_t i = 0; i < modes.size(); ++i)
+                              metric.insert(metric.end(), weight.begin(), weight.end());
+                      b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
+                      bound = true;
+                  }
+                  const Index stepped = b.active_count();
+                  b.step(tol2, !fixed, report);
+                  b.read_modes(Y.data());
+                  for (std::size_t i = 0; i < pos.size(); ++i)
+                      pos[i] = Y[i] / unit[i % std::size_t(k)] + centre[i % std::size_t(k)];
+                  for (std::size_t j = 0; j < report.mode.size(); ++j) {
+                      Mode& md = modes[std::size_t(report.mode[j])];
+                      ++md.iterations;
+                      md.status = report.status[j];
+                  }
+                  pairs += report.pairs >= 0 ? report.pairs : static_cast<double>(stepped) * static_cast<double>(nrecv);
+                  if (settled) {  // stopped modes leave the binding at the next set_modes
+                      for (std::size_t i = 0; i < modes.size(); ++i)
+                          if (live(modes[i]) && settled(pos.data() + i * std::size_t(k))) {
+                              modes[i].settled = true;
+                              bound = false;
+                          }
+                  }
+                  if (report.kernel_seconds > 0) kernel_seconds += report.kernel_seconds;
+              }));
         // Active modes that moved into another slab go to its owner; retired ones stay here.
         const auto t_x = Clock::now();
         std::vector<Mode> leaving;
@@ -442,26 +449,28 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
     std::vector<int> dest(done.size());
     for (std::size_t i = 0; i < done.size(); ++i)
         dest[i] = static_cast<int>(std::upper_bound(origin_first.begin(), origin_first.end(), done[i].gid) -
-                                   origin_first.begin()) - 1;
+                                   origin_first.begin()) -
+                  1;
     exchange_modes(comm, size, k, done, done_pos, dest);
     out.modes = MatrixF(n_out, k);
     out.iterations.assign(static_cast<std::size_t>(n_out), 0);
     out.converged.assign(static_cast<std::size_t>(n_out), false);
     out.no_support.assign(static_cast<std::size_t>(n_out), false);
     agree(comm, attempt([&] {
-        if (static_cast<Index>(done.size()) != n_out)
-            throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
-                        std::to_string(n_out) + " rows");
-        for (std::size_t i = 0; i < done.size(); ++i) {
-            const Index row = static_cast<Index>(done[i].gid - out_first);
-            for (int d = 0; d < k; ++d) out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
-            out.iterations[std::size_t(row)] = done[i].iterations;
-            const bool none = done[i].status == ModeStatus::NoSupport;
-            out.no_support[std::size_t(row)] = none;
-            out.converged[std::size_t(row)] =
-                done[i].settled || (fixed ? !none : done[i].status == ModeStatus::Converged);
-        }
-    }));
+              if (static_cast<Index>(done.size()) != n_out)
+                  throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
+                              std::to_string(n_out) + " rows");
+              for (std::size_t i = 0; i < done.size(); ++i) {
+                  const Index row = static_cast<Index>(done[i].gid - out_first);
+                  for (int d = 0; d < k; ++d)
+                      out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
+                  out.iterations[std::size_t(row)] = done[i].iterations;
+                  const bool none = done[i].status == ModeStatus::NoSupport;
+                  out.no_support[std::size_t(row)] = none;
+                  out.converged[std::size_t(row)] =
+                      done[i].settled || (fixed ? !none : done[i].status == ModeStatus::Converged);
+              }
+          }));
     return out;
 }
 

@@ -79,38 +79,39 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     // The largest block that will travel (active sets only shrink): three rotating buffers of it
     // (the block summed here, the next hop's block arriving, the last hop's block still being sent).
     long long largest_block = queries ? queries->rows() : local.rows();
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest_block, 1, MPI_LONG_LONG, MPI_MAX, comm), "MPI_Allreduce (block size)");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, &largest_block, 1, MPI_LONG_LONG, MPI_MAX, comm),
+              "MPI_Allreduce (block size)");
     std::vector<double> buffers[3];
     agree(comm, attempt([&] {
-        std::vector<double> x(ku);
-        for (Index i = 0; i < local.rows(); ++i) {
-            for (int d = 0; d < k; ++d) x[std::size_t(d)] = local(i, d);
-            options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());
-            double c = 0;
-            for (int d = 0; d < k; ++d) {
-                c -= 0.5 * std::log(var[std::size_t(d)]);
-                reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
-            }
-            if (weights) c += weights[i] > 0 ? std::log(static_cast<double>(weights[i])) : -1e4;
-            top_c = std::max(top_c, c);
-        }
-        const std::size_t row_values = ku + static_cast<std::size_t>(width);
-        for (int b = 0; b < (size > 1 ? 3 : 1); ++b)
-            buffers[b].resize(static_cast<std::size_t>(largest_block) * row_values);
-        if (local.rows() == 0) return;  // contributes no sums
-        clusterer.emplace(bind_options);
-        const MatrixF seed = local.topRows(1);
-        const Eigen::Ref<const MatrixF> seed_ref(seed);
-        out.bind_info = clusterer->fit(local, weights, &seed_ref);
-        const Binding& b = clusterer->binding();
-        if (b.sum_width() != width) throw Error("ring strategy: unexpected kernel model of the binding");
-        // prepare() shifts the log-weights so that the largest is 0: that row is the rank's top_c.
-        if (per_point) rank_offset = -top_c;
-        prepared_frame(b.data(), local, scale, centre, unit);
-        // A probe, so that a backend without partial sums fails here, on every rank, with its reason.
-        std::vector<double> probe(static_cast<std::size_t>(width), 0.0), y(ku, 0.0);
-        clusterer->binding().accumulate(y.data(), 1, probe.data());
-    }));
+              std::vector<double> x(ku);
+              for (Index i = 0; i < local.rows(); ++i) {
+                  for (int d = 0; d < k; ++d) x[std::size_t(d)] = local(i, d);
+                  options.bandwidth.covariance_diagonal(i, x.data(), k, var.data());
+                  double c = 0;
+                  for (int d = 0; d < k; ++d) {
+                      c -= 0.5 * std::log(var[std::size_t(d)]);
+                      reach[std::size_t(d)] = std::max(reach[std::size_t(d)], std::sqrt(var[std::size_t(d)]));
+                  }
+                  if (weights) c += weights[i] > 0 ? std::log(static_cast<double>(weights[i])) : -1e4;
+                  top_c = std::max(top_c, c);
+              }
+              const std::size_t row_values = ku + static_cast<std::size_t>(width);
+              for (int b = 0; b < (size > 1 ? 3 : 1); ++b)
+                  buffers[b].resize(static_cast<std::size_t>(largest_block) * row_values);
+              if (local.rows() == 0) return;  // contributes no sums
+              clusterer.emplace(bind_options);
+              const MatrixF seed = local.topRows(1);
+              const Eigen::Ref<const MatrixF> seed_ref(seed);
+              out.bind_info = clusterer->fit(local, weights, &seed_ref);
+              const Binding& b = clusterer->binding();
+              if (b.sum_width() != width) throw Error("ring strategy: unexpected kernel model of the binding");
+              // prepare() shifts the log-weights so that the largest is 0: that row is the rank's top_c.
+              if (per_point) rank_offset = -top_c;
+              prepared_frame(b.data(), local, scale, centre, unit);
+              // A probe, so that a backend without partial sums fails here, on every rank, with its reason.
+              std::vector<double> probe(static_cast<std::size_t>(width), 0.0), y(ku, 0.0);
+              clusterer->binding().accumulate(y.data(), 1, probe.data());
+          }));
     out.points_held = local.rows();
     // One process shifts every log-weight by the largest over all points (C): rank r's sums, made
     // with e·exp(rank_offset), are multiplied by exp(−C − rank_offset) ≤ 1.
@@ -191,7 +192,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
         for (Index i = 0; i < c; ++i)
             for (int d = 0; d < k; ++d)
                 local_pos[static_cast<std::size_t>(i) * ku + std::size_t(d)] =
-                    (block[static_cast<std::size_t>(near[std::size_t(i)]) * row + std::size_t(d)] - centre[std::size_t(d)]) *
+                    (block[static_cast<std::size_t>(near[std::size_t(i)]) * row + std::size_t(d)] -
+                     centre[std::size_t(d)]) *
                     unit[std::size_t(d)];
         pairs += clusterer->binding().accumulate(local_pos.data(), c, local_sums.data());
         // To data units and the common scale: prepared x' = (x − centre)·unit and precisions p/unit²,
@@ -208,7 +210,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
                 }
             } else {
                 acc[0] += sm[0];
-                for (int d = 0; d < k; ++d) acc[1 + d] += sm[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * sm[0];
+                for (int d = 0; d < k; ++d)
+                    acc[1 + d] += sm[1 + d] / unit[std::size_t(d)] + centre[std::size_t(d)] * sm[0];
             }
         }
     };
@@ -236,7 +239,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     int iterations = 0;
     for (int it = 0; it < max_it; ++it) {
         const Index count = static_cast<Index>(active.size());
-        long long mine[2] = {static_cast<long long>(count), static_cast<long long>(ring_chunk_rows(count, row, chunking))};
+        long long mine[2] = {static_cast<long long>(count),
+                             static_cast<long long>(ring_chunk_rows(count, row, chunking))};
         check_mpi(MPI_Allgather(mine, 2, MPI_LONG_LONG, layout.data(), 2, MPI_LONG_LONG, comm),
                   "MPI_Allgather (ring: block sizes)");
         long long alive = 0;
@@ -357,7 +361,8 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
         for (Index q = 0; q < m; ++q) out.converged[std::size_t(q)] = !out.no_support[std::size_t(q)];
     out.modes.resize(m, k);
     for (Index i = 0; i < m; ++i)
-        for (int d = 0; d < k; ++d) out.modes(i, d) = static_cast<float>(pos[static_cast<std::size_t>(i) * ku + std::size_t(d)]);
+        for (int d = 0; d < k; ++d)
+            out.modes(i, d) = static_cast<float>(pos[static_cast<std::size_t>(i) * ku + std::size_t(d)]);
     out.seconds_migrate = seconds_pass;
     out.bind_info.timing.seconds_iterate = since(t_ascent);
     out.bind_info.timing.iterations = iterations;
