@@ -131,9 +131,11 @@ std::vector<float> adaptive_range_bandwidths(const float* pixels, int height, in
     return out;
 }
 
-Segmentation segment_image(const float* pixels, int height, int width, int channels, const SegmentOptions& options)
+namespace {
+
+// The arguments checked: image size, channels, bandwidths and distances, every value finite.
+void check_image(const float* pixels, int height, int width, int channels, const SegmentOptions& options)
 {
-    const auto t0 = Clock::now();
     if (height <= 0 || width <= 0)
         throw InvalidArgument("segment_image: the image is " + std::to_string(width) + " x " + std::to_string(height) +
                               " pixels (empty)");
@@ -150,7 +152,7 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     const Index n = static_cast<Index>(height) * width;
     if (n > std::numeric_limits<std::int32_t>::max())
         throw InvalidArgument("segment_image: " + std::to_string(n) + " pixels, more than 2^31 - 1 (int32 labels)");
-    const int C = channels, k = 2 + channels;
+    const int C = channels;
     {
         // The first non-finite value in scan order (found in parallel: a pass over 3·10^8 floats).
         const detail::HostThreads threads_scope(options.meanshift.backend_options.threads);
@@ -170,11 +172,17 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
                                   " is not finite");
         }
     }
+}
 
-    // (a) Filtering: the ascent of every pixel in the joint domain (x, y, c_1 .. c_C).
+// (a)'s options: the joint-domain bandwidths (fixed, or per pixel with adaptive range bandwidths,
+// their seconds in `seconds_bandwidths`), every pixel its own seed, no grouping, the pixel lattice.
+Options filter_options(const float* pixels, int height, int width, int channels, const SegmentOptions& options,
+                       std::vector<float>& adaptive_hr, double& seconds_bandwidths)
+{
+    const double hs = options.spatial_bandwidth, hr = options.range_bandwidth;
+    const Index n = static_cast<Index>(height) * width;
+    const int C = channels, k = 2 + channels;
     Options opt = options.meanshift;
-    std::vector<float> adaptive_hr;
-    double seconds_bandwidths = 0;
     if (options.adaptive.enabled) {
         // Per-pixel range bandwidths (the sample-point estimator), spatial fixed: the lattice
         // window (radius cutoff · max_i hs = cutoff · hs) is the same as with the fixed bandwidths.
@@ -201,11 +209,14 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
     // Every pixel is its own seed, whatever the library's default seeding: the filtered image
     // needs each pixel's own mode.
     opt.seeding = Seeding::AllPoints;
+    return opt;
+}
 
-    Segmentation s;
-    s.height = height;
-    s.width = width;
-    s.channels = C;
+// (a) Filtering: the ascent of every pixel in the joint domain (x, y, c_1 .. c_C) into s.ascent.
+void filter_pixels(const float* pixels, int height, int width, int channels, const Options& opt, Segmentation& s)
+{
+    const Index n = static_cast<Index>(height) * width;
+    const int C = channels, k = 2 + channels;
     // The banded ascent where it applies (fixed bandwidths, truncated kernel, lattice search): a few
     // bytes per pixel besides the modes; else cluster() over the joint-domain features.
     if (!detail::filter_image(pixels, height, width, channels, opt, s.ascent, detail::filter_band_pixels())) {
@@ -219,6 +230,24 @@ Segmentation segment_image(const float* pixels, int height, int width, int chann
             }
         s.ascent = cluster(features, opt);
     }
+}
+
+}  // namespace
+
+Segmentation segment_image(const float* pixels, int height, int width, int channels, const SegmentOptions& options)
+{
+    const auto t0 = Clock::now();
+    check_image(pixels, height, width, channels, options);
+
+    // (a) Filtering.
+    std::vector<float> adaptive_hr;
+    double seconds_bandwidths = 0;
+    const Options opt = filter_options(pixels, height, width, channels, options, adaptive_hr, seconds_bandwidths);
+    Segmentation s;
+    s.height = height;
+    s.width = width;
+    s.channels = channels;
+    filter_pixels(pixels, height, width, channels, opt, s);
     s.range_bandwidths = std::move(adaptive_hr);
     s.seconds_bandwidths = seconds_bandwidths;
     s.seconds_filter = since(t0);
