@@ -188,25 +188,21 @@ RgbImage mean_colour_image(const meanshift::Segmentation& seg, const RgbImage& i
     return out;
 }
 
-void run_segment(const SegmentArgs& a, Mode mode)
-{
-    if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
-    if (!a.filtered_output.empty() && !ends_with_png(a.filtered_output))
-        throw meanshift::InvalidArgument(a.filtered_output + ": --filtered-output must be a .png file");
-    if (!a.labels_image.empty() && !ends_with_png(a.labels_image))
-        throw meanshift::InvalidArgument(a.labels_image + ": --labels-image must be a .png file");
-    if (!a.labels_output.empty()) format_of(a.labels_output);
-    if (mode == Mode::CheckOnly) return;
-    StageReport report;
+// The outputs asked for, checked against each other and the input before any work: -o always;
+// the label image and the filtered image only when named (or with --all-outputs, named after -o).
+struct SegmentOutputs {
+    std::string labels_png, filtered_png;  // empty: not written
+    std::size_t segmented_slot = 0, labels_png_slot = 0, ids_slot = 0, filtered_slot = 0;  // in OutputFiles
+};
 
-    // The outputs asked for, checked against each other and the input before any work: -o always;
-    // the label image and the filtered image only when named (or with --all-outputs, named after -o).
+SegmentOutputs plan_outputs(const SegmentArgs& a, OutputFiles& files)
+{
+    SegmentOutputs o;
     const std::string base = a.output.substr(0, a.output.size() - 4);
     const std::string labels_png = !a.labels_image.empty() ? a.labels_image : a.all_outputs ? base + "-labels.png" : "";
     const std::string filtered_png = !a.filtered_output.empty() ? a.filtered_output
                                      : a.all_outputs            ? base + "-filtered.png"
                                                                 : "";
-    OutputFiles files;
     files.add_input(a.input, "the input image");
     const std::size_t segmented_slot = files.add_output(a.output, "-o");
     const std::size_t labels_png_slot =
@@ -220,7 +216,18 @@ void run_segment(const SegmentArgs& a, Mode mode)
                              : files.add_output(filtered_png, !a.filtered_output.empty()
                                                                   ? std::string("--filtered-output")
                                                                   : "the filtered image named after -o " + a.output);
+    o.labels_png = labels_png;
+    o.filtered_png = filtered_png;
+    o.segmented_slot = segmented_slot;
+    o.labels_png_slot = labels_png_slot;
+    o.ids_slot = ids_slot;
+    o.filtered_slot = filtered_slot;
+    return o;
+}
 
+// The library's options from the command line.
+meanshift::SegmentOptions segment_options(const SegmentArgs& a)
+{
     meanshift::SegmentOptions so;
     so.spatial_bandwidth = a.spatial;
     so.range_bandwidth = a.range;
@@ -234,135 +241,90 @@ void run_segment(const SegmentArgs& a, Mode mode)
     a.profile.apply(so.meanshift);
     if (a.exact) so.meanshift.exact = true;
     if (a.own_cutoff) so.meanshift.cutoff = a.cutoff;
+    return so;
+}
 
-    // A GPU backend's context (CUDA: ~0.1 s per device) is created while the image is read and
-    // decoded (meanshift::prepare_backend). The CPU backends have nothing to prepare.
-    std::future<std::string> backend_ready;
-    if (prepare_backend_early(so.meanshift.backend))
-        backend_ready = std::async(std::launch::async, meanshift::prepare_backend, so.meanshift.backend,
-                                   so.meanshift.backend_options);
+// The input as the segmentation takes it: CIELAB pixels of the (downscaled) image, and the image
+// itself for painting.
+struct Loaded {
+    int full_width = 0, full_height = 0, w = 0, h = 0;
+    RgbImage img;
+    // CIELAB pixels, not zero-filled first: a serial fill of 1.2 GB at 100 MP; the converting
+    // threads touch their own slices' pages first.
+    std::unique_ptr<float[]> lab;
+};
 
-    // Reading, decoding and converting the image (the stages "read" to "colour"). Where "auto"
-    // must be resolved without a context to make (a build without CUDA), the image loads on a
-    // thread while the main thread probes the backends (OpenCL's ICD loader and PoCL: ~0.1 s):
-    // the probe stays on the main thread, whose PoCL/LLVM state AddressSanitizer handles.
-    struct Loaded {
-        int full_width = 0, full_height = 0, w = 0, h = 0;
-        RgbImage img;
-        // CIELAB pixels, not zero-filled first: a serial fill of 1.2 GB at 100 MP; the converting
-        // threads touch their own slices' pages first.
-        std::unique_ptr<float[]> lab;
-    };
-    auto load = [&]() {
-        Loaded L;
-        // Before decoding: the header's size against --max-image-pixels and against the memory budget.
-        const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
-        auto t_stage = std::chrono::steady_clock::now();
-        std::string file = read_file(a.input);
-        report.add("read", seconds_since(t_stage));
-        const double file_bytes = static_cast<double>(file.size());
-        t_stage = std::chrono::steady_clock::now();
-        RgbImage original = decode_rgb(file, a.input, pixel_limit, [&](int width, int height) {
-            int sw = 0, sh = 0;
-            fitted_size(width, height, a.max_pixels, sw, sh);
-            const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
-            const double need = segment_memory(full, segmented, file_bytes);
-            std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
-            how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) +
-                                          " x " + std::to_string(sh) + " segmented (--max-pixels)"
-                                    : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
-            // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
-            std::string name;
-            const double budget = a.memory.budget(name);
-            const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
-            const std::string hint =
-                fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
-                         : "it cannot be decoded within that budget";
-            a.memory.check(need,
-                           a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
-                               " pixels; segmenting it",
-                           how, hint);
-        });
-        report.add("decode", seconds_since(t_stage));
-        std::string().swap(file);  // the compressed bytes are not needed any more
-        L.full_width = original.width, L.full_height = original.height;
-        fitted_size(L.full_width, L.full_height, a.max_pixels, L.w, L.h);
-        RgbImage& img = L.img;
-        if (L.w != L.full_width || L.h != L.full_height) {
-            t_stage = std::chrono::steady_clock::now();
-            img = downscale_area(original, L.w, L.h);
-            original = RgbImage{};
-            report.add("downscale", seconds_since(t_stage));
-        } else {
-            img = std::move(original);
-        }
-
-        // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
-        t_stage = std::chrono::steady_clock::now();
-        L.lab.reset(new float[img.count() * 3]);
-        srgb_to_lab_pixels(img.pixels.data(), img.count(), L.lab.get(), a.run.threads);
-        report.add("colour", seconds_since(t_stage));
-
-        return L;
-    };
-    Loaded loaded;
-    if (!backend_ready.valid() && so.meanshift.backend == "auto") {
-        std::future<Loaded> pending = std::async(std::launch::async, load);
-        std::string resolved;
-        try {
-            resolved = meanshift::resolve_auto_backend();
-        } catch (...) {
-            pending.wait();  // the loader's references stay valid until it is done
-            throw;
-        }
-        loaded = pending.get();
-        so.meanshift.backend = resolved;
-    } else {
-        loaded = load();
-    }
-    const int full_width = loaded.full_width, full_height = loaded.full_height, w = loaded.w, h = loaded.h;
-    RgbImage img = std::move(loaded.img);
-    std::unique_ptr<float[]> lab = std::move(loaded.lab);
-    const meanshift::Index n = static_cast<meanshift::Index>(img.count());
+// Reading, decoding, downscaling and converting a photograph (the stages "read" to "colour"):
+// its header's size checked against --max-image-pixels and the memory budget before decoding.
+Loaded load_photo(const SegmentArgs& a, StageReport& report)
+{
+    Loaded L;
+    // Before decoding: the header's size against --max-image-pixels and against the memory budget.
+    const long long pixel_limit = a.max_image_pixels == "auto" ? 0 : std::stoll(a.max_image_pixels);
     auto t_stage = std::chrono::steady_clock::now();
-
-    if (backend_ready.valid()) {
-        try {
-            so.meanshift.backend = backend_ready.get();  // "auto" resolved once, not probed again
-        } catch (const std::exception&) {
-            // segment_image() meets the same error and reports it with the file's name.
-        }
-        report.add("backend", seconds_since(t_stage));  // waiting for it, if the decoding was faster
+    std::string file = read_file(a.input);
+    report.add("read", seconds_since(t_stage));
+    const double file_bytes = static_cast<double>(file.size());
+    t_stage = std::chrono::steady_clock::now();
+    RgbImage original = decode_rgb(file, a.input, pixel_limit, [&](int width, int height) {
+        int sw = 0, sh = 0;
+        fitted_size(width, height, a.max_pixels, sw, sh);
+        const double full = static_cast<double>(width) * height, segmented = static_cast<double>(sw) * sh;
+        const double need = segment_memory(full, segmented, file_bytes);
+        std::string how = sci(kDecodeBytesPerPixel) + " bytes per pixel decoded";
+        how += segmented < full ? ", " + sci(kSegmentBytesPerPixel) + " per pixel of the " + std::to_string(sw) +
+                                      " x " + std::to_string(sh) + " segmented (--max-pixels)"
+                                : ", " + sci(kSegmentBytesPerPixel) + " per pixel segmented";
+        // The largest image that fits: at full size, or how far --max-pixels would have to shrink it.
+        std::string name;
+        const double budget = a.memory.budget(name);
+        const double fit = (budget - file_bytes - full * kDecodeBytesPerPixel) / kSegmentBytesPerPixel;
+        const std::string hint =
+            fit >= 1 ? "downscale it first with --max-pixels " + std::to_string(static_cast<long long>(fit))
+                     : "it cannot be decoded within that budget";
+        a.memory.check(need,
+                       a.input + ": the image is " + std::to_string(width) + " x " + std::to_string(height) +
+                           " pixels; segmenting it",
+                       how, hint);
+    });
+    report.add("decode", seconds_since(t_stage));
+    std::string().swap(file);  // the compressed bytes are not needed any more
+    L.full_width = original.width, L.full_height = original.height;
+    fitted_size(L.full_width, L.full_height, a.max_pixels, L.w, L.h);
+    RgbImage& img = L.img;
+    if (L.w != L.full_width || L.h != L.full_height) {
+        t_stage = std::chrono::steady_clock::now();
+        img = downscale_area(original, L.w, L.h);
+        original = RgbImage{};
+        report.add("downscale", seconds_since(t_stage));
+    } else {
+        img = std::move(original);
     }
 
-    TerminalProgress progress(!a.run.quiet);
-    so.meanshift.progress = progress.callback();
-    meanshift::Segmentation seg;
+    // Pixels in CIELAB; the library adds x, y (pixels of the segmented image).
     t_stage = std::chrono::steady_clock::now();
-    try {
-        seg = meanshift::segment_image(lab.get(), h, w, 3, so);
-    } catch (const meanshift::InvalidArgument& e) {  // the library's word on the pixels: name the file
-        throw meanshift::InvalidArgument(a.input + ": " + e.what());
-    }
-    const double seconds_segment = seconds_since(t_stage);
-    progress.finish();
-    lab.reset();
-    const meanshift::Result& r = seg.ascent;
-    if (r.modes_without_support > 0)
-        std::fprintf(stderr,
-                     "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
-                     "they kept their own colour)\n",
-                     static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
-    // The library's stages, then the pipeline's own; "segment other" is the rest of segment_image()
-    // (building the (x, y, L*, a*, b*) points, the ascent's other preparation, copying the results).
-    double named = seg.seconds_bandwidths + seg.seconds_regions;
-    for (const auto& [name, seconds] : r.timing.stages()) named += seconds;
-    if (seg.seconds_bandwidths > 0) report.add("bandwidths", seg.seconds_bandwidths);
-    report.add_library(r.timing);
-    report.add("regions", seg.seconds_regions);
-    report.add("segment other", std::max(0.0, seconds_segment - named));
+    L.lab.reset(new float[img.count() * 3]);
+    srgb_to_lab_pixels(img.pixels.data(), img.count(), L.lab.get(), a.run.threads);
+    report.add("colour", seconds_since(t_stage));
 
-    t_stage = std::chrono::steady_clock::now();
+    return L;
+}
+
+// The input's pixels, whatever its kind: every input path of `meanshift segment` dispatches here.
+Loaded load_input(const SegmentArgs& a, StageReport& report)
+{
+    return load_photo(a, report);
+}
+
+// The segmented image, and the label and filtered images and label ids where asked, painted and
+// encoded into `files` (the stages "paint", "encode" and "write"; published later).
+void encode_outputs(const SegmentArgs& a, const meanshift::Segmentation& seg, const Loaded& loaded,
+                    const SegmentOutputs& out, OutputFiles& files, StageReport& report)
+{
+    const RgbImage& img = loaded.img;
+    const int w = loaded.w, h = loaded.h;
+    const std::string &labels_png = out.labels_png, &filtered_png = out.filtered_png;
+    auto t_stage = std::chrono::steady_clock::now();
     const RgbImage segmented = mean_colour_image(seg, img, a.run.threads);
     const RgbImage labels = labels_png.empty() ? RgbImage{} : label_image(seg, w, h);
     RgbImage filtered;
@@ -383,15 +345,25 @@ void run_segment(const SegmentArgs& a, Mode mode)
     if (!filtered_png.empty())
         filtered_bytes =
             std::async(std::launch::async, [&] { return png_bytes(filtered, PngContent::Photo, a.run.threads); });
-    files.set(segmented_slot, png_bytes(segmented, PngContent::Flat, a.run.threads));
-    if (labels_bytes.valid()) files.set(labels_png_slot, labels_bytes.get());
-    if (filtered_bytes.valid()) files.set(filtered_slot, filtered_bytes.get());
-    if (!a.labels_output.empty()) files.set(ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
+    files.set(out.segmented_slot, png_bytes(segmented, PngContent::Flat, a.run.threads));
+    if (labels_bytes.valid()) files.set(out.labels_png_slot, labels_bytes.get());
+    if (filtered_bytes.valid()) files.set(out.filtered_slot, filtered_bytes.get());
+    if (!a.labels_output.empty())
+        files.set(out.ids_slot, int_matrix_bytes(format_of(a.labels_output), seg.labels, h, w));
     report.add("encode", seconds_since(t_stage));
     t_stage = std::chrono::steady_clock::now();
     files.prepare();  // published after the summary is out (see cmd_cluster.cpp)
     report.add("write", seconds_since(t_stage));
+}
 
+// The run's summary on stdout (and with --json its stages as one JSON object on the last line).
+void print_summary(const SegmentArgs& a, const meanshift::SegmentOptions& so, const meanshift::Segmentation& seg,
+                   const Loaded& loaded, const SegmentOutputs& out, StageReport& report)
+{
+    const int full_width = loaded.full_width, full_height = loaded.full_height, w = loaded.w, h = loaded.h;
+    const meanshift::Index n = static_cast<meanshift::Index>(loaded.img.count());
+    const meanshift::Result& r = seg.ascent;
+    const std::string &labels_png = out.labels_png, &filtered_png = out.filtered_png;
     const std::size_t c = seg.sizes.size();
     const double wall = report.wall_seconds();
     std::printf("image       %s, %d x %d", escape_for_terminal(a.input).c_str(), full_width, full_height);
@@ -455,6 +427,89 @@ void run_segment(const SegmentArgs& a, Mode mode)
                                                                             {"output", seg.timing.seconds_output}}
                                                                  .dump()}})
                         .c_str());
+}
+
+void run_segment(const SegmentArgs& a, Mode mode)
+{
+    if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
+    if (!a.filtered_output.empty() && !ends_with_png(a.filtered_output))
+        throw meanshift::InvalidArgument(a.filtered_output + ": --filtered-output must be a .png file");
+    if (!a.labels_image.empty() && !ends_with_png(a.labels_image))
+        throw meanshift::InvalidArgument(a.labels_image + ": --labels-image must be a .png file");
+    if (!a.labels_output.empty()) format_of(a.labels_output);
+    if (mode == Mode::CheckOnly) return;
+    StageReport report;
+    OutputFiles files;
+    const SegmentOutputs out = plan_outputs(a, files);
+    meanshift::SegmentOptions so = segment_options(a);
+
+    // A GPU backend's context (CUDA: ~0.1 s per device) is created while the image is read and
+    // decoded (meanshift::prepare_backend). The CPU backends have nothing to prepare.
+    std::future<std::string> backend_ready;
+    if (prepare_backend_early(so.meanshift.backend))
+        backend_ready = std::async(std::launch::async, meanshift::prepare_backend, so.meanshift.backend,
+                                   so.meanshift.backend_options);
+
+    // Reading, decoding and converting the image (the stages "read" to "colour"). Where "auto"
+    // must be resolved without a context to make (a build without CUDA), the image loads on a
+    // thread while the main thread probes the backends (OpenCL's ICD loader and PoCL: ~0.1 s):
+    // the probe stays on the main thread, whose PoCL/LLVM state AddressSanitizer handles.
+    Loaded loaded;
+    if (!backend_ready.valid() && so.meanshift.backend == "auto") {
+        std::future<Loaded> pending = std::async(std::launch::async, [&] { return load_input(a, report); });
+        std::string resolved;
+        try {
+            resolved = meanshift::resolve_auto_backend();
+        } catch (...) {
+            pending.wait();  // the loader's references stay valid until it is done
+            throw;
+        }
+        loaded = pending.get();
+        so.meanshift.backend = resolved;
+    } else {
+        loaded = load_input(a, report);
+    }
+    const int w = loaded.w, h = loaded.h;
+    auto t_stage = std::chrono::steady_clock::now();
+
+    if (backend_ready.valid()) {
+        try {
+            so.meanshift.backend = backend_ready.get();  // "auto" resolved once, not probed again
+        } catch (const std::exception&) {
+            // segment_image() meets the same error and reports it with the file's name.
+        }
+        report.add("backend", seconds_since(t_stage));  // waiting for it, if the decoding was faster
+    }
+
+    TerminalProgress progress(!a.run.quiet);
+    so.meanshift.progress = progress.callback();
+    meanshift::Segmentation seg;
+    t_stage = std::chrono::steady_clock::now();
+    try {
+        seg = meanshift::segment_image(loaded.lab.get(), h, w, 3, so);
+    } catch (const meanshift::InvalidArgument& e) {  // the library's word on the pixels: name the file
+        throw meanshift::InvalidArgument(a.input + ": " + e.what());
+    }
+    const double seconds_segment = seconds_since(t_stage);
+    progress.finish();
+    loaded.lab.reset();
+    const meanshift::Result& r = seg.ascent;
+    if (r.modes_without_support > 0)
+        std::fprintf(stderr,
+                     "warning: %lld of %lld pixels had no support (no pixel within reach of the kernel; "
+                     "they kept their own colour)\n",
+                     static_cast<long long>(r.modes_without_support), static_cast<long long>(r.modes.rows()));
+    // The library's stages, then the pipeline's own; "segment other" is the rest of segment_image()
+    // (building the (x, y, L*, a*, b*) points, the ascent's other preparation, copying the results).
+    double named = seg.seconds_bandwidths + seg.seconds_regions;
+    for (const auto& [name, seconds] : r.timing.stages()) named += seconds;
+    if (seg.seconds_bandwidths > 0) report.add("bandwidths", seg.seconds_bandwidths);
+    report.add_library(r.timing);
+    report.add("regions", seg.seconds_regions);
+    report.add("segment other", std::max(0.0, seconds_segment - named));
+
+    encode_outputs(a, seg, loaded, out, files, report);
+    print_summary(a, so, seg, loaded, out, report);
     try {
         flush_stdout();
     } catch (const meanshift::IoError& e) {
