@@ -89,6 +89,126 @@ bool under_mpi()
     return initialised && !finalised;
 }
 
+// What rank 0 opens before the ranks share the work: the output files, and without slices the
+// input and the bandwidth (with slices, the NPY file's layout).
+struct MpiInput {
+    bool slices = false;  // every rank reads its own rows of an NPY input
+    std::string centres_path;
+    std::optional<OutputFiles> files;
+    std::size_t labels_slot = 0, centres_slot = 0, modes_slot = 0;
+    meanshift::MatrixF data;
+    std::string bandwidth_description;
+    meanshift::Bandwidth bandwidth;
+    NpyLayout layout;
+};
+
+// Collective: rank 0 opens the files (and reads what the ranks do not read themselves); every rank
+// learns whether it failed (meanshift::mpi::agree).
+void open_mpi_input(const ClusterArgs& a, MPI_Comm comm, int rank, int size, MpiInput& in)
+{
+    const bool slices = in.slices;
+    const std::string& centres_path = in.centres_path;
+    std::optional<OutputFiles>& files = in.files;
+    std::exception_ptr err;
+    if (rank == 0) {
+        try {
+            files.emplace();
+            files->add_input(a.input, "the input");
+            if (!a.per_point.empty()) files->add_input(a.per_point, "the --per-point-bandwidths file");
+            in.labels_slot = files->add_output(a.output, "-o");
+            in.centres_slot = files->add_output(centres_path, "the centres file named after -o " + a.output);
+            in.modes_slot = a.modes_output.empty() ? 0 : files->add_output(a.modes_output, "--modes");
+            if (slices) {
+                in.layout = read_npy_layout(a.input);
+            } else {
+                in.data = to_float(read_matrix(a.input), a.input);
+                in.bandwidth = make_bandwidth(a, in.data, in.bandwidth_description);
+                if (!in.bandwidth.shared() && in.data.rows() < size)
+                    throw meanshift::InvalidArgument("per-point bandwidths under mpirun need at least one point per "
+                                                     "rank: " +
+                                                     std::to_string(in.data.rows()) + " points, " +
+                                                     std::to_string(size) + " ranks");
+            }
+        } catch (...) {
+            err = std::current_exception();
+        }
+    }
+    meanshift::mpi::agree(comm, err);
+}
+
+// Collective: rank 0 encodes the labels, centres and modes into its files (published after the
+// summary, as in run_cluster: a summary rank 0 cannot write leaves no outputs and exit status 1,
+// docs/cli.md); every rank learns whether it failed.
+void write_mpi_outputs(const ClusterArgs& a, MPI_Comm comm, int rank, MpiInput& in, const meanshift::MatrixF& centres,
+                       const std::vector<int>& labels, const meanshift::MatrixF& modes, MatrixFormat out_format,
+                       MatrixFormat modes_format)
+{
+    std::optional<OutputFiles>& files = in.files;
+    const std::string& centres_path = in.centres_path;
+    std::exception_ptr err;
+    if (rank == 0) {
+        try {
+            files->set(in.labels_slot, labels_bytes(out_format, labels));
+            files->set(in.centres_slot, matrix_bytes(format_of(centres_path), centres));
+            if (!a.modes_output.empty()) files->set(in.modes_slot, matrix_bytes(modes_format, modes));
+            files->prepare();
+        } catch (...) {
+            err = std::current_exception();
+        }
+    }
+    meanshift::mpi::agree(comm, err);
+}
+
+// Rank 0's summary of the run: the input's distribution, the strategy, the clusters, the time of
+// each phase (`ascent_max`: the slowest rank's ascent; `pairs`: all ranks' pair interactions).
+void print_mpi_summary(const ClusterArgs& a, const MpiInput& in, const meanshift::mpi::DistributedResult& r,
+                       long long n, int k, int size, int mine, double ascent_max, double pairs, int iterations,
+                       long long held_max)
+{
+    const bool slices = in.slices;
+    const std::string& bandwidth_description = in.bandwidth_description;
+    const std::string& centres_path = in.centres_path;
+    const meanshift::mpi::DistributedTiming& t = r.distributed;
+    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows; %s)\n", n, k, size,
+                static_cast<long long>(mine),
+                slices ? "each rank read its own rows of the NPY file" : "read by rank 0 and scattered");
+    std::printf("bandwidth   %s\n", bandwidth_description.c_str());
+    std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
+    if (r.strategy == meanshift::mpi::Strategy::DomainDecomposition)
+        std::printf("method      domain decomposition (slabs, halo = cutoff): at most %lld points on a rank, "
+                    "%lld mode hand-overs; search %s\n",
+                    held_max, static_cast<long long>(r.modes_migrated), r.search.c_str());
+    else if (r.strategy == meanshift::mpi::Strategy::Ring)
+        std::printf("method      ring (points stay on their rank, modes travel with their partial sums); search %s\n",
+                    r.search.c_str());
+    else
+        std::printf("method      replicated points, modes split; search %s\n", r.search.c_str());
+    std::printf("seeding     %s\n", r.seeding.c_str());
+    std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
+    for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
+        std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
+    std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
+    std::printf("iterations  %d\n", iterations);
+    const bool ring = r.strategy == meanshift::mpi::Strategy::Ring;
+    const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition || ring;
+    std::printf("time        %.3f s on rank 0 (%s %.3f, binning %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, "
+                "gather %.3f, group %.3f, broadcast %.3f, label %.3f)\n",
+                t.seconds_total,
+                ring     ? "points moved"
+                : domain ? "points to slabs"
+                         : "allgather",
+                t.seconds_allgather, t.seconds_binning, t.seconds_ascent, ascent_max,
+                ring     ? "of which ring passes"
+                : domain ? "of which hand-overs"
+                         : "wait",
+                domain ? t.seconds_migrate : t.seconds_wait, t.seconds_gather, t.seconds_group, t.seconds_broadcast,
+                t.seconds_label);
+    std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n",
+                sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
+    std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
+                escape_for_terminal(centres_path).c_str());
+}
+
 // `mpirun -np R meanshift cluster ...` (docs/mpi.md): rank 0 reads the input, resolves the bandwidth
 // and scatters the rows; meanshift::mpi::cluster() runs on every rank (replicated points, modes
 // split); rank 0 gathers the labels (and modes) and writes every output; the other ranks write and
@@ -110,39 +230,16 @@ void run_cluster_mpi(const ClusterArgs& a)
     BandwidthSpec::parse(a.bandwidth, spec);
     const bool slices = format_of(a.input) == MatrixFormat::Npy && a.per_point.empty() &&
                         (!a.bandwidths.empty() || spec.kind == BandwidthSpec::Kind::Number);
-
-    // Rank 0: files (and, without slices, the input and the bandwidth).
-    std::optional<OutputFiles> files;
-    std::size_t labels_slot = 0, centres_slot = 0, modes_slot = 0;
-    meanshift::MatrixF data;
-    std::string bandwidth_description;
-    meanshift::Bandwidth bandwidth;
+    MpiInput in;
+    in.slices = slices;
+    in.centres_path = centres_path;
+    open_mpi_input(a, comm, rank, size, in);
+    std::optional<OutputFiles>& files = in.files;
+    const meanshift::MatrixF& data = in.data;
+    std::string& bandwidth_description = in.bandwidth_description;
+    meanshift::Bandwidth& bandwidth = in.bandwidth;
+    NpyLayout& layout = in.layout;
     std::exception_ptr err;
-    NpyLayout layout;
-    if (rank == 0) {
-        try {
-            files.emplace();
-            files->add_input(a.input, "the input");
-            if (!a.per_point.empty()) files->add_input(a.per_point, "the --per-point-bandwidths file");
-            labels_slot = files->add_output(a.output, "-o");
-            centres_slot = files->add_output(centres_path, "the centres file named after -o " + a.output);
-            modes_slot = a.modes_output.empty() ? 0 : files->add_output(a.modes_output, "--modes");
-            if (slices) {
-                layout = read_npy_layout(a.input);
-            } else {
-                data = to_float(read_matrix(a.input), a.input);
-                bandwidth = make_bandwidth(a, data, bandwidth_description);
-                if (!bandwidth.shared() && data.rows() < size)
-                    throw meanshift::InvalidArgument("per-point bandwidths under mpirun need at least one point per "
-                                                     "rank: " +
-                                                     std::to_string(data.rows()) + " points, " + std::to_string(size) +
-                                                     " ranks");
-            }
-        } catch (...) {
-            err = std::current_exception();
-        }
-    }
-    meanshift::mpi::agree(comm, err);
 
     // Shape and bandwidth from rank 0; the other options come from the same command line.
     long long shape[3] = {static_cast<long long>(slices ? layout.rows : data.rows()),
@@ -236,63 +333,11 @@ void run_cluster_mpi(const ClusterArgs& a)
     int iterations = 0;
     MPI_Reduce(&r.timing.iterations, &iterations, 1, MPI_INT, MPI_MAX, 0, comm);
 
-    err = nullptr;
-    if (rank == 0) {
-        try {
-            files->set(labels_slot, labels_bytes(out_format, labels));
-            files->set(centres_slot, matrix_bytes(format_of(centres_path), r.centres));
-            if (!a.modes_output.empty()) files->set(modes_slot, matrix_bytes(modes_format, modes));
-            // Published after the summary, as in run_cluster: a summary rank 0 cannot write leaves
-            // no outputs and exit status 1 (docs/cli.md).
-            files->prepare();
-        } catch (...) {
-            err = std::current_exception();
-        }
-    }
-    meanshift::mpi::agree(comm, err);
+    write_mpi_outputs(a, comm, rank, in, r.centres, labels, modes, out_format, modes_format);
     long long held_max = 0, held = static_cast<long long>(r.local_points_held);
     MPI_Reduce(&held, &held_max, 1, MPI_LONG_LONG, MPI_MAX, 0, comm);
     if (rank != 0) return;
-
-    const meanshift::mpi::DistributedTiming& t = r.distributed;
-    std::printf("points      %lld x %d on %d MPI ranks (rank 0: %lld rows; %s)\n", n, k, size,
-                static_cast<long long>(mine),
-                slices ? "each rank read its own rows of the NPY file" : "read by rank 0 and scattered");
-    std::printf("bandwidth   %s\n", bandwidth_description.c_str());
-    std::printf("backend     %s (%s) on rank 0\n", r.backend.c_str(), r.topology.to_string().c_str());
-    if (r.strategy == meanshift::mpi::Strategy::DomainDecomposition)
-        std::printf("method      domain decomposition (slabs, halo = cutoff): at most %lld points on a rank, "
-                    "%lld mode hand-overs; search %s\n",
-                    held_max, static_cast<long long>(r.modes_migrated), r.search.c_str());
-    else if (r.strategy == meanshift::mpi::Strategy::Ring)
-        std::printf("method      ring (points stay on their rank, modes travel with their partial sums); search %s\n",
-                    r.search.c_str());
-    else
-        std::printf("method      replicated points, modes split; search %s\n", r.search.c_str());
-    std::printf("seeding     %s\n", r.seeding.c_str());
-    std::printf("clusters    %zu (largest:", r.cluster_sizes.size());
-    for (std::size_t c = 0; c < r.cluster_sizes.size() && c < 8; ++c)
-        std::printf(" %lld", static_cast<long long>(r.cluster_sizes[c]));
-    std::printf("%s)\n", r.cluster_sizes.size() > 8 ? " ..." : "");
-    std::printf("iterations  %d\n", iterations);
-    const bool ring = r.strategy == meanshift::mpi::Strategy::Ring;
-    const bool domain = r.strategy == meanshift::mpi::Strategy::DomainDecomposition || ring;
-    std::printf("time        %.3f s on rank 0 (%s %.3f, binning %.3f, ascent %.3f [slowest rank %.3f], %s %.3f, "
-                "gather %.3f, group %.3f, broadcast %.3f, label %.3f)\n",
-                t.seconds_total,
-                ring     ? "points moved"
-                : domain ? "points to slabs"
-                         : "allgather",
-                t.seconds_allgather, t.seconds_binning, t.seconds_ascent, ascent_max,
-                ring     ? "of which ring passes"
-                : domain ? "of which hand-overs"
-                         : "wait",
-                domain ? t.seconds_migrate : t.seconds_wait, t.seconds_gather, t.seconds_group, t.seconds_broadcast,
-                t.seconds_label);
-    std::printf("pairs/s     %s (all ranks, over the slowest ascent)\n",
-                sci(ascent_max > 0 ? pairs / ascent_max : 0).c_str());
-    std::printf("labels  ->  %s\ncentres ->  %s\n", escape_for_terminal(a.output).c_str(),
-                escape_for_terminal(centres_path).c_str());
+    print_mpi_summary(a, in, r, n, k, size, mine, ascent_max, pairs, iterations, held_max);
     if (!a.modes_output.empty()) std::printf("modes   ->  %s\n", escape_for_terminal(a.modes_output).c_str());
     try {
         flush_stdout();
