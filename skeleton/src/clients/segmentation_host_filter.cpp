@@ -299,13 +299,13 @@ RowFn pick(const std::string& isa, int& lanes)
     return &row_generic<C>;
 }
 
-}  // namespace
-
-bool filter_image_host(const float* pixels, int height, int width, int channels, const Options& o,
-                       const std::string& backend_name, Index band_rows, Result& r)
+// Whether the image kernel takes these options (else the banded or generic path runs): the openmp
+// backend with its default topology and pair form, the truncated kernel, a shared diagonal
+// bandwidth (hs, hs, hr, …, hr), sizes that float32 keeps exact. Sets hs and hr.
+bool host_filter_applies(int height, int width, int C, const Options& o, const std::string& backend_name, double& hs,
+                         double& hr)
 {
-    const auto t_start = Clock::now();
-    const int C = channels, k = 2 + C;
+    const int k = 2 + C;
     if (backend_name != "openmp" || C < 1 || C > 4 || height < 1 || width < 1) return false;
     const Topology& t = o.topology;
     if (t.ppus != 0 || t.pus_per_ppu != 0 || t.f_vppu != 0 || t.f_load != 0) return false;
@@ -326,13 +326,52 @@ bool filter_image_host(const float* pixels, int height, int width, int channels,
     if (var[0] != var[1]) return false;
     for (int d = 3; d < k; ++d)
         if (var[std::size_t(d)] != var[2]) return false;
-    const double hs = std::sqrt(var[0]), hr = std::sqrt(var[2]);
+    hs = std::sqrt(var[0]), hr = std::sqrt(var[2]);
     const double reach = o.cutoff * hs;
     // Float32 pixel coordinates and colours / hr must stay exact enough: leave huge ones to the
     // generic path (and its checks).
     if (!(reach < 1000) || !(hs >= 1e-3) || height > (1 << 24) || width > (1 << 24)) return false;
     const std::string isa = o.backend_options.openmp.isa;
     if (isa != "auto" && isa != "amx" && isa != "avx512" && isa != "avx2" && isa != "generic") return false;
+    return true;
+}
+
+// The colours back to data units (r.modes) and the pixels' outcomes into the result's per-mode
+// vectors.
+void store_outcomes(const std::vector<PixelOutcome>& outcome, double hr, Index n, int C, Result& r)
+{
+    const int k = 2 + C;
+    float* modes = r.modes.data();
+    {
+        const float fhr = static_cast<float>(hr);
+        MS_PARALLEL_FOR(n * k)
+        for (Index i = 0; i < n; ++i)
+            for (int ch = 0; ch < C; ++ch) modes[i * k + 2 + ch] *= fhr;
+    }
+    int most = 0;
+    for (Index i = 0; i < n; ++i) {  // serial: std::vector<bool> packs bits
+        const PixelOutcome& q = outcome[static_cast<std::size_t>(i)];
+        const std::size_t si = static_cast<std::size_t>(i);
+        r.iterations[si] = q.iterations;
+        most = std::max(most, q.iterations);
+        r.converged[si] = q.converged;
+        r.no_support[si] = q.no_support;
+        if (q.no_support) ++r.modes_without_support;
+    }
+    r.timing.iterations = most;
+}
+
+}  // namespace
+
+bool filter_image_host(const float* pixels, int height, int width, int channels, const Options& o,
+                       const std::string& backend_name, Index band_rows, Result& r)
+{
+    const auto t_start = Clock::now();
+    const int C = channels, k = 2 + C;
+    double hs = 0, hr = 0;
+    if (!host_filter_applies(height, width, C, o, backend_name, hs, hr)) return false;
+    const double reach = o.cutoff * hs;
+    const std::string isa = o.backend_options.openmp.isa;
 
     const Index H = height, W = width, n = H * W;
     // The result (modes float32, iterations, flags), what segment_image() adds (labels, filtered
@@ -417,23 +456,7 @@ bool filter_image_host(const float* pixels, int height, int width, int channels,
 
     // Colours back to data units; the outcomes into the result's per-mode vectors.
     const auto t_out = Clock::now();
-    {
-        const float fhr = static_cast<float>(hr);
-        MS_PARALLEL_FOR(n * k)
-        for (Index i = 0; i < n; ++i)
-            for (int ch = 0; ch < C; ++ch) modes[i * k + 2 + ch] *= fhr;
-    }
-    int most = 0;
-    for (Index i = 0; i < n; ++i) {  // serial: std::vector<bool> packs bits
-        const PixelOutcome& q = outcome[static_cast<std::size_t>(i)];
-        const std::size_t si = static_cast<std::size_t>(i);
-        r.iterations[si] = q.iterations;
-        most = std::max(most, q.iterations);
-        r.converged[si] = q.converged;
-        r.no_support[si] = q.no_support;
-        if (q.no_support) ++r.modes_without_support;
-    }
-    r.timing.iterations = most;
+    store_outcomes(outcome, hr, n, C, r);
     r.timing.seconds_group = since(t_out);
 
     const double disc = 3.14159265358979 * reach * reach;
