@@ -41,7 +41,7 @@ struct GemmTable {
     /// The unit's measured block size (GemmData::modes_per_block): the AMX pipeline's per-point work
     /// is spread over more modes (docs/backend-openmp.md, "AMX").
     int modes_per_block = 128;
-    /// PairForm::Auto takes the unit from this k on (measured crossover, openmp_backend.cpp).
+    /// PairForm::Auto takes the unit from this k on (measured crossover, openmp_binding.hpp).
     int min_k = 32;
 };
 

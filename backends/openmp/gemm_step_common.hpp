@@ -9,7 +9,7 @@
 // to c (q' = q − c, x' = x − c), so the float32 expansion cancels only on the block's own spread,
 // not on the distance to the data's centre. That spread is bounded by the caller: a mode whose
 // rounding bound err·(3·max w·½|q'|² + 1) exceeds 1/32 (a far outlier in the block moves c away
-// from every mode) takes the float64 direct form instead (openmp_backend.cpp, spread_modes):
+// from every mode) takes the float64 direct form instead (openmp_dispatch.cpp, spread_modes):
 //   Shared   : t_ji = q'_j·x'_i − ½|q'_j|² − ½|x'_i|²            (= −½|q_j − x_i|²)
 //              S = Q' · X'ᵀ, R = E · X': R_j,d = Σ e x'_d; Σ e is summed in the weight loop
 //   PerPoint : t_ji = Σ_d (q'_d · w_id x'_id − ½ q'²_d · w_id) − ½ Σ_d w_id x'²_id
