@@ -190,6 +190,69 @@ struct SlabFrame {
     const std::function<bool(const double*)>& settled;
 };
 
+/// Orders `modes` (positions `pos`, data units) by their cells of side `side` in one process's
+/// prepared units (lexicographic), so that nearby modes are stepped together.
+void sort_by_cell(int k, double side, const std::vector<double>& scale, std::vector<Mode>& modes,
+                  std::vector<double>& pos)
+{
+    std::vector<std::vector<long long>> key(modes.size(), std::vector<long long>(static_cast<std::size_t>(k)));
+    for (std::size_t i = 0; i < modes.size(); ++i)
+        for (int d = 0; d < k; ++d)
+            key[i][std::size_t(d)] = static_cast<long long>(
+                std::floor(pos[i * std::size_t(k) + std::size_t(d)] * scale[std::size_t(d)] / side));
+    std::vector<std::size_t> order(modes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+    std::vector<Mode> sorted;
+    std::vector<double> sorted_pos;
+    for (std::size_t i : order) {
+        sorted.push_back(modes[i]);
+        sorted_pos.insert(sorted_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                          pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+    }
+    modes = std::move(sorted);
+    pos = std::move(sorted_pos);
+}
+
+/// Hands the live modes that moved into another rank's slab to that rank and appends the modes
+/// that arrive here (collective); returns how many left this rank.
+template <class Live>
+long long migrate(const SlabFrame& f, const Live& live, std::vector<Mode>& modes, std::vector<double>& pos)
+{
+    const int k = f.k;
+    std::vector<Mode> leaving;
+    std::vector<double> leaving_pos;
+    std::vector<int> dest;
+    std::vector<bool> left(modes.size(), false);
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+        if (!live(modes[i])) continue;
+        const double* y = pos.data() + i * std::size_t(k);
+        const int own = f.owner(y[f.slabs.dim] * f.slabs.scale);
+        if (own == f.rank) continue;
+        left[i] = true;
+        leaving.push_back(modes[i]);
+        leaving_pos.insert(leaving_pos.end(), y, y + k);
+        dest.push_back(own);
+    }
+    const std::size_t nleave = leaving.size();
+    exchange_modes(f.comm, f.size, k, leaving, leaving_pos, dest);  // now: the arriving modes
+    if (nleave > 0 || !leaving.empty()) {
+        std::vector<Mode> keep;
+        std::vector<double> keep_pos;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            if (left[i]) continue;
+            keep.push_back(modes[i]);
+            keep_pos.insert(keep_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                            pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+        }
+        keep.insert(keep.end(), leaving.begin(), leaving.end());
+        keep_pos.insert(keep_pos.end(), leaving_pos.begin(), leaving_pos.end());
+        modes = std::move(keep);
+        pos = std::move(keep_pos);
+    }
+    return static_cast<long long>(nleave);
+}
+
 /// 3. The ascents (core/ascent.hpp), one iteration at a time on every rank (a collective count of
 ///    the live modes ends them), the modes stepped on this rank's binding and, after every
 ///    iteration, handed to the owner of the slab they moved into. The modes start in the
@@ -282,38 +345,10 @@ void ascend_in_slabs(const SlabFrame& f, std::vector<Mode>& modes, std::vector<d
                   }));
         // Active modes that moved into another slab go to its owner; retired ones stay here.
         const auto t_x = Clock::now();
-        std::vector<Mode> leaving;
-        std::vector<double> leaving_pos;
-        std::vector<int> dest;
-        std::vector<bool> left(modes.size(), false);
-        for (std::size_t i = 0; i < modes.size(); ++i) {
-            if (!live(modes[i])) continue;
-            const double* y = pos.data() + i * std::size_t(k);
-            const int own = f.owner(y[f.slabs.dim] * f.slabs.scale);
-            if (own == f.rank) continue;
-            left[i] = true;
-            leaving.push_back(modes[i]);
-            leaving_pos.insert(leaving_pos.end(), y, y + k);
-            dest.push_back(own);
-        }
-        migrated += static_cast<long long>(leaving.size());
-        const std::size_t nleave = leaving.size();
-        exchange_modes(f.comm, f.size, k, leaving, leaving_pos, dest);  // now: the arriving modes
-        if (nleave > 0 || !leaving.empty()) {
-            std::vector<Mode> keep;
-            std::vector<double> keep_pos;
-            for (std::size_t i = 0; i < modes.size(); ++i) {
-                if (left[i]) continue;
-                keep.push_back(modes[i]);
-                keep_pos.insert(keep_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
-                                pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
-            }
-            keep.insert(keep.end(), leaving.begin(), leaving.end());
-            keep_pos.insert(keep_pos.end(), leaving_pos.begin(), leaving_pos.end());
-            modes = std::move(keep);
-            pos = std::move(keep_pos);
-            bound = false;
-        }
+        const std::size_t before = modes.size();
+        const long long left = migrate(f, live, modes, pos);
+        migrated += left;
+        if (left > 0 || modes.size() != before) bound = false;  // modes left or arrived
         out.seconds_migrate += since(t_x);
         return true;
     };
@@ -490,24 +525,7 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
             qdest[std::size_t(i)] = owner(static_cast<double>((*queries)(i, slabs.dim)) * slabs.scale);
         }
         exchange_modes(comm, size, k, modes, pos, qdest);
-        const double side = std::max(slabs.halo, 1e-12);
-        std::vector<std::vector<long long>> key(modes.size(), std::vector<long long>(static_cast<std::size_t>(k)));
-        for (std::size_t i = 0; i < modes.size(); ++i)
-            for (int d = 0; d < k; ++d)
-                key[i][std::size_t(d)] = static_cast<long long>(
-                    std::floor(pos[i * std::size_t(k) + std::size_t(d)] * scale[std::size_t(d)] / side));
-        std::vector<std::size_t> order(modes.size());
-        std::iota(order.begin(), order.end(), std::size_t{0});
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
-        std::vector<Mode> sorted;
-        std::vector<double> sorted_pos;
-        for (std::size_t i : order) {
-            sorted.push_back(modes[i]);
-            sorted_pos.insert(sorted_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
-                              pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
-        }
-        modes = std::move(sorted);
-        pos = std::move(sorted_pos);
+        sort_by_cell(k, std::max(slabs.halo, 1e-12), scale, modes, pos);
     }
     std::vector<Mode> done;
     std::vector<double> done_pos;

@@ -320,6 +320,50 @@ private:
     std::vector<MPI_Request> sends_[3], recvs_[3];
 };
 
+/// The modes 0..m-1 in the lexicographic order of their cells of side c (the cutoff) in bandwidth
+/// units where the kernel is truncated, else as they are: the backend steps them in blocks, and a
+/// block of nearby modes shares its candidate rows (20,000 2-D points, one rank: 4.8 s in input
+/// order, 0.64 s so ordered, openmp). `pos`: m × k positions, data units.
+std::vector<Index> start_order(const Options& options, const std::vector<double>& scale, const std::vector<double>& pos,
+                               Index m, int k)
+{
+    const std::size_t ku = static_cast<std::size_t>(k);
+    std::vector<Index> active(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) active[static_cast<std::size_t>(i)] = i;
+    if (std::isfinite(options.cutoff) && !options.exact) {
+        const double side = std::max(options.cutoff, 1e-12);
+        std::vector<long long> key(static_cast<std::size_t>(m) * ku);
+        for (std::size_t v = 0; v < key.size(); ++v)
+            key[v] = static_cast<long long>(std::floor(pos[v] * scale[v % ku] / side));
+        std::stable_sort(active.begin(), active.end(), [&](Index a, Index b) {
+            return std::lexicographical_compare(key.begin() + static_cast<std::ptrdiff_t>(a * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>((a + 1) * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>(b * k),
+                                                key.begin() + static_cast<std::ptrdiff_t>((b + 1) * k));
+        });
+    }
+    return active;
+}
+
+/// The ascents' outcome into `out`: per mode its position (`pos`, m × k, data units), iterations,
+/// convergence (fixed iterations: every supported mode, the driver's rule) and support.
+void write_modes(const ::meanshift::detail::ModeLedger& ledger, bool fixed, const std::vector<double>& pos, int k,
+                 LocalAscent& out)
+{
+    const std::size_t m = ledger.iterations.size(), ku = static_cast<std::size_t>(k);
+    out.iterations = ledger.iterations;
+    out.converged.assign(m, false);
+    out.no_support.assign(m, false);
+    for (std::size_t q = 0; q < m; ++q) {
+        out.no_support[q] = ledger.no_support(q);
+        out.converged[q] = ledger.converged(q, fixed);
+    }
+    out.modes.resize(static_cast<Index>(m), k);
+    for (std::size_t i = 0; i < m; ++i)
+        for (int d = 0; d < k; ++d)
+            out.modes(static_cast<Index>(i), d) = static_cast<float>(pos[i * ku + std::size_t(d)]);
+}
+
 }  // namespace
 
 LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
@@ -398,33 +442,14 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     std::vector<double> pos(static_cast<std::size_t>(m) * ku);
     for (Index i = 0; i < m; ++i)
         for (int d = 0; d < k; ++d) pos[static_cast<std::size_t>(i) * ku + std::size_t(d)] = start(i, d);
-    // Alg. 5's shift in one process's prepared units ((x − centre)·scale_d), as the other
-    // strategies measure it (they equal cluster(all, options, &all): explicit seeds, Euclidean there).
-    out.iterations.assign(static_cast<std::size_t>(m), 0);
-    out.converged.assign(static_cast<std::size_t>(m), false);
-    out.no_support.assign(static_cast<std::size_t>(m), false);
-    // Active modes in the lexicographic order of their cells of side c (the cutoff) in bandwidth
-    // units: the backend steps them in blocks, and a block of nearby modes shares its candidate
-    // rows (20,000 2-D points, one rank: 4.8 s in input order, 0.64 s so ordered, openmp).
-    std::vector<Index> active(static_cast<std::size_t>(m));
-    for (Index i = 0; i < m; ++i) active[static_cast<std::size_t>(i)] = i;
-    if (std::isfinite(options.cutoff) && !options.exact) {
-        const double side = std::max(options.cutoff, 1e-12);
-        std::vector<long long> key(static_cast<std::size_t>(m) * ku);
-        for (std::size_t v = 0; v < key.size(); ++v)
-            key[v] = static_cast<long long>(std::floor(pos[v] * scale[v % ku] / side));
-        std::stable_sort(active.begin(), active.end(), [&](Index a, Index b) {
-            return std::lexicographical_compare(key.begin() + static_cast<std::ptrdiff_t>(a * k),
-                                                key.begin() + static_cast<std::ptrdiff_t>((a + 1) * k),
-                                                key.begin() + static_cast<std::ptrdiff_t>(b * k),
-                                                key.begin() + static_cast<std::ptrdiff_t>((b + 1) * k));
-        });
-    }
-
+    // The active modes, nearby ones together.
+    std::vector<Index> active = start_order(options, scale, pos, m, k);
     const ::meanshift::detail::AscentLimits limits = ::meanshift::detail::ascent_limits(options);
     const std::size_t row = ku + static_cast<std::size_t>(width);  // a travelling mode: position, sums
     LocalSums local_sums(local, options, clusterer ? &*clusterer : nullptr, reach, centre, unit, per_point, rank_factor,
                          row);
+    // Alg. 5's shift in one process's prepared units ((x − centre)·scale_d), as the other
+    // strategies measure it (they equal cluster(all, options, &all): explicit seeds, Euclidean there).
     const HomeStep home_step{k, per_point, options.kernel == KernelProfile::VonMisesFisher, scale, settled, limits};
 
     // 3. Alg. 4 (core/ascent.hpp): each iteration the active modes of every rank go once around
@@ -473,17 +498,7 @@ LocalAscent ring_ascent(MPI_Comm comm, const MatrixF& local, const float* weight
     };
     hooks.record = [&](Index q, ModeStatus status) { ledger.record(static_cast<std::size_t>(q), status); };
     const ::meanshift::detail::AscentTotals totals = ::meanshift::detail::ascend(limits, hooks);
-    for (Index q = 0; q < m; ++q) {
-        const std::size_t sq = static_cast<std::size_t>(q);
-        out.iterations[sq] = ledger.iterations[sq];
-        out.no_support[sq] = ledger.no_support(sq);
-        // Fixed iterations: every supported mode counts as converged (the driver's rule).
-        out.converged[sq] = ledger.converged(sq, limits.fixed);
-    }
-    out.modes.resize(m, k);
-    for (Index i = 0; i < m; ++i)
-        for (int d = 0; d < k; ++d)
-            out.modes(i, d) = static_cast<float>(pos[static_cast<std::size_t>(i) * ku + std::size_t(d)]);
+    write_modes(ledger, limits.fixed, pos, k, out);
     out.seconds_migrate = ring.seconds_pass;
     out.bind_info.timing.seconds_iterate = since(t_ascent);
     out.bind_info.timing.iterations = totals.iterations;
