@@ -3,6 +3,7 @@
 #include "skeleton/src/approx/seeding.hpp"
 
 #include "skeleton/src/approx/boundary_bins.hpp"
+#include "skeleton/src/core/ascent.hpp"
 #include "skeleton/src/core/parallel.hpp"
 #include "skeleton/src/approx/spatial_order.hpp"
 
@@ -200,6 +201,150 @@ MatrixD bin_data_for_ascent(Prepared& prep, SeedPlan& plan, const Options& optio
     return caller;
 }
 
+namespace {
+
+/// The fine seeds of the boundary refinement while they ascend: their positions and, once
+/// resolved, their labels and the bin seed whose mode they take.
+struct FineSeeds {
+    MatrixD Z;  ///< F × k positions (prepared units)
+    std::vector<int> label;  ///< per fine seed: its cluster, -1 until resolved
+    std::vector<Index> via;  ///< per fine seed: the bin seed whose mode it takes, -1 for its own
+    ModeLedger ledger;  ///< per fine seed: iterations made and its last step's status
+    Index early = 0;  ///< resolved by their trajectory (a bin off the boundaries) while still active
+};
+
+/// The bins of the boundary refinement: which are on a boundary, their labels, and the lookup of
+/// a position's bin.
+struct BinLabels {
+    const Bins& bins;
+    const std::vector<char>& boundary;
+    const std::vector<int>& label;  ///< per bin: its seed's cluster
+    const std::vector<Index>& seed_of_bin;
+
+    /// Bin of a position, -1 outside every bin (and no int64 overflow); `cell` is the caller's
+    /// scratch (one per thread).
+    Index bin_of(const double* y, std::int64_t* cell, std::size_t k) const
+    {
+        for (std::size_t d = 0; d < k; ++d) {
+            const double c = std::floor(y[d] / bins.side);
+            if (!(std::fabs(c) < kMaxBinCell)) return -1;
+            cell[d] = static_cast<std::int64_t>(c);
+        }
+        return bins.find(cell);
+    }
+};
+
+/// Alg. 4 (ascent.hpp) from the fine seeds; after every iteration a seed inside a bin off the
+/// boundaries is resolved by that bin, and one that stopped elsewhere (or ran out of iterations)
+/// is left for the nearest centre (returned). The binding keeps its modes from one iteration to
+/// the next: every iteration reads them back and resolves the seeds that reached a bin off the
+/// boundaries, which leave the live set but stay in the binding (the API has no way to retire one
+/// mode) and ascend on unread until the next upload. The live seeds are uploaded again, in the
+/// grid's cell order, only when the binding's active modes exceed them by a quarter: a few uploads
+/// and sorts instead of one per iteration (up to 200: the host work of this stage on the GPU), at
+/// most 25 % steps spent on resolved seeds. A mode's step depends on its own position only, so the
+/// trajectories and labels are those of one upload per iteration.
+std::vector<Index> ascend_fine_seeds(FineSeeds& fs, const BinLabels& bl, const PreparedData& D, Binding& binding,
+                                     const AscentLimits& limits, Timing& timing)
+{
+    const Index F = fs.Z.rows(), k = fs.Z.cols();
+    const std::size_t ks = static_cast<std::size_t>(k);
+    std::vector<Index> active(static_cast<std::size_t>(F));  // live fine seeds, to upload next
+    for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
+    std::vector<Index> unresolved;  // stopped in a boundary bin
+    std::vector<Index> id;  // binding slot -> fine seed
+    std::vector<char> live;  // binding slot still wanted
+    std::vector<Index> slot_bin;  // bin of the slot's position after the last step
+    Index n_live = 0;
+    bool uploaded = false;
+    MatrixD Ys;
+    auto upload = [&] {
+        const Index m = static_cast<Index>(active.size());
+        {
+            MatrixD Y(m, k);
+            MS_PARALLEL_FOR(m * k)
+            for (Index q = 0; q < m; ++q) Y.row(q) = fs.Z.row(active[std::size_t(q)]);
+            // The grid's own cell order where there is one: the GPU range kernels take blocks of
+            // consecutive modes and visit their union box over the grid dims only (a 3-D Morton
+            // order scaled per dim also splits a forest cloud's 28 m of height like its 500 m of ground).
+            const std::vector<Index> order = D.grid ? cell_order(*D.grid, Y.data(), m, k) : morton_order(Y);
+            Ys.resize(m, k);
+            id.resize(std::size_t(m));
+            MS_PARALLEL_FOR(m * k)
+            for (Index q = 0; q < m; ++q) {
+                id[std::size_t(q)] = active[std::size_t(order[std::size_t(q)])];
+                Ys.row(q) = fs.Z.row(id[std::size_t(q)]);
+            }
+        }
+        binding.set_modes(Ys.data(), m);
+        live.assign(std::size_t(m), 1);
+        slot_bin.assign(std::size_t(m), -1);
+        n_live = m;
+        active.clear();
+        uploaded = true;
+    };
+    AscentHooks hooks;
+    // Iterations on one upload until the binding's active modes outnumber the live ones by a
+    // quarter (or none is live); then the live seeds, in fine-seed order, are uploaded again.
+    hooks.active = [&]() -> Index {
+        if (n_live > 0 && 4 * binding.active_count() <= 5 * n_live) return n_live;
+        if (uploaded)
+            for (std::size_t q = 0; q < live.size(); ++q)
+                if (live[q]) active.push_back(id[q]);
+        std::sort(active.begin(), active.end());
+        if (active.empty()) return 0;
+        upload();
+        return n_live;
+    };
+    hooks.step = binding_step(binding, limits, D.n());
+    hooks.record = [&](Index q, ModeStatus s) {
+        if (live[std::size_t(q)]) fs.ledger.record(std::size_t(id[std::size_t(q)]), s);
+    };
+    hooks.after = [&](int it) {
+        const Index m = static_cast<Index>(live.size());
+        binding.read_modes(Ys.data());
+        // Positions and bins of the live seeds on the threads (a hash look-up each).
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(host_threads()) if (m * k >= kParallelMinValues / 4)
+#endif
+        {
+            std::vector<std::int64_t> cell(ks);
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+            for (Index q = 0; q < m; ++q) {
+                if (!live[std::size_t(q)]) continue;
+                fs.Z.row(id[std::size_t(q)]) = Ys.row(q);
+                slot_bin[std::size_t(q)] = bl.bin_of(Ys.row(q).data(), cell.data(), ks);
+            }
+        }
+        for (Index q = 0; q < m; ++q) {
+            if (!live[std::size_t(q)]) continue;
+            const std::size_t f = std::size_t(id[std::size_t(q)]);
+            const Index j = slot_bin[std::size_t(q)];
+            if (j >= 0 && !bl.boundary[std::size_t(j)]) {
+                fs.label[f] = bl.label[std::size_t(j)];
+                fs.via[f] = bl.seed_of_bin[std::size_t(j)];
+                fs.early += fs.ledger.status[f] == ModeStatus::Active;
+            } else if (fs.ledger.status[f] != ModeStatus::Active || it >= limits.max_iterations) {
+                unresolved.push_back(Index(f));  // labelled by the nearest centre, on the threads
+            } else {
+                continue;
+            }
+            live[std::size_t(q)] = 0;
+            --n_live;
+        }
+        return true;
+    };
+    const AscentTotals totals = ascend(limits, hooks);
+    timing.iterations += totals.iterations;
+    timing.pair_interactions += totals.pairs;
+    timing.seconds_kernels += totals.kernel_seconds;
+    return unresolved;
+}
+
+}  // namespace
+
 Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD* points, Binding& binding,
                            const Grouping& g, SeedAscents& a, const Options& options, Timing& timing,
                            std::string& description)
@@ -209,7 +354,6 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     const Bins& b = plan.bins;
     const Index B = static_cast<Index>(b.count.size());
     const int k = D.k();
-    const std::size_t ks = static_cast<std::size_t>(k);
     std::vector<int> label(static_cast<std::size_t>(B));
     for (Index j = 0; j < B; ++j) label[std::size_t(j)] = g.labels[std::size_t(plan.seed_of_bin[std::size_t(j)])];
 
@@ -220,7 +364,6 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     if (n_boundary == 0) return out;
 
     // The points of boundary bins (caller rows), binned on the fine cells.
-    const Index n = D.n();  // rows the ascents run on
     const MatrixD& X = points ? *points : D.points;
     auto caller_row = [&](Index q) { return points || D.original.empty() ? q : D.original[std::size_t(q)]; };
     const std::vector<Index> rows =
@@ -231,131 +374,23 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     const Bins fine = make_bins(P, b.side / 4, nullptr);
     const Index F = fine.mean.rows();
 
-    // Ascent of the fine seeds in rounds; after each round a seed inside a bin off the boundaries
-    // is resolved by that bin.
+    // Ascent of the fine seeds; a seed inside a bin off the boundaries is resolved by that bin.
     const Index S = a.modes.rows();
-    MatrixD Z = fine.mean;
-    std::vector<int> fl(static_cast<std::size_t>(F), -1), fit(static_cast<std::size_t>(F), 0);
-    std::vector<Index> via(static_cast<std::size_t>(F), -1);  // seed whose mode a resolved fine seed takes
-    std::vector<ModeStatus> fst(static_cast<std::size_t>(F), ModeStatus::Active);
-    std::vector<Index> active(static_cast<std::size_t>(F));
-    for (Index f = 0; f < F; ++f) active[std::size_t(f)] = f;
-    // Bin of a position, -1 outside every bin (and no int64 overflow); `cell` is the caller's scratch
-    // (one per thread).
-    auto bin_of = [&](const double* y, std::int64_t* cell) -> Index {
-        for (std::size_t d = 0; d < ks; ++d) {
-            const double c = std::floor(y[d] / b.side);
-            if (!(std::fabs(c) < kMaxBinCell)) return -1;
-            cell[d] = static_cast<std::int64_t>(c);
-        }
-        return b.find(cell);
-    };
+    FineSeeds fs{fine.mean, std::vector<int>(std::size_t(F), -1), std::vector<Index>(std::size_t(F), -1),
+                 ModeLedger(std::size_t(F)), 0};
+    const AscentLimits limits = ascent_limits(options);
+    const std::vector<Index> unresolved =
+        ascend_fine_seeds(fs, BinLabels{b, boundary, label, plan.seed_of_bin}, D, binding, limits, timing);
+    // Each a scan of the c centres: seeds x centres grows as n^2 at constant density (a forest
+    // cloud: both ∝ its trees), so on the threads rather than inside the ascent's serial loop.
     auto nearest_centre = [&](Index f) {
         Index best = 0;
-        (g.centres.rowwise() - Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
+        (g.centres.rowwise() - fs.Z.row(f)).rowwise().squaredNorm().minCoeff(&best);
         return static_cast<int>(best);
     };
-    const bool fixed = options.fixed_iterations.has_value();
-    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
-    const double tol2 = options.tolerance * options.tolerance;
-    StepReport report;
-    std::vector<Index> unresolved;  // stopped in a boundary bin
-    Index early = 0;
-    int it = 0;
-    // The binding keeps its modes from one iteration to the next: every iteration reads them back
-    // and resolves the seeds that reached a bin off the boundaries, which leave the live set but stay
-    // in the binding (the API has no way to retire one mode) and ascend on unread until the next
-    // upload. The live seeds are uploaded again, in the grid's cell order, only when the binding's
-    // active modes exceed them by a quarter: a few uploads and sorts instead of one per iteration
-    // (up to 200: the host work of this stage on the GPU), at most 25 % steps spent on resolved
-    // seeds. A mode's step depends on its own position only, so the trajectories and labels are
-    // those of one upload per iteration.
-    std::vector<Index> id;  // binding slot -> fine seed
-    std::vector<char> live;  // binding slot still wanted
-    std::vector<Index> slot_bin;  // bin of the slot's position after the last step
-    Index n_live = 0;
-    MatrixD Ys;
-    while (!active.empty() && it < max_it) {
-        const Index m = static_cast<Index>(active.size());
-        {
-            MatrixD Y(m, k);
-            MS_PARALLEL_FOR(m * k)
-            for (Index q = 0; q < m; ++q) Y.row(q) = Z.row(active[std::size_t(q)]);
-            // The grid's own cell order where there is one: the GPU range kernels take blocks of
-            // consecutive modes and visit their union box over the grid dims only (a 3-D Morton
-            // order scaled per dim also splits a forest cloud's 28 m of height like its 500 m of ground).
-            const std::vector<Index> order = D.grid ? cell_order(*D.grid, Y.data(), m, k) : morton_order(Y);
-            Ys.resize(m, k);
-            id.resize(std::size_t(m));
-            MS_PARALLEL_FOR(m * k)
-            for (Index q = 0; q < m; ++q) {
-                id[std::size_t(q)] = active[std::size_t(order[std::size_t(q)])];
-                Ys.row(q) = Z.row(id[std::size_t(q)]);
-            }
-        }
-        binding.set_modes(Ys.data(), m);
-        live.assign(std::size_t(m), 1);
-        slot_bin.assign(std::size_t(m), -1);
-        n_live = m;
-        active.clear();
-        // Iterations on this upload until the binding's active modes outnumber the live ones by a
-        // quarter (or none is live).
-        while (n_live > 0 && it < max_it && 4 * binding.active_count() <= 5 * n_live) {
-            const double a_n = static_cast<double>(binding.active_count()) * static_cast<double>(n);
-            binding.step(tol2, !fixed, report);
-            ++it;
-            timing.pair_interactions += report.pairs >= 0 ? report.pairs : a_n;
-            if (report.kernel_seconds > 0) timing.seconds_kernels += report.kernel_seconds;
-            for (std::size_t j = 0; j < report.mode.size(); ++j) {
-                const std::size_t q = std::size_t(report.mode[j]);
-                if (!live[q]) continue;
-                const Index f = id[q];
-                ++fit[std::size_t(f)];
-                fst[std::size_t(f)] = report.status[j];
-            }
-            binding.read_modes(Ys.data());
-            // Positions and bins of the live seeds on the threads (a hash look-up each).
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(host_threads()) if (m * k >= kParallelMinValues / 4)
-#endif
-            {
-                std::vector<std::int64_t> cell(ks);
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-                for (Index q = 0; q < m; ++q) {
-                    if (!live[std::size_t(q)]) continue;
-                    Z.row(id[std::size_t(q)]) = Ys.row(q);
-                    slot_bin[std::size_t(q)] = bin_of(Ys.row(q).data(), cell.data());
-                }
-            }
-            for (Index q = 0; q < m; ++q) {
-                if (!live[std::size_t(q)]) continue;
-                const Index f = id[std::size_t(q)];
-                const Index j = slot_bin[std::size_t(q)];
-                if (j >= 0 && !boundary[std::size_t(j)]) {
-                    fl[std::size_t(f)] = label[std::size_t(j)];
-                    via[std::size_t(f)] = plan.seed_of_bin[std::size_t(j)];
-                    early += fst[std::size_t(f)] == ModeStatus::Active;
-                } else if (fst[std::size_t(f)] != ModeStatus::Active || it >= max_it) {
-                    unresolved.push_back(f);  // labelled by the nearest centre below, on the threads
-                } else {
-                    continue;
-                }
-                live[std::size_t(q)] = 0;
-                --n_live;
-            }
-        }
-        // The live seeds, in fine-seed order (the next upload sorts them again).
-        for (Index q = 0; q < m; ++q)
-            if (live[std::size_t(q)]) active.push_back(id[std::size_t(q)]);
-        std::sort(active.begin(), active.end());
-    }
-    timing.iterations += it;
-    // Each a scan of the c centres: seeds x centres grows as n^2 at constant density (a forest
-    // cloud: both ∝ its trees), so on the threads rather than inside the serial loop above.
     MS_PARALLEL_FOR(Index(unresolved.size()) * g.centres.rows() * k)
-    for (std::size_t u = 0; u < unresolved.size(); ++u) fl[std::size_t(unresolved[u])] = nearest_centre(unresolved[u]);
+    for (std::size_t u = 0; u < unresolved.size(); ++u)
+        fs.label[std::size_t(unresolved[u])] = nearest_centre(unresolved[u]);
 
     // Append the fine seeds (their own mode, or that of the bin seed that resolved them).
     a.modes.conservativeResize(S + F, k);
@@ -364,19 +399,21 @@ Grouping refine_boundaries(SeedPlan& plan, const PreparedData& D, const MatrixD*
     a.no_support.resize(std::size_t(S + F));
     out.labels.resize(std::size_t(S + F));
     for (Index f = 0; f < F; ++f) {
-        const std::size_t t = std::size_t(S + f), v = std::size_t(via[std::size_t(f)]);
-        const bool by_bin = via[std::size_t(f)] >= 0;
-        a.modes.row(S + f) = by_bin ? a.modes.row(via[std::size_t(f)]).eval() : Z.row(f).eval();
-        a.iterations[t] = fit[std::size_t(f)] + (by_bin ? a.iterations[v] : 0);
-        a.converged[t] = by_bin ? bool(a.converged[v]) : fst[std::size_t(f)] == ModeStatus::Converged || fixed;
-        a.no_support[t] = by_bin ? bool(a.no_support[v]) : fst[std::size_t(f)] == ModeStatus::NoSupport;
-        out.labels[t] = fl[std::size_t(f)];
+        const std::size_t t = std::size_t(S + f), v = std::size_t(fs.via[std::size_t(f)]);
+        const bool by_bin = fs.via[std::size_t(f)] >= 0;
+        const ModeStatus st = fs.ledger.status[std::size_t(f)];
+        a.modes.row(S + f) = by_bin ? a.modes.row(fs.via[std::size_t(f)]).eval() : fs.Z.row(f).eval();
+        a.iterations[t] = fs.ledger.iterations[std::size_t(f)] + (by_bin ? a.iterations[v] : 0);
+        // Fixed iterations: every fine seed counts as converged (the driver's rule for supported ones).
+        a.converged[t] = by_bin ? bool(a.converged[v]) : st == ModeStatus::Converged || limits.fixed;
+        a.no_support[t] = by_bin ? bool(a.no_support[v]) : st == ModeStatus::NoSupport;
+        out.labels[t] = fs.label[std::size_t(f)];
     }
     for (std::size_t r = 0; r < rows.size(); ++r) {
         plan.point_seed[std::size_t(caller_row(rows[r]))] = S + fine.of[r];
     }
     description += ", " + std::to_string(n_boundary) + " boundary bins re-seeded at " + number(b.side / 4) + " (" +
-                   std::to_string(F) + " seeds, " + std::to_string(early) + " resolved by their trajectory)";
+                   std::to_string(F) + " seeds, " + std::to_string(fs.early) + " resolved by their trajectory)";
     return out;
 }
 

@@ -3,6 +3,8 @@
 // to the owner of the slab they move into after every iteration.
 #include "common.hpp"
 
+#include "skeleton/src/core/ascent.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -171,6 +173,233 @@ void prepared_frame(const PreparedData& D, const MatrixF& rows, const std::vecto
     }
 }
 
+namespace {
+
+/// What the domain ascent's iterations need of this rank: its communicator, slabs and binding.
+struct SlabFrame {
+    MPI_Comm comm;
+    int rank, size, k;
+    const Options& options;
+    const Slabs& slabs;
+    std::function<int(double)> owner;  ///< the rank owning the slab of u (bandwidth units)
+    Clusterer* clusterer;  ///< bound to the held points; nullptr when this rank holds none
+    long long held;  ///< points held (slab and halo)
+    const std::vector<double>& scale;  ///< one process's prepared units (the tolerance's)
+    const std::vector<double>& centre;  ///< this rank's prepared frame: (x − centre) · unit
+    const std::vector<double>& unit;
+    const std::function<bool(const double*)>& settled;
+};
+
+/// Orders `modes` (positions `pos`, data units) by their cells of side `side` in one process's
+/// prepared units (lexicographic), so that nearby modes are stepped together.
+void sort_by_cell(int k, double side, const std::vector<double>& scale, std::vector<Mode>& modes,
+                  std::vector<double>& pos)
+{
+    std::vector<std::vector<long long>> key(modes.size(), std::vector<long long>(static_cast<std::size_t>(k)));
+    for (std::size_t i = 0; i < modes.size(); ++i)
+        for (int d = 0; d < k; ++d)
+            key[i][std::size_t(d)] = static_cast<long long>(
+                std::floor(pos[i * std::size_t(k) + std::size_t(d)] * scale[std::size_t(d)] / side));
+    std::vector<std::size_t> order(modes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
+    std::vector<Mode> sorted;
+    std::vector<double> sorted_pos;
+    for (std::size_t i : order) {
+        sorted.push_back(modes[i]);
+        sorted_pos.insert(sorted_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                          pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+    }
+    modes = std::move(sorted);
+    pos = std::move(sorted_pos);
+}
+
+/// Hands the live modes that moved into another rank's slab to that rank and appends the modes
+/// that arrive here (collective); returns how many left this rank.
+template <class Live>
+long long migrate(const SlabFrame& f, const Live& live, std::vector<Mode>& modes, std::vector<double>& pos)
+{
+    const int k = f.k;
+    std::vector<Mode> leaving;
+    std::vector<double> leaving_pos;
+    std::vector<int> dest;
+    std::vector<bool> left(modes.size(), false);
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+        if (!live(modes[i])) continue;
+        const double* y = pos.data() + i * std::size_t(k);
+        const int own = f.owner(y[f.slabs.dim] * f.slabs.scale);
+        if (own == f.rank) continue;
+        left[i] = true;
+        leaving.push_back(modes[i]);
+        leaving_pos.insert(leaving_pos.end(), y, y + k);
+        dest.push_back(own);
+    }
+    const std::size_t nleave = leaving.size();
+    exchange_modes(f.comm, f.size, k, leaving, leaving_pos, dest);  // now: the arriving modes
+    if (nleave > 0 || !leaving.empty()) {
+        std::vector<Mode> keep;
+        std::vector<double> keep_pos;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            if (left[i]) continue;
+            keep.push_back(modes[i]);
+            keep_pos.insert(keep_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
+                            pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
+        }
+        keep.insert(keep.end(), leaving.begin(), leaving.end());
+        keep_pos.insert(keep_pos.end(), leaving_pos.begin(), leaving_pos.end());
+        modes = std::move(keep);
+        pos = std::move(keep_pos);
+    }
+    return static_cast<long long>(nleave);
+}
+
+/// 3. The ascents (core/ascent.hpp), one iteration at a time on every rank (a collective count of
+///    the live modes ends them), the modes stepped on this rank's binding and, after every
+///    iteration, handed to the owner of the slab they moved into. The modes start in the
+///    binding's row order (its search's cell/leaf order: nearby modes together, as the driver's
+///    Morton order) and stay bound across iterations; set_modes runs again only when modes leave
+///    or arrive. `modes`/`pos` (data units) are the live ones; the stopped ones end in `done`.
+void ascend_in_slabs(const SlabFrame& f, std::vector<Mode>& modes, std::vector<double>& pos, std::vector<Mode>& done,
+                     std::vector<double>& done_pos, LocalAscent& out)
+{
+    const int k = f.k;
+    const ::meanshift::detail::AscentLimits limits = ::meanshift::detail::ascent_limits(f.options);
+    const bool fixed = limits.fixed;
+    // Fixed iterations: nothing retires (the driver's rule), every mode stays bound.
+    auto live = [&](const Mode& md) { return !md.settled && (fixed || md.status == ModeStatus::Active); };
+    auto retire_finished = [&] {
+        std::vector<Mode> keep;
+        std::vector<double> keep_pos;
+        for (std::size_t i = 0; i < modes.size(); ++i) {
+            const double* y = pos.data() + i * std::size_t(k);
+            auto& to = live(modes[i]) ? keep : done;
+            auto& to_pos = live(modes[i]) ? keep_pos : done_pos;
+            to.push_back(modes[i]);
+            to_pos.insert(to_pos.end(), y, y + k);
+        }
+        modes = std::move(keep);
+        pos = std::move(keep_pos);
+    };
+    // Shifts in one process's units (the tolerance's): per-dimension weights (scale / unit)², all 1
+    // for a shared bandwidth (both are 1/h), when no metric is passed at all.
+    std::vector<double> weight(static_cast<std::size_t>(k));
+    bool own_units = true;
+    for (int d = 0; d < k; ++d) {
+        const double q = f.scale[std::size_t(d)] / f.unit[std::size_t(d)];
+        weight[std::size_t(d)] = q * q;
+        own_units &= std::abs(q - 1) < 1e-12;
+    }
+    std::vector<double> Y, metric;
+    long long migrated = 0, active = 0;
+    bool bound = false;
+    ::meanshift::detail::AscentHooks hooks;
+    hooks.active = [&]() -> Index {
+        const auto t_m = Clock::now();
+        long long all_active = 0;
+        active = 0;
+        for (const Mode& md : modes) active += live(md) ? 1 : 0;
+        check_mpi(MPI_Allreduce(&active, &all_active, 1, MPI_LONG_LONG, MPI_SUM, f.comm),
+                  "MPI_Allreduce (active modes)");
+        out.seconds_migrate += since(t_m);
+        return static_cast<Index>(all_active);
+    };
+    hooks.step = [&](StepReport& report) {
+        agree(f.comm, attempt([&] {
+                  if (active == 0) return;
+                  if (!f.clusterer) {  // no point within the halo of this slab: no support (as one process)
+                      for (Mode& md : modes) md.status = ModeStatus::NoSupport;
+                      return;
+                  }
+                  Binding& b = f.clusterer->binding();
+                  if (!bound) {
+                      retire_finished();
+                      Y.resize(pos.size());
+                      for (std::size_t i = 0; i < pos.size(); ++i)
+                          Y[i] = (pos[i] - f.centre[i % std::size_t(k)]) * f.unit[i % std::size_t(k)];
+                      metric.clear();
+                      if (!own_units)
+                          for (std::size_t i = 0; i < modes.size(); ++i)
+                              metric.insert(metric.end(), weight.begin(), weight.end());
+                      b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
+                      bound = true;
+                  }
+                  ::meanshift::detail::binding_step(b, limits, static_cast<Index>(f.held))(report);
+                  b.read_modes(Y.data());
+                  for (std::size_t i = 0; i < pos.size(); ++i)
+                      pos[i] = Y[i] / f.unit[i % std::size_t(k)] + f.centre[i % std::size_t(k)];
+              }));
+    };
+    hooks.record = [&](Index slot, ModeStatus status) {
+        Mode& md = modes[std::size_t(slot)];
+        ++md.iterations;
+        md.status = status;
+    };
+    hooks.after = [&](int) {
+        if (f.settled)  // stopped modes leave the binding at the next set_modes
+            agree(f.comm, attempt([&] {
+                      for (std::size_t i = 0; i < modes.size(); ++i)
+                          if (live(modes[i]) && f.settled(pos.data() + i * std::size_t(k))) {
+                              modes[i].settled = true;
+                              bound = false;
+                          }
+                  }));
+        // Active modes that moved into another slab go to its owner; retired ones stay here.
+        const auto t_x = Clock::now();
+        const std::size_t before = modes.size();
+        const long long left = migrate(f, live, modes, pos);
+        migrated += left;
+        if (left > 0 || modes.size() != before) bound = false;  // modes left or arrived
+        out.seconds_migrate += since(t_x);
+        return true;
+    };
+    const auto t_ascent = Clock::now();
+    const ::meanshift::detail::AscentTotals totals = ::meanshift::detail::ascend(limits, hooks);
+    done.insert(done.end(), modes.begin(), modes.end());
+    done_pos.insert(done_pos.end(), pos.begin(), pos.end());
+    out.bind_info.timing.seconds_iterate = since(t_ascent);
+    out.bind_info.timing.iterations = totals.iterations;
+    out.bind_info.timing.seconds_kernels = totals.kernel_seconds;
+    out.bind_info.timing.pair_interactions = totals.pairs;
+    check_mpi(MPI_Allreduce(&migrated, &out.migrated, 1, MPI_LONG_LONG, MPI_SUM, f.comm), "MPI_Allreduce (migrations)");
+}
+
+/// 4. Every mode back to the rank that passed its row (or its query): `origin_first` holds each
+///    rank's first global row (or query), and this rank's n_out results fill `out`.
+void return_modes(MPI_Comm comm, int size, int k, Index n_out, const std::vector<long long>& origin_first,
+                  std::vector<Mode>& done, std::vector<double>& done_pos, bool fixed, LocalAscent& out)
+{
+    int rank = 0;
+    check_mpi(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    const long long out_first = origin_first[std::size_t(rank)];
+    std::vector<int> dest(done.size());
+    for (std::size_t i = 0; i < done.size(); ++i)
+        dest[i] = static_cast<int>(std::upper_bound(origin_first.begin(), origin_first.end(), done[i].gid) -
+                                   origin_first.begin()) -
+                  1;
+    exchange_modes(comm, size, k, done, done_pos, dest);
+    out.modes = MatrixF(n_out, k);
+    out.iterations.assign(static_cast<std::size_t>(n_out), 0);
+    out.converged.assign(static_cast<std::size_t>(n_out), false);
+    out.no_support.assign(static_cast<std::size_t>(n_out), false);
+    agree(comm, attempt([&] {
+              if (static_cast<Index>(done.size()) != n_out)
+                  throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
+                              std::to_string(n_out) + " rows");
+              for (std::size_t i = 0; i < done.size(); ++i) {
+                  const Index row = static_cast<Index>(done[i].gid - out_first);
+                  for (int d = 0; d < k; ++d)
+                      out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
+                  out.iterations[std::size_t(row)] = done[i].iterations;
+                  const bool none = done[i].status == ModeStatus::NoSupport;
+                  out.no_support[std::size_t(row)] = none;
+                  out.converged[std::size_t(row)] =
+                      done[i].settled || (fixed ? !none : done[i].status == ModeStatus::Converged);
+              }
+          }));
+}
+
+}  // namespace
+
 LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weights, const Options& options,
                           const std::vector<double>& scale, const Slabs& slabs,
                           const std::vector<long long>& first_rows, const MatrixF* queries,
@@ -296,181 +525,18 @@ LocalAscent domain_ascent(MPI_Comm comm, const MatrixF& local, const float* weig
             qdest[std::size_t(i)] = owner(static_cast<double>((*queries)(i, slabs.dim)) * slabs.scale);
         }
         exchange_modes(comm, size, k, modes, pos, qdest);
-        const double side = std::max(slabs.halo, 1e-12);
-        std::vector<std::vector<long long>> key(modes.size(), std::vector<long long>(static_cast<std::size_t>(k)));
-        for (std::size_t i = 0; i < modes.size(); ++i)
-            for (int d = 0; d < k; ++d)
-                key[i][std::size_t(d)] = static_cast<long long>(
-                    std::floor(pos[i * std::size_t(k) + std::size_t(d)] * scale[std::size_t(d)] / side));
-        std::vector<std::size_t> order(modes.size());
-        std::iota(order.begin(), order.end(), std::size_t{0});
-        std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] < key[b]; });
-        std::vector<Mode> sorted;
-        std::vector<double> sorted_pos;
-        for (std::size_t i : order) {
-            sorted.push_back(modes[i]);
-            sorted_pos.insert(sorted_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
-                              pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
-        }
-        modes = std::move(sorted);
-        pos = std::move(sorted_pos);
+        sort_by_cell(k, std::max(slabs.halo, 1e-12), scale, modes, pos);
     }
     std::vector<Mode> done;
     std::vector<double> done_pos;
-    const bool fixed = options.fixed_iterations.has_value();
-    const int max_it = fixed ? *options.fixed_iterations : options.max_iterations;
-    const double tol2 = options.tolerance * options.tolerance;
-    // Fixed iterations: nothing retires (the driver's rule), every mode stays bound.
-    auto live = [&](const Mode& md) { return !md.settled && (fixed || md.status == ModeStatus::Active); };
-    auto retire_finished = [&] {
-        std::vector<Mode> keep;
-        std::vector<double> keep_pos;
-        for (std::size_t i = 0; i < modes.size(); ++i) {
-            const double* y = pos.data() + i * std::size_t(k);
-            auto& to = live(modes[i]) ? keep : done;
-            auto& to_pos = live(modes[i]) ? keep_pos : done_pos;
-            to.push_back(modes[i]);
-            to_pos.insert(to_pos.end(), y, y + k);
-        }
-        modes = std::move(keep);
-        pos = std::move(keep_pos);
-    };
-    const auto t_ascent = Clock::now();
-    StepReport report;
-    // Shifts in one process's units (the tolerance's): per-dimension weights (scale / unit)², all 1
-    // for a shared bandwidth (both are 1/h), when no metric is passed at all.
-    std::vector<double> weight(static_cast<std::size_t>(k));
-    bool own_units = true;
-    for (int d = 0; d < k; ++d) {
-        const double q = scale[std::size_t(d)] / unit[std::size_t(d)];
-        weight[std::size_t(d)] = q * q;
-        own_units &= std::abs(q - 1) < 1e-12;
-    }
-    std::vector<double> Y, metric;
-    double pairs = 0, kernel_seconds = 0;
-    long long migrated = 0;
-    int iterations = 0;
-    bool bound = false;
-    for (int it = 0;; ++it) {
-        const auto t_m = Clock::now();
-        long long active = 0, all_active = 0;
-        for (const Mode& md : modes) active += live(md) ? 1 : 0;
-        check_mpi(MPI_Allreduce(&active, &all_active, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (active modes)");
-        out.seconds_migrate += since(t_m);
-        if (all_active == 0 || it >= max_it) break;
-        iterations = it + 1;
-        agree(comm, attempt([&] {
-                  if (active == 0) return;
-                  if (!clusterer) {  // no point within the halo of this slab: no support (as one process)
-                      for (Mode& md : modes) md.status = ModeStatus::NoSupport;
-                      return;
-                  }
-                  Binding& b = clusterer->binding();
-                  if (!bound) {
-                      retire_finished();
-                      Y.resize(pos.size());
-                      for (std::size_t i = 0; i < pos.size(); ++i)
-                          Y[i] = (pos[i] - centre[i % std::size_t(k)]) * unit[i % std::size_t(k)];
-                      metric.clear();
-                      if (!own_units)
-                          for (std::size_t i = 0; i < modes.size(); ++i)
-                              metric.insert(metric.end(), weight.begin(), weight.end());
-                      b.set_modes(Y.data(), static_cast<Index>(modes.size()), own_units ? nullptr : metric.data());
-                      bound = true;
-                  }
-                  const Index stepped = b.active_count();
-                  b.step(tol2, !fixed, report);
-                  b.read_modes(Y.data());
-                  for (std::size_t i = 0; i < pos.size(); ++i)
-                      pos[i] = Y[i] / unit[i % std::size_t(k)] + centre[i % std::size_t(k)];
-                  for (std::size_t j = 0; j < report.mode.size(); ++j) {
-                      Mode& md = modes[std::size_t(report.mode[j])];
-                      ++md.iterations;
-                      md.status = report.status[j];
-                  }
-                  pairs += report.pairs >= 0 ? report.pairs : static_cast<double>(stepped) * static_cast<double>(nrecv);
-                  if (settled) {  // stopped modes leave the binding at the next set_modes
-                      for (std::size_t i = 0; i < modes.size(); ++i)
-                          if (live(modes[i]) && settled(pos.data() + i * std::size_t(k))) {
-                              modes[i].settled = true;
-                              bound = false;
-                          }
-                  }
-                  if (report.kernel_seconds > 0) kernel_seconds += report.kernel_seconds;
-              }));
-        // Active modes that moved into another slab go to its owner; retired ones stay here.
-        const auto t_x = Clock::now();
-        std::vector<Mode> leaving;
-        std::vector<double> leaving_pos;
-        std::vector<int> dest;
-        std::vector<bool> left(modes.size(), false);
-        for (std::size_t i = 0; i < modes.size(); ++i) {
-            if (!live(modes[i])) continue;
-            const double* y = pos.data() + i * std::size_t(k);
-            const int own = owner(y[slabs.dim] * slabs.scale);
-            if (own == rank) continue;
-            left[i] = true;
-            leaving.push_back(modes[i]);
-            leaving_pos.insert(leaving_pos.end(), y, y + k);
-            dest.push_back(own);
-        }
-        migrated += static_cast<long long>(leaving.size());
-        const std::size_t nleave = leaving.size();
-        exchange_modes(comm, size, k, leaving, leaving_pos, dest);  // now: the arriving modes
-        if (nleave > 0 || !leaving.empty()) {
-            std::vector<Mode> keep;
-            std::vector<double> keep_pos;
-            for (std::size_t i = 0; i < modes.size(); ++i) {
-                if (left[i]) continue;
-                keep.push_back(modes[i]);
-                keep_pos.insert(keep_pos.end(), pos.begin() + static_cast<std::ptrdiff_t>(i * std::size_t(k)),
-                                pos.begin() + static_cast<std::ptrdiff_t>((i + 1) * std::size_t(k)));
-            }
-            keep.insert(keep.end(), leaving.begin(), leaving.end());
-            keep_pos.insert(keep_pos.end(), leaving_pos.begin(), leaving_pos.end());
-            modes = std::move(keep);
-            pos = std::move(keep_pos);
-            bound = false;
-        }
-        out.seconds_migrate += since(t_x);
-    }
-    done.insert(done.end(), modes.begin(), modes.end());
-    done_pos.insert(done_pos.end(), pos.begin(), pos.end());
-    out.bind_info.timing.seconds_iterate = since(t_ascent);
-    out.bind_info.timing.iterations = iterations;
-    out.bind_info.timing.seconds_kernels = kernel_seconds;
-    out.bind_info.timing.pair_interactions = pairs;
-    check_mpi(MPI_Allreduce(&migrated, &out.migrated, 1, MPI_LONG_LONG, MPI_SUM, comm), "MPI_Allreduce (migrations)");
+    const SlabFrame frame{comm,  rank,  size,   k,    options, slabs, owner, clusterer ? &*clusterer : nullptr,
+                          nrecv, scale, centre, unit, settled};
+    ascend_in_slabs(frame, modes, pos, done, done_pos, out);
 
     // 4. Every mode back to the rank that passed its row (or its query).
     const std::vector<long long>& origin_first = queries ? query_first : first_rows;
-    const Index n_out = queries ? queries->rows() : n_local;
-    const long long out_first = origin_first[std::size_t(rank)];
-    std::vector<int> dest(done.size());
-    for (std::size_t i = 0; i < done.size(); ++i)
-        dest[i] = static_cast<int>(std::upper_bound(origin_first.begin(), origin_first.end(), done[i].gid) -
-                                   origin_first.begin()) -
-                  1;
-    exchange_modes(comm, size, k, done, done_pos, dest);
-    out.modes = MatrixF(n_out, k);
-    out.iterations.assign(static_cast<std::size_t>(n_out), 0);
-    out.converged.assign(static_cast<std::size_t>(n_out), false);
-    out.no_support.assign(static_cast<std::size_t>(n_out), false);
-    agree(comm, attempt([&] {
-              if (static_cast<Index>(done.size()) != n_out)
-                  throw Error("domain decomposition: " + std::to_string(done.size()) + " modes came back for " +
-                              std::to_string(n_out) + " rows");
-              for (std::size_t i = 0; i < done.size(); ++i) {
-                  const Index row = static_cast<Index>(done[i].gid - out_first);
-                  for (int d = 0; d < k; ++d)
-                      out.modes(row, d) = static_cast<float>(done_pos[i * std::size_t(k) + std::size_t(d)]);
-                  out.iterations[std::size_t(row)] = done[i].iterations;
-                  const bool none = done[i].status == ModeStatus::NoSupport;
-                  out.no_support[std::size_t(row)] = none;
-                  out.converged[std::size_t(row)] =
-                      done[i].settled || (fixed ? !none : done[i].status == ModeStatus::Converged);
-              }
-          }));
+    return_modes(comm, size, k, queries ? queries->rows() : n_local, origin_first, done, done_pos,
+                 options.fixed_iterations.has_value(), out);
     return out;
 }
 
