@@ -21,6 +21,7 @@ HostBinding::HostBinding(std::shared_ptr<const PreparedData> data, const Topolog
     if (!data_) throw InvalidArgument("bind: no data (null PreparedData)");
     if (data_->sphere_radius > 0 && data_->sphere_origin.size() != data_->k())
         throw InvalidArgument("bind: the vmf profile's sphere_origin must have k entries");
+    search_ = data_->search();  // data_ is const and shared: its grid or tree stays where it is
 }
 
 void HostBinding::set_modes(const double* positions, Index m, const double* metric)
@@ -38,10 +39,12 @@ void HostBinding::set_modes(const double* positions, Index m, const double* metr
     } else {
         metric_.resize(0, 0);
     }
-    active_.resize(static_cast<std::size_t>(m));
-    for (Index i = 0; i < m; ++i) active_[static_cast<std::size_t>(i)] = i;
-    if (data_->grid) order_by_cell();
-    if (data_->tree) order_by_leaf();
+    // Blocks of consecutive active modes share their ranges (block_ranges), which are fewest
+    // when a block's modes are close: the search's own order (grid: the Morton curve of the
+    // cells, a block of 32 modes of a full image is an 8 x 4 tile; kd-tree: the leaves' order;
+    // brute force: as given). Retiring modes keeps that order; moving modes shuffle it a little:
+    // re-sorting every step saved 5 % of the pairs on china.jpg and cost more than that.
+    active_ = search_->order(modes_.data(), m);
 }
 
 Index HostBinding::mode_sums(const double* y, std::vector<Index>& ranges, double* s0, double* s1) const
@@ -173,81 +176,6 @@ void HostBinding::step(double tol2, bool retire, StepReport& report)
         if (!retire || st == ModeStatus::Active) active_[kept++] = q;
     }
     active_.resize(kept);
-}
-
-void HostBinding::order_by_cell()
-{
-    // Blocks of consecutive active modes share one box of cells (block_ranges), so the box is
-    // smallest when a block's modes are close. The driver's Morton order over all k dims does not
-    // keep blocks compact in the grid dims (an image's colour dims interleave with x and y: a block
-    // of 32 pixels spanned ~100 x 56 pixels, 7x the pairs). So set_modes orders the active modes
-    // along the Morton curve of their cells (cell_order; a block of 32 modes of a full image is
-    // then an 8 x 4 tile). Retiring modes keeps that order; moving modes shuffle it a little:
-    // re-sorting every step saved 5 % of the pairs on china.jpg and cost more than that.
-    const std::vector<Index> order = cell_order(*data_->grid, modes_.data(), modes_.rows(), data_->k());
-    active_.assign(order.begin(), order.end());
-}
-
-void HostBinding::order_by_leaf()
-{
-    // As order_by_cell: a block's candidates are the leaves its bounding box reaches, so the modes
-    // of a block should be close; the leaves' row order is a spatial order.
-    const KdTree& T = *data_->tree;
-    const Index m = modes_.rows();
-    const int k = data_->k();
-    std::vector<std::pair<Index, Index>> keyed(static_cast<std::size_t>(m));
-    for (Index q = 0; q < m; ++q) keyed[std::size_t(q)] = {T.leaf_start(modes_.data() + q * k), q};
-    std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-    for (Index q = 0; q < m; ++q) active_[std::size_t(q)] = keyed[std::size_t(q)].second;
-}
-
-Index HostBinding::block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const
-{
-    const PreparedData& D = *data_;
-    if (D.tree) {
-        // The block's bounding box; the tree's reach boxes already hold the search radius.
-        // Local storage: the openmp backend calls this from several threads at once.
-        const int k = D.k();
-        double lo_a[64], hi_a[64];
-        std::vector<double> lo_v, hi_v;
-        double* lo = lo_a;
-        double* hi = hi_a;
-        if (k > 64) {
-            lo_v.resize(std::size_t(k));
-            hi_v.resize(std::size_t(k));
-            lo = lo_v.data();
-            hi = hi_v.data();
-        }
-        std::copy_n(modes, k, lo);
-        std::copy_n(modes, k, hi);
-        for (Index q = 1; q < count; ++q)
-            for (int d = 0; d < k; ++d) {
-                const double v = modes[q * k + d];
-                lo[d] = std::min(lo[d], v);
-                hi[d] = std::max(hi[d], v);
-            }
-        return D.tree->box_ranges(lo, hi, ranges);
-    }
-    if (!D.grid) {
-        ranges.push_back(0);
-        ranges.push_back(D.n());
-        return D.n();
-    }
-    const CellGrid& G = *D.grid;
-    Index lo[64], hi[64];
-    std::vector<Index> lo_v, hi_v;
-    Index* l = lo;
-    Index* h = hi;
-    if (G.g() > 64) {
-        lo_v.resize(std::size_t(G.g()));
-        hi_v.resize(std::size_t(G.g()));
-        l = lo_v.data();
-        h = hi_v.data();
-    }
-    G.empty_box(l, h);
-    const int k = D.k();
-    for (Index q = 0; q < count; ++q) G.add_neighbourhood(modes + q * k, l, h);
-    return G.box_ranges(l, h, ranges);
 }
 
 void HostBinding::read_modes(double* out) const

@@ -36,28 +36,27 @@ protected:
     double pairs_ = -1;
 
     /// The [begin, end) ranges of prepared rows (appended to `ranges` as begin, end, …) that
-    /// `count` modes at `modes` (count × k, prepared units) must visit: with a grid, the rows of
-    /// the box of cells that is the union of the modes' ±1 neighbourhoods (one range per row of
-    /// the box along the last grid dim); with a kd-tree, the rows of the leaves whose reach box meets
-    /// the modes' bounding box; without either, [0, n). Returns the number of rows. Thread-safe.
-    Index block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const;
+    /// `count` modes at `modes` (count × k, prepared units) must visit: the search contract's
+    /// NeighbourRanges::block_ranges (neighbours.hpp). Returns the number of rows. Thread-safe.
+    Index block_ranges(const double* modes, Index count, std::vector<Index>& ranges) const
+    {
+        return search_->block_ranges(modes, count, ranges);
+    }
     /// Alg. 3's float64 sums of one position y (k values, prepared units) over its candidate rows
     /// (block_ranges; `ranges` is scratch): s0_d = Σ e (w_d), s1_d = Σ e (w_d) x_d per dimension
     /// (for Shared every s0_d is Σ e). Returns the rows visited. The one host copy of the sums
     /// (the serial oracle's step and accumulate()).
     Index mode_sums(const double* y, std::vector<Index>& ranges, double* s0, double* s1) const;
     /// Whether block_ranges() can give fewer rows than [0, n) (a grid or a kd-tree).
-    bool sparse_search() const noexcept { return data_->grid.has_value() || data_->tree.has_value(); }
+    bool sparse_search() const noexcept { return search_->prunes(); }
+    /// The search contract of the bound data (PreparedData::search()).
+    const NeighbourRanges& search() const noexcept { return *search_; }
 
     std::shared_ptr<const PreparedData> data_;
     Topology topology_;
 
 private:
-    /// Sorts active_ (all modes, after set_modes) along the Morton curve of the modes' grid cells.
-    void order_by_cell();
-    /// Sorts active_ (all modes, after set_modes) by the kd-tree leaf each mode descends to.
-    void order_by_leaf();
-
+    std::unique_ptr<const NeighbourRanges> search_;  ///< over data_'s grid or tree (set in the constructor)
     MatrixD modes_, metric_, in_, out_;
     std::vector<Index> active_;
     std::vector<unsigned char> supported_;

@@ -93,10 +93,10 @@ OpenMPBinding::OpenMPBinding(std::shared_ptr<const PreparedData> data, const Top
         build_layout(D);
         direct_ready_ = true;
     }
-    if (D.grid) {
+    if (const CellGrid* G = search().cell_grid()) {
         fine_cells_ = true;
-        for (int j = 0; j < D.grid->g(); ++j)
-            fine_cells_ = fine_cells_ && D.grid->side[std::size_t(j)] < D.grid->radius[std::size_t(j)];
+        for (int j = 0; j < G->g(); ++j)
+            fine_cells_ = fine_cells_ && G->side[std::size_t(j)] < G->radius[std::size_t(j)];
     }
 }
 

@@ -63,14 +63,21 @@ struct MEANSHIFT_API PreparedData {
     double cutoff2 = std::numeric_limits<double>::infinity();
     /// Prepared row -> the caller's row (the search sorts the points by grid cell or tree leaf); empty = identity.
     std::vector<Index> original;
-    /// The neighbour-search grid (rows sorted by its cells), or none (brute force).
+    /// The neighbour-search grid (rows sorted by its cells), or none. Backends reach it through
+    /// search() (search()->cell_grid() where device kernels walk its cells), not directly.
     std::optional<CellGrid> grid;
-    /// The kd-tree search (rows sorted by its leaves), or none. Never set together with `grid`;
-    /// the host backends visit its ranges, the GPU backends (grid only) run brute force.
+    /// The kd-tree search (rows sorted by its leaves), or none. Never set together with `grid`.
+    /// Backends reach it through search() only; the GPU backends run brute force with it.
     std::optional<KdTree> tree;
 
     Index n() const noexcept { return points.rows(); }
     int k() const noexcept { return static_cast<int>(points.cols()); }
+
+    /// The search contract (NeighbourRanges) of the chosen search: the grid's, the tree's, or brute
+    /// force over [0, n) when neither is set. It refers to `grid` / `tree` of this object: valid
+    /// while this PreparedData lives at its address unchanged (a Binding asks once, at bind time,
+    /// holding the data). Throws InvalidArgument when both `grid` and `tree` are set.
+    std::unique_ptr<const NeighbourRanges> search() const;
 
     /// Derives everything that follows from `model`, `points` and (PerPoint) `precision`:
     /// log_weight c_i = ½ Σ_d log precision_id − max_j c_j (= log|H_i|^{-1/2} up to a common shift,

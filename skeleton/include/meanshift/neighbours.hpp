@@ -9,10 +9,12 @@
 /// of [0, n) (block-sparse ranges, as KeOps does). For higher k, where a grid over a few dims no
 /// longer prunes, a kd-tree (KdTree, built with nanoflann) sorts the rows by leaf instead, so each
 /// leaf is a contiguous range of rows and a block of modes visits the leaves it can reach.
+/// Backends see either only through the search contract, NeighbourRanges (end of this file).
 
 #include <meanshift/export.hpp>
 #include <meanshift/types.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -144,5 +146,46 @@ struct MEANSHIFT_API KdTree {
     /// Text for Result::search, e.g. "kd-tree, 3125 leaves of <= 32 points".
     std::string describe() const;
 };
+
+/// The search contract: all a backend needs to know about the neighbour search chosen for a
+/// PreparedData (PreparedData::search()). The backend asks two things:
+///  - block_ranges(): for a block of b modes, the [begin, end) ranges of prepared rows holding
+///    every point any of them can reach (a superset: pairs beyond the cutoff are still masked by
+///    the backend), as KeOps' block-sparse ranges;
+///  - order(): an order of m modes that keeps consecutive modes close, so that a block of them
+///    reaches few rows.
+/// Implemented for the cell grid (CellGrid; also the pixel lattice), the kd-tree (KdTree) and
+/// brute force (one range [0, n), any order). A backend that only visits ranges never looks at
+/// the structure behind them. One declared specialisation: cell_grid() exposes the grid to the
+/// backends whose device kernels walk its cells themselves (the CUDA and OpenCL range kernels
+/// copy CellGrid::start and the grid geometry to the device); nullptr for any other search.
+/// All methods are const and thread-safe (the openmp backend calls block_ranges from every thread).
+class MEANSHIFT_API NeighbourRanges {
+public:
+    virtual ~NeighbourRanges();
+    /// Appends to `ranges` (begin, end, begin, end, …; rows of the prepared points, ascending,
+    /// adjacent ranges merged, none empty) the rows that the b ≥ 1 modes at `modes` (b × k
+    /// row-major, prepared units) can reach, and returns the number of rows covered (Σ end −
+    /// begin). `ranges` is not cleared. Grid: the rows of the box of cells that is the union of
+    /// the modes' neighbourhoods, one range per row of the box along the last grid dim; kd-tree:
+    /// the rows of the leaves whose reach box meets the modes' bounding box; brute force: [0, n).
+    virtual Index block_ranges(const double* modes, Index b, std::vector<Index>& ranges) const = 0;
+    /// A permutation of the m ≥ 0 modes at `modes` (m × k row-major, prepared units): the
+    /// returned vector lists mode indices in [0, m), consecutive ones close in the search's sense
+    /// (grid: the Morton curve of their cells; kd-tree: the leaves' row order; brute force: the
+    /// identity, since every block visits [0, n) anyway).
+    virtual std::vector<Index> order(const double* modes, Index m) const = 0;
+    /// Whether block_ranges() can return fewer than n rows (false for brute force only).
+    virtual bool prunes() const noexcept = 0;
+    /// The declared specialisation for device kernels that walk cells: the grid, or nullptr.
+    virtual const CellGrid* cell_grid() const noexcept { return nullptr; }
+};
+
+/// The search contract over a cell grid (rows sorted by cell), a kd-tree (rows sorted by leaf), or
+/// neither (brute force over n rows); k: dims of the prepared points. The result refers to `grid`
+/// or `tree` (at most one non-null), which must outlive it and stay unchanged. Throws
+/// InvalidArgument when both are given.
+MEANSHIFT_API std::unique_ptr<const NeighbourRanges> make_neighbour_ranges(const CellGrid* grid, const KdTree* tree,
+                                                                           Index n, int k);
 
 }  // namespace meanshift

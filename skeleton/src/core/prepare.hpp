@@ -34,7 +34,8 @@ void check_memory(Index n, int k, const Options& options, Index m, bool weighted
 bool check_weights(const float* weights, Index n);
 
 /// Builds the neighbour search of D for D.cutoff2 (set first): a CellGrid with the rows sorted by
-/// cell (D.original, D.grid), or none. `description` receives the text of Result::search.
+/// cell (D.original, D.grid), a KdTree with the rows sorted by leaf (D.original, D.tree), or none;
+/// backends see it as D.search(). `description` receives the text of Result::search.
 /// `lattice` (Options::lattice, may be null): the data are an image's pixels; Auto and Lattice
 /// then build the one-pixel grid without sorting. Throws InvalidArgument for Lattice without a
 /// lattice, or a lattice that does not match the data (size, columns, positions).
