@@ -5,7 +5,8 @@
 // kernels accumulate S0 / S1 into acc (kernel_params.hpp), then finish: Alg. 3 line 20 + Alg. 5 +
 // the status through ms_finish_dim / ms_mode_status of kernels/meanshift_device.h (the one device
 // copy, shared with OpenCL), positions updated in place, one ModeRecord per active slot. With
-// retire, the active list is compacted on the device (cub::DeviceSelect::Flagged, order kept).
+// retire, the binding (GpuBinding) uploads the survivors' list from the host; launch_compact (cub,
+// order kept) is the device alternative, not used by the binding.
 // Plain C++ declarations: the host code includes this without CUDA's device headers.
 
 #include <cuda_runtime_api.h>
