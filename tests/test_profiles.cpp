@@ -85,6 +85,7 @@ TEST_CASE("profiles: names, supports and reference weights")
     CHECK(profile_weight(KernelProfile::Biweight, 0.5) == doctest::Approx(0.25));
     CHECK(profile_weight(KernelProfile::Triweight, 0.5) == doctest::Approx(0.125));
     CHECK(profile_weight(KernelProfile::Triweight, 1.5) == 0.0);
+    CHECK(profile_weight(KernelProfile::Tricube, 0.25) == doctest::Approx(0.669921875));  // (1 - 1/8)^3
     CHECK(profile_weight(KernelProfile::Flat, 1.0001) == 0.0);
     CHECK(is_compact(KernelProfile::Biweight));
     CHECK(!is_compact(KernelProfile::VonMisesFisher));

@@ -27,7 +27,8 @@
     ROW(Epanechnikov,   epanechnikov, EPANECHNIKOV, 2, 1, a)       \
     ROW(Biweight,       biweight,     BIWEIGHT,     3, 1, a)       \
     ROW(VonMisesFisher, vmf,          VMF,          4, 0, a)       \
-    ROW(Triweight,      triweight,    TRIWEIGHT,    5, 1, a)
+    ROW(Triweight,      triweight,    TRIWEIGHT,    5, 1, a)       \
+    ROW(Tricube,        tricube,      TRICUBE,      6, 1, a)
 /* clang-format on */
 
 /* MS_PROFILE_IF(compact, text): text for the compact rows only (compact is the literal 0 or 1). */
@@ -57,5 +58,8 @@
 #endif
 #ifndef MEANSHIFT_PROFILE_TRIWEIGHT_H
 #include "triweight.h"
+#endif
+#ifndef MEANSHIFT_PROFILE_TRICUBE_H
+#include "tricube.h"
 #endif
 #endif
