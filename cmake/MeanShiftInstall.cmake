@@ -29,6 +29,7 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/skeleton/include/meanshift
 install(FILES ${CMAKE_BINARY_DIR}/generated/meanshift/config.hpp
               ${CMAKE_BINARY_DIR}/generated/meanshift/version.hpp
               ${CMAKE_BINARY_DIR}/generated/meanshift/export.hpp
+              ${CMAKE_BINARY_DIR}/generated/meanshift/profile_list.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/meanshift)
 install(EXPORT MeanShiftTargets NAMESPACE meanshift:: DESTINATION ${MEANSHIFT_INSTALL_CMAKEDIR})
 

@@ -151,9 +151,8 @@ TEST_CASE("conformance profiles: k = 3 and 5 blobs, compact profiles, shared ban
     auto rng = make_rng("conf-profiles-k");
     MSTEST_SEED_INFO();
     for (int k : {3, 5})
-        for (KernelProfile p :
-             {KernelProfile::Flat, KernelProfile::Epanechnikov, KernelProfile::Biweight, KernelProfile::Triweight}) {
-            if (!backend_has(p)) continue;
+        for (KernelProfile p : kernel_profiles()) {  // every compact profile of the list
+            if (!is_compact(p) || !backend_has(p)) continue;
             const double h = 2.0;
             const Blobs b = make_blobs(rng, k, {150, 110, 80}, {0.5, 0.45, 0.4}, 7.0);
             compare(b.data, p, Bandwidth::isotropic(h), h, true);

@@ -81,10 +81,16 @@ TEST_CASE("profiles: names, supports and reference weights")
     CHECK(parse_profile("von-mises-fisher") == KernelProfile::VonMisesFisher);
     for (KernelProfile p : kernel_profiles()) CHECK(parse_profile(profile_name(p)) == p);
     CHECK_THROWS_KEYWORD(InvalidArgument, parse_profile("triangle"), "triangle");
+    for (KernelProfile p : kernel_profiles()) {  // every row of the profile list
+        CHECK_THROWS_KEYWORD(InvalidArgument, parse_profile("triangle"), profile_name(p));  // the message lists it
+        CHECK(profile_weight(p, 0.0) == 1.0);
+        if (is_compact(p)) CHECK(profile_weight(p, 1.0 + 1e-9) == 0.0);
+    }
     CHECK(profile_weight(KernelProfile::Epanechnikov, 0.25) == doctest::Approx(0.75));
     CHECK(profile_weight(KernelProfile::Biweight, 0.5) == doctest::Approx(0.25));
     CHECK(profile_weight(KernelProfile::Triweight, 0.5) == doctest::Approx(0.125));
     CHECK(profile_weight(KernelProfile::Triweight, 1.5) == 0.0);
+    CHECK(profile_weight(KernelProfile::Tricube, 0.25) == doctest::Approx(0.669921875));  // (1 - 1/8)^3
     CHECK(profile_weight(KernelProfile::Flat, 1.0001) == 0.0);
     CHECK(is_compact(KernelProfile::Biweight));
     CHECK(!is_compact(KernelProfile::VonMisesFisher));

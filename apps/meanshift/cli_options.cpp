@@ -185,14 +185,16 @@ void ApproximationOptions::apply(meanshift::Options& o) const
 
 void ProfileOptions::add_to(CLI::App& app)
 {
-    std::string names;
-    for (meanshift::KernelProfile p : meanshift::kernel_profiles())
+    std::string names, compact;
+    for (meanshift::KernelProfile p : meanshift::kernel_profiles()) {
         names += (names.empty() ? "" : ", ") + std::string(meanshift::profile_name(p));
+        if (meanshift::is_compact(p))
+            compact += (compact.empty() ? "" : ", ") + std::string(meanshift::profile_name(p));
+    }
     app.add_option("--kernel", kernel,
-                   "kernel profile: " + names +
-                       " (gaussian: bandwidth = sigma; the compact ones (flat, epanechnikov, biweight, triweight): "
-                       "bandwidth = radius, exact, "
-                       "no cutoff; vmf: unit vectors, isotropic bandwidth, kappa = 1/h^2)")
+                   "kernel profile: " + names + " (gaussian: bandwidth = sigma; the compact ones (" + compact +
+                       "): bandwidth = radius, exact, no cutoff; vmf: unit vectors, isotropic bandwidth, "
+                       "kappa = 1/h^2)")
         ->check([](const std::string& t) -> std::string {
             try {
                 meanshift::parse_profile(t);

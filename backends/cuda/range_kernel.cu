@@ -170,9 +170,10 @@ const void* table(int k)
 #define MS_RANGE_EXACT(KK)                                                                                             \
     if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, MS_PROFILE_GAUSSIAN>);
     MS_RANGE_EXACT(1)
-    MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4) MS_RANGE_EXACT(5) MS_RANGE_EXACT(6) MS_RANGE_EXACT(7)
-        MS_RANGE_EXACT(8) MS_RANGE_EXACT(9) MS_RANGE_EXACT(10) MS_RANGE_EXACT(11) MS_RANGE_EXACT(12) MS_RANGE_EXACT(13)
-            MS_RANGE_EXACT(14) MS_RANGE_EXACT(15) MS_RANGE_EXACT(16)
+    MS_RANGE_EXACT(2)
+    MS_RANGE_EXACT(3) MS_RANGE_EXACT(4) MS_RANGE_EXACT(5) MS_RANGE_EXACT(6) MS_RANGE_EXACT(7) MS_RANGE_EXACT(8)
+        MS_RANGE_EXACT(9) MS_RANGE_EXACT(10) MS_RANGE_EXACT(11) MS_RANGE_EXACT(12) MS_RANGE_EXACT(13) MS_RANGE_EXACT(14)
+            MS_RANGE_EXACT(15) MS_RANGE_EXACT(16)
 #undef MS_RANGE_EXACT
                 if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, MS_PROFILE_GAUSSIAN>);
     if (k <= 512) return reinterpret_cast<const void*>(&range_kernel_t<512, false, PP, MS_PROFILE_GAUSSIAN>);
@@ -189,7 +190,8 @@ const void* compact_table(int k)
 #define MS_RANGE_EXACT(KK)                                                                                             \
     if (k == KK) return reinterpret_cast<const void*>(&range_kernel_t<KK, true, PP, PROF>);
     MS_RANGE_EXACT(1)
-    MS_RANGE_EXACT(2) MS_RANGE_EXACT(3) MS_RANGE_EXACT(4)
+    MS_RANGE_EXACT(2)
+    MS_RANGE_EXACT(3) MS_RANGE_EXACT(4)
 #undef MS_RANGE_EXACT
         if (k <= 16) return reinterpret_cast<const void*>(&range_kernel_t<16, false, PP, PROF>);
     if (k <= 64) return reinterpret_cast<const void*>(&range_kernel_t<64, false, PP, PROF>);
@@ -209,10 +211,9 @@ const void* compact_kernel(int k, bool per_point)
 const void* range_kernel(int k, bool per_point, int profile)
 {
     switch (profile) {
-    case MS_PROFILE_FLAT: return compact_kernel<MS_PROFILE_FLAT>(k, per_point);
-    case MS_PROFILE_EPANECHNIKOV: return compact_kernel<MS_PROFILE_EPANECHNIKOV>(k, per_point);
-    case MS_PROFILE_BIWEIGHT: return compact_kernel<MS_PROFILE_BIWEIGHT>(k, per_point);
-    case MS_PROFILE_TRIWEIGHT: return compact_kernel<MS_PROFILE_TRIWEIGHT>(k, per_point);
+#define MS_COMPACT_ROW(E, n, N, v, c, a) MS_PROFILE_IF(c, case v : return compact_kernel<v>(k, per_point);)
+        MS_PROFILE_LIST(MS_COMPACT_ROW, ~)  // every compact profile of kernels/profiles/profile_list.h
+#undef MS_COMPACT_ROW
     default: return per_point ? table<true>(k) : table<false>(k);  // Gaussian, vMF
     }
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include "kernels/profiles/profile_list.h"
 // Internal: the kernel sources embedded at build time (generated opencl_kernels_embedded.cpp,
 // see cmake/EmbedKernels.cmake). The program text is device_header + the profile headers
 // (profile_sources()) + approx_mode_common +
@@ -8,10 +9,11 @@
 namespace meanshift::detail::opencl_sources {
 const char* device_header();  // kernels/meanshift_device.h
 const char* profile_gaussian();  // kernels/profiles/gaussian.h (weight profiles, shared with CUDA)
-const char* profile_flat();  // kernels/profiles/flat.h
-const char* profile_epanechnikov();  // kernels/profiles/epanechnikov.h
-const char* profile_biweight();  // kernels/profiles/biweight.h
-const char* profile_triweight();  // kernels/profiles/triweight.h
+// kernels/profiles/<name>.h of every compact profile (profile_list.h)
+#define MS_EMBEDDED_PROFILE_ROW(E, n, N, v, c, a) MS_PROFILE_IF(c, const char* profile_##n();)
+MS_PROFILE_LIST(MS_EMBEDDED_PROFILE_ROW, ~)
+#undef MS_EMBEDDED_PROFILE_ROW
+const char* profile_list();  // kernels/profiles/profile_list.h (the profiles, one row each)
 const char* profiles_header();  // kernels/profiles/profiles.h (MS_PROFILE dispatch)
 const char* approx_mode_common();  // kernels/approx_mode_common.clh
 const char* approx_mode();  // kernels/approx_mode.cl (Alg. 3)

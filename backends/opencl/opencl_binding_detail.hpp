@@ -15,10 +15,14 @@ namespace meanshift::detail {
 inline std::string profile_sources()
 {
     std::string text = opencl_sources::device_header();
-    for (const char* h :
-         {opencl_sources::profile_gaussian(), opencl_sources::profile_flat(), opencl_sources::profile_epanechnikov(),
-          opencl_sources::profile_biweight(), opencl_sources::profile_triweight(), opencl_sources::profiles_header()})
-        text.append("\n").append(h);
+    text.append("\n").append(opencl_sources::profile_gaussian());
+    // Each compact profile's header, and MS_PROFILE_FACTOR_<value>(q) naming its factor (profiles.h).
+#define MS_PROFILE_TEXT_ROW(E, n, N, v, c, a)                                                                          \
+    MS_PROFILE_IF(c, text.append("\n").append(opencl_sources::profile_##n());                                          \
+                  text.append("\n#define MS_PROFILE_FACTOR_" #v "(q) MS_FACTOR_" #N "(q)\n");)
+    MS_PROFILE_LIST(MS_PROFILE_TEXT_ROW, ~)
+#undef MS_PROFILE_TEXT_ROW
+    text.append("\n").append(opencl_sources::profile_list()).append("\n").append(opencl_sources::profiles_header());
     return text;
 }
 

@@ -20,6 +20,9 @@
 #include "simd_exp2.hpp"
 #include "simd_kernel.hpp"
 
+#include "kernels/meanshift_device.h"
+#include "kernels/profiles/profiles.h"
+
 #include <type_traits>
 
 namespace meanshift::openmp_detail {
@@ -111,9 +114,12 @@ inline vf pair_weight(vf a, vf c2, vf p2, vf thr)
             g = (vf)((vi)in & (vi)(in > vf{}));  // max(1 − q, 0): rounding at the edge stays ≥ 0
         else if constexpr (PF == 3)
             g = in * in;
-        else {
+        else if constexpr (PF == 5) {
             const vf c = (vf)((vi)in & (vi)(in > vf{}));  // triweight: an odd power, so clamp as above
             g = c * c * c;
+        } else {  // any other compact profile: its device header's g(q), lane by lane
+            const vf q = one - in;
+            for (int l = 0; l < W; ++l) g[l] = ms_profile_weight_unit(PF, q[l]);
         }
         if constexpr (PP) g *= p2;
         return mask_ge(g, a, thr);
@@ -607,11 +613,10 @@ RunBlockFn select_for_profile(const KernelData& D)
 RunBlockFn select_kernel(const KernelData& D)
 {
     switch (D.profile) {
-    case 0: return select_for_profile<0>(D);
-    case 1: return select_for_profile<1>(D);
-    case 2: return select_for_profile<2>(D);
-    case 3: return select_for_profile<3>(D);
-    case 5: return select_for_profile<5>(D);
+    case 0: return select_for_profile<0>(D);  // the Gaussian (vMF arrives here as 0)
+#define MS_SELECT_ROW(E, n, N, v, c, a) MS_PROFILE_IF(c, case v : return select_for_profile<v>(D);)
+        MS_PROFILE_LIST(MS_SELECT_ROW, ~)
+#undef MS_SELECT_ROW
     default: return nullptr;
     }
 }

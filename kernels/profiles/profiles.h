@@ -14,77 +14,51 @@
  * template parameter. ms_profile_weight(profile, q, c2) with a constant profile folds to the one
  * profile's code: no per-pair switch.
  *
- * Adding a profile: its header here (ms_weight_<name>, ms_weight_<name>_unit and, when compact,
- * MS_FACTOR_<NAME>), an MS_PROFILE_* value (= the KernelProfile enum value), a line in each
- * dispatch below, and its embedding for OpenCL (backends/opencl/CMakeLists.txt). */
+ * Adding a profile: profile_list.h (its header kernels/profiles/<name>.h, one row, one #include);
+ * everything below expands that list. */
 #ifndef MEANSHIFT_PROFILES_H
 #define MEANSHIFT_PROFILES_H
 
-#define MS_PROFILE_GAUSSIAN 0
-#define MS_PROFILE_FLAT 1
-#define MS_PROFILE_EPANECHNIKOV 2
-#define MS_PROFILE_BIWEIGHT 3
-#define MS_PROFILE_VMF 4
-#define MS_PROFILE_TRIWEIGHT 5
-
-/* The OpenCL host prepends these headers' text (their guards are then defined): include them only
- * where they are not there yet. */
-#ifndef MEANSHIFT_PROFILE_GAUSSIAN_H
-#include "gaussian.h"
-#endif
-#ifndef MEANSHIFT_PROFILE_FLAT_H
-#include "flat.h"
-#endif
-#ifndef MEANSHIFT_PROFILE_EPANECHNIKOV_H
-#include "epanechnikov.h"
-#endif
-#ifndef MEANSHIFT_PROFILE_BIWEIGHT_H
-#include "biweight.h"
-#endif
-#ifndef MEANSHIFT_PROFILE_TRIWEIGHT_H
-#include "triweight.h"
+/* The list and, through it, every profile's header (the OpenCL host prepends their text: then
+ * MEANSHIFT_PROFILE_HEADERS is defined already). */
+#ifndef MEANSHIFT_PROFILE_HEADERS
+#include "profile_list.h"
 #endif
 
-/* The profile an OpenCL program evaluates (-D MS_PROFILE=n). */
+/* MS_PROFILE_GAUSSIAN = 0, MS_PROFILE_FLAT = 1, ...: meanshift::KernelProfile's values. */
+#define MS_PROFILE_ID_ROW(E, n, N, v, c, a) MS_PROFILE_##N = v,
+enum ms_profile_id { MS_PROFILE_LIST(MS_PROFILE_ID_ROW, ~) MS_PROFILE_COUNT };
+
+/* The profile an OpenCL program evaluates (-D MS_PROFILE=n; absent: the Gaussian). */
 #ifndef MS_PROFILE
-#define MS_PROFILE MS_PROFILE_GAUSSIAN
+#define MS_PROFILE 0
 #endif
 
-/* 1 for the profiles whose weights vanish beyond q = 1 (a constant expression). */
-#define MS_PROFILE_IS_COMPACT(p) \
-    ((p) == MS_PROFILE_FLAT || (p) == MS_PROFILE_EPANECHNIKOV || (p) == MS_PROFILE_BIWEIGHT || \
-     (p) == MS_PROFILE_TRIWEIGHT)
+/* 1 for the profiles whose weights vanish beyond q = 1 (a constant expression, also in #if). */
+#define MS_PROFILE_COMPACT_ROW(E, n, N, v, c, p) || ((p) == v && c)
+#define MS_PROFILE_IS_COMPACT(p) (0 MS_PROFILE_LIST(MS_PROFILE_COMPACT_ROW, p))
 
-/* 2^c2 · g(q) of `profile` (a compile-time constant at every call; vMF: the Gaussian). */
+/* 2^c2 · g(q) of `profile` (a compile-time constant at every call, so this folds to the one
+ * profile's code; the non-compact profiles, Gaussian and vMF, run the Gaussian). */
+#define MS_PROFILE_WEIGHT_ROW(E, n, N, v, c, a) MS_PROFILE_IF(c, profile == v ? ms_weight_##n a:)
 MS_INLINE float ms_profile_weight(int profile, float q, float c2)
 {
-    return profile == MS_PROFILE_FLAT           ? ms_weight_flat(q, c2)
-           : profile == MS_PROFILE_EPANECHNIKOV ? ms_weight_epanechnikov(q, c2)
-           : profile == MS_PROFILE_BIWEIGHT     ? ms_weight_biweight(q, c2)
-           : profile == MS_PROFILE_TRIWEIGHT    ? ms_weight_triweight(q, c2)
-                                                : ms_weight_gaussian(q, c2);
+    return MS_PROFILE_LIST(MS_PROFILE_WEIGHT_ROW, (q, c2)) ms_weight_gaussian(q, c2);
 }
 
 /* g(q) of `profile` (c2 = 0: the shared, whitened model). */
+#define MS_PROFILE_UNIT_ROW(E, n, N, v, c, a) MS_PROFILE_IF(c, profile == v ? ms_weight_##n##_unit a:)
 MS_INLINE float ms_profile_weight_unit(int profile, float q)
 {
-    return profile == MS_PROFILE_FLAT           ? ms_weight_flat_unit(q)
-           : profile == MS_PROFILE_EPANECHNIKOV ? ms_weight_epanechnikov_unit(q)
-           : profile == MS_PROFILE_BIWEIGHT     ? ms_weight_biweight_unit(q)
-           : profile == MS_PROFILE_TRIWEIGHT    ? ms_weight_triweight_unit(q)
-                                                : ms_weight_gaussian_unit(q);
+    return MS_PROFILE_LIST(MS_PROFILE_UNIT_ROW, (q)) ms_weight_gaussian_unit(q);
 }
 
 /* A compact profile's g(q) inside its support for any float type (OpenCL vectors: the CPU
- * kernels), in the program's MS_PROFILE; the caller masks q > 1. */
-#if MS_PROFILE == MS_PROFILE_FLAT
-#define MS_PROFILE_FACTOR(q) MS_FACTOR_FLAT(q)
-#elif MS_PROFILE == MS_PROFILE_EPANECHNIKOV
-#define MS_PROFILE_FACTOR(q) MS_FACTOR_EPANECHNIKOV(q)
-#elif MS_PROFILE == MS_PROFILE_BIWEIGHT
-#define MS_PROFILE_FACTOR(q) MS_FACTOR_BIWEIGHT(q)
-#elif MS_PROFILE == MS_PROFILE_TRIWEIGHT
-#define MS_PROFILE_FACTOR(q) MS_FACTOR_TRIWEIGHT(q)
-#endif
+ * kernels), in the program's MS_PROFILE; the caller masks q > 1. The OpenCL host defines
+ * MS_PROFILE_FACTOR_<value>(q) as MS_FACTOR_<NAME>(q) for every compact row (a number cannot be
+ * turned into a name by the preprocessor alone). */
+#define MS_PROFILE_CAT_(x, y) x##y
+#define MS_PROFILE_CAT(x, y) MS_PROFILE_CAT_(x, y)
+#define MS_PROFILE_FACTOR(q) MS_PROFILE_CAT(MS_PROFILE_FACTOR_, MS_PROFILE)(q)
 
 #endif

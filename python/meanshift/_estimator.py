@@ -240,7 +240,7 @@ class MeanShift(ClusterMixin, BaseEstimator):
         if self.grouping not in ("sequential", "components", "sklearn"):
             raise ValueError(f"grouping must be 'sequential', 'components' or 'sklearn', got {self.grouping!r}")
         if not isinstance(self.kernel, str):
-            raise ValueError(f"kernel must be a profile name (gaussian, flat, epanechnikov, biweight, triweight, vmf), got {self.kernel!r}")
+            raise ValueError(f"kernel must be a profile name ({', '.join(_core.kernel_profiles())}), got {self.kernel!r}")
         o = library_options(
             backend=self.backend, device=self.device, n_jobs=self.n_jobs, tune=self.tune,
             max_iter=self.max_iter, tol=self.tol, merge_eps=self.merge_eps, grouping=self.grouping,

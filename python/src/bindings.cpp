@@ -475,6 +475,11 @@ NB_MODULE(_core, m)
     m.def("backends", &backends);
     m.def("resolve_auto_backend", &resolve_auto);
     m.def("compiled_backends", [] { return meanshift::compiled_backends(); });
+    m.def("kernel_profiles", [] {
+        std::vector<std::string> names;
+        for (meanshift::KernelProfile p : meanshift::kernel_profiles()) names.emplace_back(meanshift::profile_name(p));
+        return names;
+    });
     m.def("tune_keys", [] { return meanshift::BackendOptions::keys(); });
     m.attr("version") = MEANSHIFT_VERSION_STRING;
     m.attr("default_cutoff") = meanshift::kDefaultCutoff;

@@ -23,6 +23,7 @@
 /// vectors exp(κ y·x) = e^κ · exp(−κ |y − x|²/2), so its weights are the Gaussian's at σ = κ^{-1/2},
 /// and every mode is projected back onto the unit sphere after each step (Kobayashi & Otsu 2010).
 #include <meanshift/export.hpp>
+#include <meanshift/profile_list.h>
 
 #include <limits>
 #include <string>
@@ -30,22 +31,19 @@
 
 namespace meanshift {
 
-/// Which weight profile the mean-shift step uses (see the table above). The numeric values are the
-/// MS_PROFILE_* constants of the device headers (kernels/profiles/).
-enum class KernelProfile : int {
-    Gaussian = 0,
-    Flat = 1,
-    Epanechnikov = 2,
-    Biweight = 3,
-    VonMisesFisher = 4,
-    Triweight = 5,
-};
+/// Which weight profile the mean-shift step uses (see the table above). One enumerator per row of
+/// meanshift/profile_list.h (kernels/profiles/profile_list.h in the source tree), whose values are
+/// the device headers' MS_PROFILE_* constants: Gaussian = 0, Flat = 1, Epanechnikov = 2,
+/// Biweight = 3, VonMisesFisher = 4, Triweight = 5, ...
+#define MEANSHIFT_PROFILE_ENUM_ROW(Enum, name, NAME, value, compact, a) Enum = value,
+enum class KernelProfile : int { MS_PROFILE_LIST(MEANSHIFT_PROFILE_ENUM_ROW, ~) };
+#undef MEANSHIFT_PROFILE_ENUM_ROW
 
-/// Every profile, in the order above.
+/// Every profile, in the list's order.
 MEANSHIFT_API const std::vector<KernelProfile>& kernel_profiles();
 
-/// The profile's name as the CLI (--kernel), Python (kernel=) and reports write it: "gaussian",
-/// "flat", "epanechnikov", "biweight", "vmf", "triweight".
+/// The profile's name as the CLI (--kernel), Python (kernel=) and reports write it (the list's
+/// `name` column: "gaussian", "flat", "epanechnikov", "biweight", "vmf", "triweight", ...).
 MEANSHIFT_API const char* profile_name(KernelProfile profile) noexcept;
 
 /// Parses a name written by profile_name() (case-insensitive; "von-mises-fisher" and "uniform" are
@@ -55,7 +53,7 @@ MEANSHIFT_API KernelProfile parse_profile(const std::string& name);
 /// Radius of the profile's support in bandwidth units (1 for compact profiles, infinity otherwise).
 MEANSHIFT_API double profile_support(KernelProfile profile) noexcept;
 
-/// True when the weights vanish beyond profile_support() (Flat, Epanechnikov, Biweight, Triweight).
+/// True when the weights vanish beyond profile_support() (the list's compact rows: Flat, Epanechnikov, ...).
 inline bool is_compact(KernelProfile profile) noexcept
 {
     return profile_support(profile) < std::numeric_limits<double>::infinity();

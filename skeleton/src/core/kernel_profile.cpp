@@ -1,6 +1,12 @@
-// Names, supports and float64 reference weights of the kernel profiles (kernel_profile.hpp).
+// Names, supports and float64 reference weights of the kernel profiles (kernel_profile.hpp), all
+// expanded from the one list (kernels/profiles/profile_list.h). A compact profile's float64 weight
+// is its device header's MS_FACTOR_<NAME>(q) evaluated on a double (the headers' float literals
+// then promote), so the oracle and the kernels cannot disagree on the formula.
 #include <meanshift/errors.hpp>
 #include <meanshift/kernel_profile.hpp>
+
+#include "kernels/meanshift_device.h"
+#include "kernels/profiles/profiles.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,23 +14,26 @@
 
 namespace meanshift {
 
+#define MS_CHECK_VALUE_ROW(E, n, N, v, c, a)                                                                           \
+    static_assert(static_cast<int>(KernelProfile::E) == MS_PROFILE_##N, "enum and device constant agree");
+MS_PROFILE_LIST(MS_CHECK_VALUE_ROW, ~)
+#undef MS_CHECK_VALUE_ROW
+
 const std::vector<KernelProfile>& kernel_profiles()
 {
-    static const std::vector<KernelProfile> all{KernelProfile::Gaussian,       KernelProfile::Flat,
-                                                KernelProfile::Epanechnikov,   KernelProfile::Biweight,
-                                                KernelProfile::VonMisesFisher, KernelProfile::Triweight};
+#define MS_ENUM_ROW(E, n, N, v, c, a) KernelProfile::E,
+    static const std::vector<KernelProfile> all{MS_PROFILE_LIST(MS_ENUM_ROW, ~)};
+#undef MS_ENUM_ROW
     return all;
 }
 
 const char* profile_name(KernelProfile profile) noexcept
 {
     switch (profile) {
-    case KernelProfile::Gaussian: return "gaussian";
-    case KernelProfile::Flat: return "flat";
-    case KernelProfile::Epanechnikov: return "epanechnikov";
-    case KernelProfile::Biweight: return "biweight";
-    case KernelProfile::VonMisesFisher: return "vmf";
-    case KernelProfile::Triweight: return "triweight";
+#define MS_NAME_ROW(E, n, N, v, c, a)                                                                                  \
+    case KernelProfile::E: return #n;
+        MS_PROFILE_LIST(MS_NAME_ROW, ~)
+#undef MS_NAME_ROW
     }
     return "unknown";
 }
@@ -47,12 +56,10 @@ KernelProfile parse_profile(const std::string& name)
 double profile_support(KernelProfile profile) noexcept
 {
     switch (profile) {
-    case KernelProfile::Flat:
-    case KernelProfile::Epanechnikov:
-    case KernelProfile::Biweight:
-    case KernelProfile::Triweight: return 1.0;
-    case KernelProfile::Gaussian:
-    case KernelProfile::VonMisesFisher: break;
+#define MS_SUPPORT_ROW(E, n, N, v, c, a)                                                                               \
+    case KernelProfile::E: return c ? 1.0 : std::numeric_limits<double>::infinity();
+        MS_PROFILE_LIST(MS_SUPPORT_ROW, ~)
+#undef MS_SUPPORT_ROW
     }
     return std::numeric_limits<double>::infinity();
 }
@@ -60,14 +67,13 @@ double profile_support(KernelProfile profile) noexcept
 double profile_weight(KernelProfile profile, double q) noexcept
 {
     switch (profile) {
-    case KernelProfile::Gaussian:
-    case KernelProfile::VonMisesFisher: return std::exp(-0.5 * q);
-    case KernelProfile::Flat: return q <= 1.0 ? 1.0 : 0.0;
-    case KernelProfile::Epanechnikov: return q <= 1.0 ? 1.0 - q : 0.0;
-    case KernelProfile::Biweight: return q <= 1.0 ? (1.0 - q) * (1.0 - q) : 0.0;
-    case KernelProfile::Triweight: return q <= 1.0 ? (1.0 - q) * (1.0 - q) * (1.0 - q) : 0.0;
+#define MS_WEIGHT_ROW(E, n, N, v, c, a)                                                                                \
+    MS_PROFILE_IF(c, case KernelProfile::E : return q <= 1.0 ? static_cast<double>(MS_FACTOR_##N(q)) : 0.0;)
+        MS_PROFILE_LIST(MS_WEIGHT_ROW, ~)
+#undef MS_WEIGHT_ROW
+    default: break;
     }
-    return 0.0;
+    return std::exp(-0.5 * q);  // the Gaussian, and vMF in its Gaussian form
 }
 
 }  // namespace meanshift
