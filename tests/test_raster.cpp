@@ -8,6 +8,7 @@
 #include <meanshift/raster.hpp>
 
 #include <gdal_priv.h>
+#include <ogrsf_frmts.h>
 
 #include <cmath>
 #include <cstdio>
@@ -243,4 +244,58 @@ TEST_CASE("raster: band lists")
     CHECK(meanshift::parse_band_list("3,3") == std::vector<int>{3, 3});
     for (const char* bad : {"", "0", "1,,2", "1,", "a", "-1", "1.5", "2 "})
         CHECK_THROWS_AS(meanshift::parse_band_list(bad), meanshift::InvalidArgument);
+}
+
+TEST_CASE("raster: segments as GeoPackage polygons with pixel counts and per-band mean and std")
+{
+    TempDir dir;
+    const int h = 24, w = 28;
+    const double nodata = 0;
+    std::vector<double> v = two_surfaces(h, w, true);
+    v[(std::size_t(3) * w + 2) * 4 + 1] = 960;  // one pixel of the left surface differs in band 2 by +60
+    write_test_raster(dir.file("in.tif"), v, h, w, 4, GDT_UInt16, &nodata);
+    const meanshift::Raster r = meanshift::read_raster(dir.file("in.tif"), {2, 1, 3, 4});
+    meanshift::RasterSegmentOptions ro;
+    ro.segment.meanshift.backend = "serial";
+    ro.segment.range_bandwidth = 100;
+    ro.segment.min_region = 5;
+    const meanshift::RasterSegmentation s = meanshift::segment_raster(r, ro);
+    REQUIRE(s.segments() == 2);
+    meanshift::write_segment_vectors(dir.file("seg.gpkg"), s, r);
+    CHECK(!fs::exists(dir.file("seg.gpkg.partial")));
+
+    GDALDataset* d = GDALDataset::Open(dir.file("seg.gpkg").c_str(), GDAL_OF_VECTOR | GDAL_OF_READONLY);
+    REQUIRE(d != nullptr);
+    OGRLayer* layer = d->GetLayerByName("segments");
+    REQUIRE(layer != nullptr);
+    CHECK(layer->GetFeatureCount() == 2);
+    REQUIRE(layer->GetSpatialRef() != nullptr);
+    CHECK(layer->GetSpatialRef()->GetAuthorityCode(nullptr) == std::string("32633"));
+    const double n_left = h * w / 2;
+    for (auto& f : *layer) {
+        const int label = f->GetFieldAsInteger("label");
+        const GIntBig pixels = f->GetFieldAsInteger64("pixels");
+        const OGRGeometry* g = f->GetGeometryRef();
+        REQUIRE(g != nullptr);
+        // Each pixel is 10 m x 10 m.
+        CHECK(g->toPolygon()->get_Area() == doctest::Approx(100.0 * double(pixels)));
+        if (label == 1) {
+            CHECK(pixels == h * w / 2);
+            CHECK(f->GetFieldAsDouble("mean_b2") == doctest::Approx(900 + 60 / n_left));
+            // One value 60 above the others: std = 60 · sqrt((n - 1)) / n.
+            CHECK(f->GetFieldAsDouble("std_b2") == doctest::Approx(60.0 * std::sqrt(n_left - 1) / n_left));
+            CHECK(f->GetFieldAsDouble("mean_b1") == doctest::Approx(1200));
+            CHECK(f->GetFieldAsDouble("std_b1") == doctest::Approx(0.0));
+            CHECK(f->GetFieldAsDouble("mean_b4") == doctest::Approx(3100));
+        } else {
+            CHECK(label == 2);
+            CHECK(pixels == h * w / 2 - 36);
+            CHECK(f->GetFieldAsDouble("mean_b3") == doctest::Approx(2400));
+        }
+    }
+    GDALClose(GDALDataset::ToHandle(d));
+
+    CHECK_THROWS_AS(meanshift::write_segment_vectors(dir.file("seg.txt"), s, r), meanshift::InvalidArgument);
+    CHECK_THROWS_AS(meanshift::write_segment_vectors(dir.file("no/such/dir/seg.gpkg"), s, r), meanshift::Error);
+    CHECK(!fs::exists(dir.file("no/such/dir/seg.gpkg.partial")));
 }

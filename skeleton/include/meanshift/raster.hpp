@@ -143,4 +143,14 @@ struct RasterSegmentation {
 /// segment_image() throws.
 RasterSegmentation segment_raster(const Raster& raster, const RasterSegmentOptions& options);
 
+/// Writes the segments of `s` (segment_raster() over `raster`) as GIS polygons through OGR: a
+/// GeoPackage for PATH.gpkg (written to PATH.gpkg.partial, renamed once complete), a Shapefile for
+/// PATH.shp; one layer "segments" in the raster's projection, one 4-connected polygon per segment
+/// (a segment whose pixels touch only diagonally gives several), with the fields label (s + 1, as in
+/// write_label_raster()), pixels (the segment's pixel count), and mean_b<k>, std_b<k> per band (k =
+/// the band's number in the input file; population standard deviation, in the bands' units).
+/// Nodata pixels give no polygon. Throws InvalidArgument for a labels size other than H·W or
+/// another extension; Error naming the path when OGR fails (nothing is left then).
+void write_segment_vectors(const std::string& path, const RasterSegmentation& s, const Raster& raster);
+
 }  // namespace meanshift
