@@ -4,6 +4,7 @@
 
 #include <gdal_priv.h>
 #include <ogr_spatialref.h>
+#include <ogrsf_frmts.h>
 
 #include <cstdint>
 #include <filesystem>

@@ -50,7 +50,7 @@ TEST_CASE("raster cli: segment a 4-band uint16 GeoTIFF into georeferenced label 
     const double nodata = 0;
     write_test_raster(dir.file("in.tif"), two_surfaces(h, w, true), h, w, 4, GDT_UInt16, &nodata);
     REQUIRE(meanshift_cli(dir, "segment in.tif -o labels.tif --filtered-output filtered.tif --bands 1,2,3,4 "
-                               "--hr 100 --min-region 5 --backend serial") == 0);
+                               "--hr 100 --min-region 5 --backend serial --vector seg.gpkg") == 0);
     double gt[6];
     const std::vector<std::uint32_t> l = read_u32(dir.file("labels.tif"), h, w, gt);
     for (int i = 0; i < 6; ++i) CHECK(gt[i] == kGeoTransform[i]);
@@ -64,6 +64,10 @@ TEST_CASE("raster cli: segment a 4-band uint16 GeoTIFF into georeferenced label 
     CHECK(f.bands == 4);
     CHECK(f.values == meanshift::read_raster(dir.file("in.tif")).values);  // flat surfaces are their modes
     CHECK(f.valid_pixels() == h * w - 36);
+    GDALDataset* v = GDALDataset::Open(dir.file("seg.gpkg").c_str(), GDAL_OF_VECTOR | GDAL_OF_READONLY);
+    REQUIRE(v != nullptr);
+    CHECK(v->GetLayerByName("segments")->GetFeatureCount() == 2);
+    GDALClose(GDALDataset::ToHandle(v));
 }
 
 TEST_CASE("raster cli: bad input is refused with one error line and no output file")
@@ -79,7 +83,9 @@ TEST_CASE("raster cli: bad input is refused with one error line and no output fi
                           Case{"segment in.tif -o l.tif --bands 0", "is not a band number"},
                           Case{"segment in.tif -o l.tif --ram 0.001", "more than --ram"},
                           Case{"segment in.tif -o l.tif --filtered-output f.png", "must be a GeoTIFF"},
-                          Case{"segment in.tif -o l.tif --labels-image x.png", "photo outputs"}}) {
+                          Case{"segment in.tif -o l.tif --labels-image x.png", "photo outputs"},
+                          Case{"segment in.tif -o l.tif --vector v.kml", "GeoPackage"},
+                          Case{"segment in.tif -o l.tif --vector no/dir/v.gpkg", "OGR cannot create"}}) {
         INFO(c.args);
         CHECK(meanshift_cli(dir, c.args) != 0);
         std::ifstream out(dir.file("out.txt"));

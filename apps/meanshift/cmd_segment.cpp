@@ -514,7 +514,7 @@ void add_segment_command(CLI::App& app, Mode mode)
         })
         ->capture_default_str();
     a->memory.add_to(*sub);
-    add_segment_raster_options(*sub, a.get());  // --bands, --ram
+    add_segment_raster_options(*sub, a.get());  // --bands, --ram, --vector
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
     sub->add_option("--labels-image", a->labels_image,
                     "also write a false-colour label image (one colour per segment) to this .png");

@@ -47,6 +47,9 @@ RasterSegmentArgs& add_segment_raster_options(CLI::App& segment, const void* own
                     "GeoTIFF output: memory budget in MB (10^6 bytes) for the run (default: --max-memory's); refused "
                     "before any output when the raster needs more")
         ->check(CLI::PositiveNumber);
+    segment.add_option("--vector", slot->vector,
+                       "GeoTIFF output: also write the segments as polygons (OUT.gpkg GeoPackage, or OUT.shp) with "
+                       "their pixel count and per-band mean and standard deviation");
     return *slot;
 }
 
@@ -75,6 +78,15 @@ void run_segment_raster(const RasterRun& run, const RasterSegmentArgs& raster, M
     if (!run.filtered_output.empty() && !is_geotiff_path(run.filtered_output))
         throw meanshift::InvalidArgument(run.filtered_output +
                                          ": with a GeoTIFF -o, --filtered-output must be a GeoTIFF (.tif) too");
+    if (!raster.vector.empty()) {
+        std::string lower(raster.vector);
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        const bool gpkg = lower.size() > 5 && lower.compare(lower.size() - 5, 5, ".gpkg") == 0;
+        const bool shp = lower.size() > 4 && lower.compare(lower.size() - 4, 4, ".shp") == 0;
+        if (!gpkg && !shp)
+            throw meanshift::InvalidArgument(raster.vector +
+                                             ": --vector must be a GeoPackage (.gpkg) or a Shapefile (.shp)");
+    }
 #if !defined(MEANSHIFT_CLI_RASTER)
     (void)raster;
     (void)mode;
@@ -135,14 +147,24 @@ void run_segment_raster(const RasterRun& run, const RasterSegmentArgs& raster, M
             throw;
         }
     }
+    if (!raster.vector.empty()) {
+        try {
+            meanshift::write_segment_vectors(raster.vector, s, r);
+        } catch (...) {
+            std::remove(run.output.c_str());
+            if (!run.filtered_output.empty()) std::remove(run.filtered_output.c_str());
+            throw;
+        }
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("raster      %s, %d x %d, %d bands (%s), %lld valid pixels\n", escape_for_terminal(run.input).c_str(),
                 r.width, r.height, r.bands, meanshift::raster_type_name(r.type),
                 static_cast<long long>(r.valid_pixels()));
     std::printf("segments    %d (hs %g px, hr %g in the bands' units, backend %s)\n", s.segments(),
                 run.options.spatial_bandwidth, run.options.range_bandwidth, s.segmentation.ascent.backend.c_str());
-    std::printf("wrote       %s%s%s in %.3f s\n", escape_for_terminal(run.output).c_str(),
-                run.filtered_output.empty() ? "" : ", ", escape_for_terminal(run.filtered_output).c_str(), seconds);
+    std::printf("wrote       %s%s%s%s%s in %.3f s\n", escape_for_terminal(run.output).c_str(),
+                run.filtered_output.empty() ? "" : ", ", escape_for_terminal(run.filtered_output).c_str(),
+                raster.vector.empty() ? "" : ", ", escape_for_terminal(raster.vector).c_str(), seconds);
     if (run.json)
         std::printf("{\"segments\": %d, \"valid_pixels\": %lld, \"seconds\": %.6f, \"peak_memory_bytes\": %zu}\n",
                     s.segments(), static_cast<long long>(r.valid_pixels()), seconds,

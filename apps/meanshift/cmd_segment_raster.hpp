@@ -19,9 +19,10 @@ namespace mscli {
 struct RasterSegmentArgs {
     std::string bands;  ///< --bands 1,2,3,4 (1-based; "" = every band)
     double ram_mb = 0;  ///< --ram MB: the budget of one run (0 = --max-memory's)
+    std::string vector;  ///< --vector OUT.gpkg|OUT.shp: the segments as polygons
 };
 
-/// Registers --bands and --ram on the segment subcommand; `owner` (the command's own arguments)
+/// Registers --bands, --ram and --vector on the segment subcommand; `owner` (the command's own arguments)
 /// keys their storage, which lives as long as the process.
 RasterSegmentArgs& add_segment_raster_options(CLI::App& segment, const void* owner);
 /// The storage add_segment_raster_options() registered for `owner`.
