@@ -15,6 +15,8 @@ packages=(
   python3-venv python3-dev
   # The MPI layer (docs/mpi.md; CMake MEANSHIFT_MPI=AUTO finds it) and mpirun for its tests.
   libopenmpi-dev openmpi-bin
+  # Georeferenced rasters (docs/raster.md; CMake MEANSHIFT_GDAL=AUTO finds it).
+  libgdal-dev
 )
 # Other helpers' extra packages (benchmarks, plots) can be listed in this optional file.
 extra="$(dirname "$0")/extra-packages.txt"

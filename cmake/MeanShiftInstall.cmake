@@ -24,6 +24,14 @@ if(TARGET meanshift_mpi)
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endif()
+# GDAL rasters (docs/raster.md), when built: meanshift::raster. GDAL is linked privately, which a
+# shared library hides; a static one would need GDAL at the consumer's link step: not installed then.
+if(TARGET meanshift_raster AND BUILD_SHARED_LIBS)
+  set_target_properties(meanshift_raster PROPERTIES EXPORT_NAME raster)
+  install(TARGETS meanshift_raster EXPORT MeanShiftTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/skeleton/include/meanshift
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
 install(FILES ${CMAKE_BINARY_DIR}/generated/meanshift/config.hpp

@@ -5,6 +5,7 @@
 // mode gives the filtered image; neighbouring pixels with close modes and adjacent regions with
 // close colours are fused; regions under --min-region pixels are pruned into their neighbours.
 #include "cli_options.hpp"
+#include "cmd_segment_raster.hpp"
 #include "colour.hpp"
 #include "commands.hpp"
 #include "image_codecs.hpp"
@@ -431,6 +432,7 @@ void print_summary(const SegmentArgs& a, const meanshift::SegmentOptions& so, co
 
 void run_segment(const SegmentArgs& a, Mode mode)
 {
+    if (segment_raster_dispatch(a, mode)) return;  // GeoTIFF -o: the raster path (docs/raster.md)
     if (!ends_with_png(a.output)) throw meanshift::InvalidArgument(a.output + ": the output must be a .png file");
     if (!a.filtered_output.empty() && !ends_with_png(a.filtered_output))
         throw meanshift::InvalidArgument(a.filtered_output + ": --filtered-output must be a .png file");
@@ -567,6 +569,7 @@ void add_segment_command(CLI::App& app, Mode mode)
         })
         ->capture_default_str();
     a->memory.add_to(*sub);
+    add_segment_raster_options(*sub, a.get());  // --bands, --ram, --vector
     sub->add_option("--labels", a->labels_output, "also write the label id of every pixel (h x w, .csv or .npy)");
     sub->add_option("--labels-image", a->labels_image,
                     "also write a false-colour label image (one colour per segment) to this .png");
